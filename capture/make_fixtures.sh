@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates the GPU fixtures under fixtures/ (needs a CUDA GPU, torch and
+# transformers). Usage: capture/make_fixtures.sh OUTDIR
+# Each scenario runs in a fresh process, so allocator state never carries over.
+set -u
+out=${1:?usage: make_fixtures.sh OUTDIR}
+h="$(dirname "$0")/harness.py"
+py=${PYTHON:-python3}
+run() { # name, env, args...
+  local name=$1 env=$2; shift 2
+  echo "== $name: env $env $py $h scenario $* --out $out/$name --neutral-paths"
+  env ${env:+"$env"} "$py" "$h" scenario "$@" --out "$out/$name" --neutral-paths || echo "!! $name failed: $?"
+}
+run mlp-adamw   ""                                        mlp-adamw
+run llama-bf16  ""                                        llama-bf16
+run leak        ""                                        leak
+run expandable  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True mlp-adamw
+run oom         ""                                        oom
+run stacks-all  ""                                        mlp-adamw --stacks all --width 256 --depth 2 --batch 64 --steps 2
