@@ -1,0 +1,106 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one entry of the command table. The overview, each command's
+// help and the checking of its arguments are all generated from these fields,
+// so the help cannot disagree with what the command accepts.
+type command struct {
+	name  string // what the user types: memscope NAME
+	short string // one line for the overview, lower case, no final period
+	// args are the positional arguments as the synopsis shows them, and say
+	// how many the command takes: "SNAP..." is one or more, "[COMMAND]" at
+	// most one, "A B" exactly two, "" none. See parseArgs.
+	args string
+	// long is the help after the synopsis: paragraphs, wrapped at 80 columns.
+	long string
+
+	// flags defines the command's flags in fs, a fresh set for this one
+	// command line, and returns the function that runs the command. That
+	// function reads the flag values, so it is called only after fs.Parse:
+	// typically flags declares an options struct, binds its fields to flags
+	// and returns a closure over it.
+	flags func(fs *pflag.FlagSet) runFunc
+}
+
+// runFunc runs a command on its positional arguments, whose count run has
+// already checked against command.args.
+type runFunc func(cc *cmdContext, args []string) error
+
+// cmdContext is what a running command gets besides its flags and arguments.
+type cmdContext struct {
+	stdout io.Writer // results: text, JSON
+	stderr io.Writer // warnings and diagnostics
+}
+
+// commands is the command table, in the order the overview lists them. It is
+// filled in init because the help command reads it.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{
+			name:  "summary",
+			short: "the four memory numbers at peak and at end, top sites, findings",
+			args:  "SNAP...",
+			long: `Summary reads each allocator snapshot (a torch.cuda.memory._dump_snapshot
+pickle) and prints, per device:
+
+  - the four numbers that get called "GPU memory", never merged: requested
+    (bytes tensors asked for), allocated (rounded blocks), reserved (segments
+    the caching allocator holds) and, when recorded, device used;
+  - those numbers at the peak and at the end of the recording, and when the
+    peak happens (time, phase, step);
+  - the allocation sites (Python stacks) that hold the most memory at the peak;
+  - findings: leak, fragmentation, out-of-memory, truncated recording.
+
+Sizes print in binary units (KiB, MiB, GiB); with --json they are raw bytes.`,
+			flags: summaryFlags,
+		},
+		{
+			name:  "help",
+			short: "show this overview, or one command's usage and flags",
+			args:  "[COMMAND]",
+			long: `Help prints the overview of memscope's commands or, given a COMMAND, that
+command's usage and flags.`,
+			flags: func(*pflag.FlagSet) runFunc { return runHelp },
+		},
+	}
+}
+
+// lookup returns the command called name, or nil.
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// summaryOptions are the flags of 'memscope summary'.
+type summaryOptions struct {
+	json   bool // JSON instead of text
+	top    int  // allocation sites to list
+	device int  // CUDA device to report; -1 for all
+}
+
+func summaryFlags(fs *pflag.FlagSet) runFunc {
+	var o summaryOptions
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
+	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
+	return func(cc *cmdContext, paths []string) error {
+		if o.top < 0 {
+			return usageErrorf("--top %d: want 0 or more", o.top)
+		}
+		if o.device < -1 {
+			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
+		}
+		return runSummary(cc, o, paths)
+	}
+}

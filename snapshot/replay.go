@@ -1,0 +1,286 @@
+package snapshot
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/memscope/memscope/internal/units"
+)
+
+// Numbers are the allocator's quantities at one moment on one device.
+// Device used (the driver's view) is not in a snapshot and is not here.
+type Numbers struct {
+	Requested int64 // Σ requested bytes of allocated blocks (requested_bytes)
+	Allocated int64 // Σ block bytes of allocated blocks (allocated_bytes)
+	Active    int64 // allocated plus freed-but-pending blocks (active_bytes)
+	Reserved  int64 // Σ segment bytes (reserved_bytes)
+}
+
+// Peak is the highest value of one quantity and when it was first reached.
+type Peak struct {
+	Bytes  int64
+	Index  int   // event index after which it was reached; -1 at the start
+	TimeUS int64 // time of that event; 0 at the start
+}
+
+// Point is the state after one event.
+type Point struct {
+	Index  int
+	TimeUS int64
+	Numbers
+}
+
+// LiveBlock is one active block during replay.
+type LiveBlock struct {
+	Addr      uint64
+	Size      int64 // block bytes
+	Requested int64
+	Stream    int64
+	Stack     StackID
+	// AllocIndex is the index of the alloc event, or -1 for a block that was
+	// live before the first recorded event.
+	AllocIndex  int
+	AllocTimeUS int64
+	PendingFree bool // free_requested seen, free_completed not yet
+	// FreeStack is true when Stack is where the block was freed, not where it
+	// was allocated (a block allocated before recording began).
+	FreeStack bool
+	// Estimated is true when Size could not be recovered exactly from the
+	// layout and the rounded request stands in.
+	Estimated bool
+}
+
+// Timeline is the replay of one device's recorded events.
+type Timeline struct {
+	Device int
+	Events []Event // the device's trace, oldest first (aliases the Snapshot)
+
+	Start, End                                             Numbers // before the first event, after the last
+	PeakRequested, PeakAllocated, PeakActive, PeakReserved Peak
+
+	// Points holds the state after every event; nil unless asked for.
+	Points []Point
+
+	// Initial is what was live before the first recorded event, by address.
+	Initial []LiveBlock
+	// OOMs are the indexes of oom events.
+	OOMs []int
+
+	Warnings []Warning
+
+	snap             *Snapshot
+	initInconsistent int
+	round            rounding
+	init             layout
+}
+
+// ReplayOptions tune Replay.
+type ReplayOptions struct {
+	Series bool // keep a Point per event
+}
+
+// Devices returns the device ordinals that have segments or trace entries.
+func (s *Snapshot) Devices() []int {
+	seen := map[int]bool{}
+	for i := range s.Segments {
+		seen[s.Segments[i].Device] = true
+	}
+	for d, tr := range s.Traces {
+		if len(tr) > 0 {
+			seen[d] = true
+		}
+	}
+	var out []int
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Replay rebuilds device's memory over its recorded events: the four
+// numbers after every event, their peaks, what was live before recording
+// began, and a check of the end state against the snapshot's segments.
+func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
+	t := &Timeline{Device: device, snap: s, round: newRounding(s.Settings)}
+	if device >= 0 && device < len(s.Traces) {
+		t.Events = s.Traces[device]
+	}
+	t.initialState()
+
+	e := t.newEngine()
+	t.Start = e.n
+	t.PeakRequested = Peak{Bytes: e.n.Requested, Index: -1}
+	t.PeakAllocated = Peak{Bytes: e.n.Allocated, Index: -1}
+	t.PeakActive = Peak{Bytes: e.n.Active, Index: -1}
+	t.PeakReserved = Peak{Bytes: e.n.Reserved, Index: -1}
+	if opt.Series {
+		t.Points = make([]Point, 0, len(t.Events))
+	}
+	for i := range t.Events {
+		ev := &t.Events[i]
+		e.apply(i, ev)
+		if ev.Action == ActionOOM {
+			t.OOMs = append(t.OOMs, i)
+		}
+		n := &e.n
+		if n.Requested > t.PeakRequested.Bytes {
+			t.PeakRequested = Peak{n.Requested, i, ev.TimeUS}
+		}
+		if n.Allocated > t.PeakAllocated.Bytes {
+			t.PeakAllocated = Peak{n.Allocated, i, ev.TimeUS}
+		}
+		if n.Active > t.PeakActive.Bytes {
+			t.PeakActive = Peak{n.Active, i, ev.TimeUS}
+		}
+		if n.Reserved > t.PeakReserved.Bytes {
+			t.PeakReserved = Peak{n.Reserved, i, ev.TimeUS}
+		}
+		if opt.Series {
+			t.Points = append(t.Points, Point{i, ev.TimeUS, *n})
+		}
+	}
+	t.End = e.n
+	t.warnings(e)
+	t.checkEnd(e)
+	return t
+}
+
+// LiveAt returns the blocks live after event index (before the first event
+// when index is -1), sorted by address.
+func (t *Timeline) LiveAt(index int) []LiveBlock {
+	e := t.newEngine()
+	for i := 0; i <= index && i < len(t.Events); i++ {
+		e.apply(i, &t.Events[i])
+	}
+	return e.liveBlocks()
+}
+
+// StateAt returns the four numbers after event index (-1: the start).
+func (t *Timeline) StateAt(index int) Numbers {
+	e := t.newEngine()
+	for i := 0; i <= index && i < len(t.Events); i++ {
+		e.apply(i, &t.Events[i])
+	}
+	return e.n
+}
+
+func (t *Timeline) warn(format string, args ...any) {
+	t.Warnings = append(t.Warnings, Warning{Device: t.Device, Message: fmt.Sprintf(format, args...)})
+}
+
+// warnings reports what the replay could not know exactly.
+func (t *Timeline) warnings(e *engine) {
+	var freedN int
+	var freedBytes int64
+	var estN int
+	for i := range t.Initial {
+		b := &t.Initial[i]
+		if b.FreeStack {
+			freedN++
+			freedBytes += b.Size
+		}
+		if b.Estimated {
+			estN++
+		}
+	}
+	if t.truncated() {
+		t.warn("device %d: the trace ring buffer wrapped (max_entries too small): %s in %d blocks was live before the first surviving entry, and anything allocated and freed before it is lost; peaks are over the surviving entries only",
+			t.Device, units.Bytes(t.Start.Allocated), len(t.Initial))
+	} else if freedN > 0 {
+		t.warn("device %d: %d blocks (%s) freed in the trace were allocated before its first entry: recording began late or the ring buffer wrapped; %s was live at the first entry",
+			t.Device, freedN, units.Bytes(freedBytes), units.Bytes(t.Start.Allocated))
+	}
+	if estN+e.estimated > 0 {
+		t.warn("device %d: block size of %d allocations estimated from the rounded request (segment layout unknown)", t.Device, estN+e.estimated)
+	}
+	if e.unknownFrees > 0 {
+		t.warn("device %d: %d frees of blocks the replay did not know (inconsistent trace)", t.Device, e.unknownFrees)
+	}
+	if e.doubleAllocs > 0 {
+		t.warn("device %d: %d allocations at an address already live (inconsistent trace)", t.Device, e.doubleAllocs)
+	}
+	if t.initInconsistent > 0 {
+		t.warn("device %d: %d trace entries contradict the end state while rebuilding the start", t.Device, t.initInconsistent)
+	}
+}
+
+// truncated reports signs that the ring buffer dropped its oldest entries,
+// as opposed to recording having started late.
+func (t *Timeline) truncated() bool {
+	if v, ok := t.snap.Settings["trace_alloc_overflowed"].(bool); ok && v {
+		return true
+	}
+	if v, ok := t.snap.Settings["trace_alloc_max_entries"].(int64); ok && v > 0 && int64(len(t.Events)) >= v {
+		return true
+	}
+	// A free_completed whose free_requested is not in the trace: the pair
+	// was cut by eviction (a late start cuts between actions, not pairs,
+	// only for pending frees, which are rare).
+	req := map[uint64]bool{}
+	for i := range t.Events {
+		ev := &t.Events[i]
+		switch ev.Action {
+		case ActionFreeRequested:
+			req[ev.Addr] = true
+		case ActionFreeCompleted:
+			if !req[ev.Addr] {
+				return true
+			}
+			delete(req, ev.Addr)
+		case ActionAlloc:
+			delete(req, ev.Addr)
+		}
+		if i > 64 {
+			break // eviction cuts at the very beginning
+		}
+	}
+	return false
+}
+
+// checkEnd compares the replay's final live set with the end-state segments.
+func (t *Timeline) checkEnd(e *engine) {
+	var missing, extra, sized, state int
+	var sizeDiff int64
+	seen := map[uint64]bool{}
+	var reserved int64
+	for si := range t.snap.Segments {
+		seg := &t.snap.Segments[si]
+		if seg.Device != t.Device {
+			continue
+		}
+		reserved += seg.TotalSize
+		for bi := range seg.Blocks {
+			b := &seg.Blocks[bi]
+			if !b.State.Active() {
+				continue
+			}
+			seen[b.Address] = true
+			j, ok := e.live[b.Address]
+			if !ok {
+				missing++
+				continue
+			}
+			lb := &e.slab[j]
+			if lb.Size != b.Size {
+				sized++
+				sizeDiff += lb.Size - b.Size
+			}
+			if lb.PendingFree != (b.State == BlockActivePendingFree) {
+				state++
+			}
+		}
+	}
+	for addr := range e.live {
+		if !seen[addr] {
+			extra++
+		}
+	}
+	if missing+extra+sized+state > 0 {
+		t.warn("device %d: end of replay disagrees with the snapshot's segments: %d active blocks not live in the replay, %d live blocks not in segments, %d with another size (%+d bytes), %d in another state",
+			t.Device, missing, extra, sized, sizeDiff, state)
+	}
+	if reserved != e.n.Reserved {
+		t.warn("device %d: reserved at the end of replay is %d bytes, segments total %d bytes", t.Device, e.n.Reserved, reserved)
+	}
+}
