@@ -490,7 +490,12 @@ def main(argv):
     for key, value in defaults.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
-    t = _torch()
+    try:
+        t = _torch()
+    except ImportError as e:
+        print("harness.py: cannot import torch (%s): run it with the Python that has torch" % e,
+              file=sys.stderr)
+        return 2
     t.manual_seed(SEED)
     if not t.cuda.is_available():
         print("harness.py: CUDA is not available", file=sys.stderr)

@@ -1,0 +1,28 @@
+package capture
+
+import (
+	"bytes"
+	"os/exec"
+	"testing"
+)
+
+// TestHarnessPython runs the harness's torch-free unit tests with python3.
+func TestHarnessPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: the harness's torch-free tests need it")
+	}
+	cmd := exec.Command(py, "-m", "unittest", "-v", "harness_test.py")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("python3 -m unittest harness_test.py: %v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+}
+
+func TestHarnessEmbedded(t *testing.T) {
+	if !bytes.Contains(Harness, []byte("def main(argv)")) {
+		t.Fatal("embedded harness.py has no main(argv)")
+	}
+}

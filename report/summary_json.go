@@ -1,0 +1,158 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// SummaryDoc is the JSON document of 'memscope summary --json'. Sizes are
+// raw bytes; times are µs (offsets from the first event, or since the epoch
+// where the name ends in _epoch_us).
+type SummaryDoc struct {
+	Schema string        `json:"schema"`
+	Kind   string        `json:"kind"` // "summary"
+	Files  []SummaryFile `json:"files"`
+}
+
+type SummaryFile struct {
+	Source   string          `json:"source"`
+	Format   string          `json:"format"`
+	Protocol int             `json:"protocol,omitempty"`
+	Devices  []SummaryDevice `json:"devices"`
+	Warnings []string        `json:"warnings"`
+}
+
+type Numbers struct {
+	Requested int64 `json:"requested"`
+	Allocated int64 `json:"allocated"`
+	Active    int64 `json:"active"`
+	Reserved  int64 `json:"reserved"`
+}
+
+type PeakJSON struct {
+	Bytes       int64 `json:"bytes"`
+	EventIndex  int   `json:"event_index"` // -1: before the first event
+	TimeEpochUS int64 `json:"time_epoch_us"`
+}
+
+type RangeJSON struct {
+	Name         string `json:"name"`
+	StartEpochUS int64  `json:"start_epoch_us"`
+	EndEpochUS   int64  `json:"end_epoch_us"` // 0: still open
+}
+
+type FrameJSON struct {
+	Name     string `json:"name"`
+	Filename string `json:"filename"`
+	Line     int64  `json:"line"`
+}
+
+type SiteJSON struct {
+	Label     string      `json:"label"`
+	Kind      string      `json:"kind"` // user, python, none
+	Frame     *FrameJSON  `json:"frame"`
+	Bytes     int64       `json:"bytes"`
+	Requested int64       `json:"requested"`
+	Blocks    int         `json:"blocks"`
+	Share     float64     `json:"share"`
+	Stack     []FrameJSON `json:"stack"` // the largest block's stack, innermost first
+	FreeStack bool        `json:"stack_is_free_site"`
+}
+
+type SummaryDevice struct {
+	Device           int                 `json:"device"`
+	Start            Numbers             `json:"start"`
+	AtPeak           Numbers             `json:"at_peak"`
+	End              Numbers             `json:"end"`
+	DeviceUsed       *int64              `json:"device_used"` // null: not recorded
+	Peaks            map[string]PeakJSON `json:"peaks"`       // requested, allocated, active, reserved
+	PeakOffsetUS     int64               `json:"peak_offset_us"`
+	DurationUS       int64               `json:"duration_us"`
+	PeakRanges       []RangeJSON         `json:"peak_ranges"`
+	PeakStep         *int                `json:"peak_step"`
+	PeakPhase        string              `json:"peak_phase"`
+	TopSites         []SiteJSON          `json:"top_sites"`
+	LiveBlocksAtPeak int                 `json:"live_blocks_at_peak"`
+	Events           int                 `json:"events"`
+	Segments         int                 `json:"segments"`
+	Blocks           int                 `json:"blocks"`
+	ActiveBlocks     int                 `json:"active_blocks"`
+	OOMs             int                 `json:"ooms"`
+	Warnings         []string            `json:"warnings"`
+}
+
+// SummaryJSON writes the summaries of several files as one document.
+func SummaryJSON(w io.Writer, sums []*attribution.Summary) error {
+	doc := SummaryDoc{Schema: Schema, Kind: "summary", Files: []SummaryFile{}}
+	for _, s := range sums {
+		doc.Files = append(doc.Files, summaryFile(s))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func summaryFile(s *attribution.Summary) SummaryFile {
+	f := SummaryFile{Source: s.Source, Format: s.Format, Protocol: s.Protocol,
+		Devices: []SummaryDevice{}, Warnings: warningStrings(s.Warnings)}
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		sd := SummaryDevice{
+			Device: d.Device, Start: numbers(d.Start), AtPeak: numbers(d.AtPeak), End: numbers(d.End),
+			DeviceUsed: d.DeviceUsed,
+			Peaks: map[string]PeakJSON{
+				"requested": peak(d.PeakRequested), "allocated": peak(d.PeakAllocated),
+				"active": peak(d.PeakActive), "reserved": peak(d.PeakReserved),
+			},
+			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS,
+			PeakRanges: []RangeJSON{}, PeakStep: d.PeakStep, PeakPhase: d.PeakPhase,
+			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
+			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
+			OOMs: d.OOMs, Warnings: warningStrings(d.Warnings),
+		}
+		for _, r := range d.PeakRanges {
+			sd.PeakRanges = append(sd.PeakRanges, RangeJSON{r.Name, r.StartUS, r.EndUS})
+		}
+		for _, site := range d.TopSites {
+			sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
+				Requested: site.Requested, Blocks: site.Count, Share: site.Share,
+				Stack: stackJSON(s.Stacks, site.Stack), FreeStack: site.FreeStack}
+			if site.Site.Kind != "none" {
+				fr := frameJSON(s.Stacks.Frame(site.Site.Frame))
+				sj.Frame = &fr
+			}
+			sd.TopSites = append(sd.TopSites, sj)
+		}
+		f.Devices = append(f.Devices, sd)
+	}
+	return f
+}
+
+func numbers(n snapshot.Numbers) Numbers {
+	return Numbers{n.Requested, n.Allocated, n.Active, n.Reserved}
+}
+
+func peak(p snapshot.Peak) PeakJSON { return PeakJSON{p.Bytes, p.Index, p.TimeUS} }
+
+func frameJSON(f *snapshot.Frame) FrameJSON {
+	return FrameJSON{Name: f.Name, Filename: f.Filename, Line: f.Line}
+}
+
+func stackJSON(st *snapshot.Stacks, id snapshot.StackID) []FrameJSON {
+	out := []FrameJSON{}
+	for _, fid := range st.Stack(id) {
+		out = append(out, frameJSON(st.Frame(fid)))
+	}
+	return out
+}
+
+func warningStrings(ws []snapshot.Warning) []string {
+	out := []string{}
+	for _, w := range ws {
+		out = append(out, w.Message)
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// SummaryTextOptions tune SummaryText.
+type SummaryTextOptions struct {
+	Stacks bool // print each top site's full stack
+}
+
+// SummaryText writes sum as aligned text, fitting 100 columns.
+func SummaryText(w io.Writer, sum *attribution.Summary, opt SummaryTextOptions) error {
+	ew := &errWriter{w: w}
+	ew.printf("%s (%s", sum.Source, sum.Format)
+	if sum.Format == "pickle" {
+		ew.printf(" protocol %d", sum.Protocol)
+	}
+	ew.printf(")\n")
+	if len(sum.Devices) == 0 {
+		ew.printf("no device has segments or recorded events\n")
+	}
+	for i := range sum.Devices {
+		deviceText(ew, sum, &sum.Devices[i], opt)
+	}
+	if len(sum.Warnings) > 0 {
+		ew.printf("\nwarnings:\n")
+		for _, wn := range sum.Warnings {
+			ew.printf("  - %s\n", wn.Message)
+		}
+	}
+	return ew.err
+}
+
+func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSummary, opt SummaryTextOptions) {
+	ew.printf("\ndevice %d: %d events, %d segments, %d blocks (%d active)",
+		d.Device, d.Events, d.Segments, d.Blocks, d.ActiveBlocks)
+	if d.OOMs > 0 {
+		ew.printf(", %d out-of-memory events", d.OOMs)
+	}
+	ew.printf("\n\n")
+
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\trequested\tallocated\tactive\treserved\tdevice used\t\n")
+	used := "not recorded"
+	if d.DeviceUsed != nil {
+		used = units.Bytes(*d.DeviceUsed)
+	}
+	row := func(name string, n snapshot.Numbers, dev string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, units.Bytes(n.Requested),
+			units.Bytes(n.Allocated), units.Bytes(n.Active), units.Bytes(n.Reserved), dev)
+	}
+	row("at start", d.Start, "")
+	row("at peak", d.AtPeak, used)
+	row("at end", d.End, "")
+	fmt.Fprintf(tw, "own peak\t%s\t%s\t%s\t%s\t\t\n", units.Bytes(d.PeakRequested.Bytes),
+		units.Bytes(d.PeakAllocated.Bytes), units.Bytes(d.PeakActive.Bytes), units.Bytes(d.PeakReserved.Bytes))
+	tw.Flush()
+
+	ew.printf("\npeak allocated %s ", units.Bytes(d.PeakAllocated.Bytes))
+	if d.PeakAllocated.Index < 0 {
+		ew.printf("was already live before the first recorded event\n")
+	} else {
+		ew.printf("at +%s of %s (event %d)", units.Duration(d.PeakOffsetUS), units.Duration(d.DurationUS), d.PeakAllocated.Index)
+		if d.PeakStep != nil {
+			ew.printf(", step %d %s", *d.PeakStep, d.PeakPhase)
+		} else if d.PeakPhase != "" {
+			ew.printf(", in %s", d.PeakPhase)
+		}
+		ew.printf("\n")
+		if len(d.PeakRanges) > 0 {
+			names := make([]string, len(d.PeakRanges))
+			for i, r := range d.PeakRanges {
+				names[i] = r.Name
+			}
+			ew.printf("  inside: %s\n", clip(strings.Join(names, " > "), 90))
+		}
+	}
+
+	if len(d.TopSites) > 0 {
+		ew.printf("\ntop sites live at peak (%d blocks, %s allocated):\n", d.LiveAtPeak, units.Bytes(d.AtPeak.Allocated))
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site (first user frame)")
+		for _, s := range d.TopSites {
+			label := s.Label
+			if s.FreeStack {
+				label += " [freed here; allocated before recording]"
+			}
+			fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), 100*s.Share, s.Count, clip(label, 68))
+			if opt.Stacks {
+				tw.Flush()
+				for _, fid := range sum.Stacks.Stack(s.Stack) {
+					fr := sum.Stacks.Frame(fid)
+					ew.printf("        %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
+				}
+			}
+		}
+		tw.Flush()
+	}
+	if len(d.Warnings) > 0 {
+		ew.printf("\nwarnings:\n")
+		for _, wn := range d.Warnings {
+			ew.printf("  - %s\n", wn.Message)
+		}
+	}
+}
+
+// clip shortens s to n runes, keeping its end (the informative part of a
+// path) behind "…".
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
+// errWriter keeps the first write error so renderers can write freely and
+// check once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
