@@ -58,8 +58,9 @@ func isPython(fr *snapshot.Frame) bool {
 type Site struct {
 	Frame snapshot.FrameID
 	// Kind says how Frame was chosen: "user" (the innermost user frame),
-	// "python" (no user frame; the innermost Python frame), or "none" (the
-	// stack has no Python frame: C++ or the autograd engine's thread).
+	// "python" (no user frame; the innermost Python frame), "none" (the
+	// stack has no Python frame: C++ or the autograd engine's thread), or
+	// "before" (no stack: the block predates recording).
 	Kind string
 }
 
@@ -82,8 +83,11 @@ func (f *Filter) SiteOf(st *snapshot.Stacks, id snapshot.StackID) Site {
 
 // Label is a site's one-line name: "file:line function".
 func (s Site) Label(st *snapshot.Stacks) string {
-	if s.Kind == "none" {
+	switch s.Kind {
+	case "none":
 		return "(no Python frame: C++ or autograd engine)"
+	case "before":
+		return "(allocated before recording began)"
 	}
 	fr := st.Frame(s.Frame)
 	return fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name)

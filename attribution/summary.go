@@ -161,6 +161,9 @@ func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total i
 			continue
 		}
 		site := f.SiteOf(st, b.Stack)
+		if b.AllocIndex < 0 && b.Stack == 0 {
+			site = Site{Kind: "before"}
+		}
 		a := by[site]
 		if a == nil {
 			a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}

@@ -52,7 +52,7 @@ type FrameJSON struct {
 
 type SiteJSON struct {
 	Label     string      `json:"label"`
-	Kind      string      `json:"kind"` // user, python, none
+	Kind      string      `json:"kind"` // user, python, none (no Python frame), before (predates recording)
 	Frame     *FrameJSON  `json:"frame"`
 	Bytes     int64       `json:"bytes"`
 	Requested int64       `json:"requested"`
@@ -120,7 +120,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
 				Requested: site.Requested, Blocks: site.Count, Share: site.Share,
 				Stack: stackJSON(s.Stacks, site.Stack), FreeStack: site.FreeStack}
-			if site.Site.Kind != "none" {
+			if site.Site.Kind == "user" || site.Site.Kind == "python" {
 				fr := frameJSON(s.Stacks.Frame(site.Site.Frame))
 				sj.Frame = &fr
 			}

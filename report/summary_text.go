@@ -54,13 +54,13 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		used = units.Bytes(*d.DeviceUsed)
 	}
 	row := func(name string, n snapshot.Numbers, dev string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, units.Bytes(n.Requested),
+		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", name, units.Bytes(n.Requested),
 			units.Bytes(n.Allocated), units.Bytes(n.Active), units.Bytes(n.Reserved), dev)
 	}
 	row("at start", d.Start, "")
 	row("at peak", d.AtPeak, used)
 	row("at end", d.End, "")
-	fmt.Fprintf(tw, "own peak\t%s\t%s\t%s\t%s\t\t\n", units.Bytes(d.PeakRequested.Bytes),
+	fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t\t\n", "own peak", units.Bytes(d.PeakRequested.Bytes),
 		units.Bytes(d.PeakAllocated.Bytes), units.Bytes(d.PeakActive.Bytes), units.Bytes(d.PeakReserved.Bytes))
 	tw.Flush()
 

@@ -87,6 +87,7 @@ type summaryOptions struct {
 	json   bool // JSON instead of text
 	top    int  // allocation sites to list
 	device int  // CUDA device to report; -1 for all
+	stacks bool // print each top site's full stack
 }
 
 func summaryFlags(fs *pflag.FlagSet) runFunc {
@@ -94,6 +95,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
 	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
+	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
 	return func(cc *cmdContext, paths []string) error {
 		if o.top < 0 {
 			return usageErrorf("--top %d: want 0 or more", o.top)

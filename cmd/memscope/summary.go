@@ -1,6 +1,12 @@
 package main
 
-import "errors"
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
+)
 
 // runSummary runs 'memscope summary'. It is a variable so that tests can see
 // what the command line turned into without decoding a snapshot.
@@ -9,5 +15,26 @@ var runSummary = summary
 // summary prints, for each snapshot in paths, the summary described in the
 // command's usage, as text or (opts.json) JSON, to cc.stdout.
 func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
-	return errors.New("summary: not implemented yet")
+	var sums []*attribution.Summary
+	for i, path := range paths {
+		s, err := snapshot.Open(path)
+		if err != nil {
+			return badInput(err)
+		}
+		sum := attribution.Summarize(s, attribution.SummaryOptions{Top: opts.top, Device: opts.device})
+		if opts.json {
+			sums = append(sums, sum)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(cc.stdout)
+		}
+		if err := report.SummaryText(cc.stdout, sum, report.SummaryTextOptions{Stacks: opts.stacks}); err != nil {
+			return err
+		}
+	}
+	if opts.json {
+		return report.SummaryJSON(cc.stdout, sums)
+	}
+	return nil
 }

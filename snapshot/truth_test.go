@@ -1,0 +1,141 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// truth is the part of a fixture's truth.json (written by torch in the same
+// process as the snapshot) that replay is checked against.
+type truth struct {
+	Scenario string `json:"scenario"`
+	Window   struct {
+		AllocatedStart int64 `json:"allocated_start"`
+		RequestedStart int64 `json:"requested_start"`
+		ReservedStart  int64 `json:"reserved_start"`
+		AllocatedEnd   int64 `json:"allocated_end"`
+		RequestedEnd   int64 `json:"requested_end"`
+		ReservedEnd    int64 `json:"reserved_end"`
+		ActiveEnd      int64 `json:"active_end"`
+		MaxAllocated   int64 `json:"max_allocated"`
+		MaxRequested   int64 `json:"max_requested"`
+		MaxReserved    int64 `json:"max_reserved"`
+		MaxActive      int64 `json:"max_active"`
+	} `json:"window"`
+}
+
+// fixtures returns the fixture folders that hold a snapshot and its truth.
+func fixtures(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("../fixtures/*/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no fixtures found under ../fixtures")
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+func readTruth(t *testing.T, dir string) truth {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr truth
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return tr
+}
+
+// TestReplayMatchesTorch checks replay's numbers against what torch measured
+// in the same process: peaks over the recorded window (torch's peak counters
+// were reset when recording started), and the values at start and end.
+func TestReplayMatchesTorch(t *testing.T) {
+	for _, dir := range fixtures(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			tr := readTruth(t, dir)
+			s, err := Open(filepath.Join(dir, "snapshot.pickle"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := Replay(s, 0, ReplayOptions{})
+			w := tr.Window
+			checks := []struct {
+				name      string
+				got, want int64
+			}{
+				{"peak requested", tl.PeakRequested.Bytes, w.MaxRequested},
+				{"peak allocated", tl.PeakAllocated.Bytes, w.MaxAllocated},
+				{"peak active", tl.PeakActive.Bytes, w.MaxActive},
+				{"peak reserved", tl.PeakReserved.Bytes, w.MaxReserved},
+				{"start allocated", tl.Start.Allocated, w.AllocatedStart},
+				{"start requested", tl.Start.Requested, w.RequestedStart},
+				{"start reserved", tl.Start.Reserved, w.ReservedStart},
+				{"end allocated", tl.End.Allocated, w.AllocatedEnd},
+				{"end requested", tl.End.Requested, w.RequestedEnd},
+				{"end active", tl.End.Active, w.ActiveEnd},
+				{"end reserved", tl.End.Reserved, w.ReservedEnd},
+			}
+			for _, c := range checks {
+				if c.got != c.want {
+					t.Errorf("Replay(%s) %s = %d, want %d (torch; off by %+d)", dir, c.name, c.got, c.want, c.got-c.want)
+				}
+			}
+			for _, wn := range tl.Warnings {
+				if strings.Contains(wn.Message, "disagrees") || strings.Contains(wn.Message, "inconsistent") ||
+					strings.Contains(wn.Message, "contradict") || strings.Contains(wn.Message, "estimated") {
+					t.Errorf("Replay(%s) warning: %s", dir, wn.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestReplayEndMatchesSegments checks that the blocks live at the end of
+// replay are exactly the active blocks of the snapshot's segments.
+func TestReplayEndMatchesSegments(t *testing.T) {
+	for _, dir := range fixtures(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			s, err := Open(filepath.Join(dir, "snapshot.pickle"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := Replay(s, 0, ReplayOptions{})
+			live := tl.LiveAt(len(tl.Events) - 1)
+			type blk struct {
+				size    int64
+				pending bool
+			}
+			want := map[uint64]blk{}
+			for _, seg := range s.Segments {
+				for _, b := range seg.Blocks {
+					if seg.Device == 0 && b.State.Active() {
+						want[b.Address] = blk{b.Size, b.State == BlockActivePendingFree}
+					}
+				}
+			}
+			if len(live) != len(want) {
+				t.Errorf("live blocks at end = %d, want %d (segments' active blocks)", len(live), len(want))
+			}
+			for _, b := range live {
+				w, ok := want[b.Addr]
+				if !ok {
+					t.Errorf("block %#x (%d bytes) live at end of replay, not active in segments", b.Addr, b.Size)
+					continue
+				}
+				if w.size != b.Size || w.pending != b.PendingFree {
+					t.Errorf("block %#x at end = (%d bytes, pending %v), want (%d, %v)", b.Addr, b.Size, b.PendingFree, w.size, w.pending)
+				}
+			}
+		})
+	}
+}
