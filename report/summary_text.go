@@ -43,7 +43,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	ew.printf("\ndevice %d: %d events, %d segments, %d blocks (%d active)",
 		d.Device, d.Events, d.Segments, d.Blocks, d.ActiveBlocks)
 	if d.OOMs > 0 {
-		ew.printf(", %d out-of-memory events", d.OOMs)
+		ew.printf(", %d out-of-memory event%s", d.OOMs, plural(d.OOMs))
 	}
 	ew.printf("\n\n")
 
@@ -140,4 +140,11 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 func (e *errWriter) printf(format string, args ...any) {
 	fmt.Fprintf(e, format, args...)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
