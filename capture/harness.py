@@ -383,15 +383,66 @@ def scenario_llama_bf16(args):
     train_steps(warm, Wrapped(), opt, batch, loss_fn, 0, 0, autocast)
     meter = Meter()
     start_recording(args.stacks)
-    meter.begin_window()
-    train_steps(meter, Wrapped(), opt, batch, loss_fn, 1, args.steps, autocast)
-    window, stats = meter.end_window()
+    prof = profiler() if args.profile else contextlib.nullcontext()
+    with prof:
+        meter.begin_window()
+        train_steps(meter, Wrapped(), opt, batch, loss_fn, 1, args.steps, autocast)
+        window, stats = meter.end_window()
     truth = base_truth(args.scenario, args)
     truth.update(window=window, phases=meter.rows, memory_stats_end=stats,
                  param_bytes=param_bytes(model), warmup_phases=warm.rows,
                  logits_bytes_fp32=args.batch * args.seq * args.vocab * 4)
+    if args.profile:
+        truth["key_averages"] = key_averages(prof)
+        write_profile(prof, args.out, args.neutral_paths)
     write_outputs(args.out, truth, args.neutral_paths)
     return 0
+
+
+def profiler():
+    """A torch.profiler window with everything memory attribution needs."""
+    t = _torch()
+    acts = [t.profiler.ProfilerActivity.CPU, t.profiler.ProfilerActivity.CUDA]
+    return t.profiler.profile(activities=acts, profile_memory=True, record_shapes=True,
+                              with_stack=True)
+
+
+def key_averages(prof):
+    """What prof.key_averages() reports per operator, memory columns only."""
+    rows = []
+    for e in prof.key_averages():
+        self_dev = getattr(e, "self_device_memory_usage", None)
+        if self_dev is None:
+            self_dev = getattr(e, "self_cuda_memory_usage", 0)
+        dev = getattr(e, "device_memory_usage", None)
+        if dev is None:
+            dev = getattr(e, "cuda_memory_usage", 0)
+        rows.append({"name": e.key, "count": e.count, "self_device_memory_usage": self_dev,
+                     "device_memory_usage": dev,
+                     "self_cpu_memory_usage": e.self_cpu_memory_usage,
+                     "cpu_memory_usage": e.cpu_memory_usage})
+    rows.sort(key=lambda r: (-abs(r["self_device_memory_usage"]), r["name"]))
+    return rows
+
+
+def write_profile(prof, out, neutral):
+    """Chrome trace (gzip) and the profiler's memory timeline files."""
+    import gzip
+    import tempfile
+
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(raw)
+        with open(raw) as f:
+            text = f.read().replace(raw, "trace.json")  # traceName: no temp path
+    if neutral:
+        for old, new in neutral_rules():
+            text = text.replace(old, new)
+    with gzip.open(os.path.join(out, "trace.json.gz"), "wt") as f:
+        f.write(text)
+    prof.export_memory_timeline(os.path.join(out, "memory_timeline.json"), device="cuda:0")
+    prof.export_memory_timeline(os.path.join(out, "memory_timeline.raw.json.gz"), device="cuda:0")
 
 
 def scenario_oom(args):
@@ -460,6 +511,9 @@ SCENARIOS = {
     "llama-bf16": (scenario_llama_bf16, dict(vocab=128256, hidden=256, intermediate=688,
                                               layers=2, heads=4, kv_heads=2, seq=256,
                                               batch=2, steps=3)),
+    "llama-profiled": (scenario_llama_bf16, dict(vocab=128256, hidden=256, intermediate=688,
+                                                  layers=2, heads=4, kv_heads=2, seq=256,
+                                                  batch=2, steps=2, profile=1)),
     "oom": (scenario_oom, dict(width=2048, depth=3, batch=1024, steps=1, cap=1 << 30)),
 }
 
@@ -475,7 +529,7 @@ def build_parser():
     sc.add_argument("--neutral-paths", action="store_true",
                     help="rewrite frame paths to <repo>/, <site-packages>/, <python>/")
     for key in ("width", "depth", "batch", "steps", "vocab", "hidden", "intermediate",
-                "layers", "heads", "kv_heads", "seq", "cap"):
+                "layers", "heads", "kv_heads", "seq", "cap", "profile"):
         sc.add_argument("--" + key.replace("_", "-"), dest=key, type=int, default=None)
     return p
 

@@ -13,6 +13,7 @@ run() { # name, env, args...
 }
 run mlp-adamw   ""                                        mlp-adamw
 run llama-bf16  ""                                        llama-bf16
+run llama-profiled ""                                      llama-profiled
 run leak        ""                                        leak
 run expandable  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True mlp-adamw
 run oom         ""                                        oom
