@@ -352,8 +352,11 @@ def scenario_leak(args):
 def scenario_llama_bf16(args):
     """A small Llama from a transformers config, 128K vocab, bf16 autocast.
 
+    The training step calls the output projection and the cross-entropy
+    itself, the way many training loops do, so those lines are user frames.
     One warm-up step runs before recording starts (optimizer state is lazy);
-    then args.steps steps are recorded.
+    then args.steps steps are recorded. --checkpointing turns on activation
+    checkpointing (non-reentrant) in every decoder layer.
     """
     t = _torch()
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -364,7 +367,11 @@ def scenario_llama_bf16(args):
                       max_position_embeddings=args.seq, tie_word_embeddings=False,
                       attn_implementation="sdpa")
     model = LlamaForCausalLM(cfg).cuda()
+    model.train()
+    if args.checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     opt = t.optim.AdamW(model.parameters(), lr=1e-4)
+    F = t.nn.functional
 
     def batch():
         ids = t.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
@@ -375,7 +382,9 @@ def scenario_llama_bf16(args):
 
     class Wrapped(object):
         def __call__(self, ids):
-            return model(input_ids=ids, labels=ids).loss
+            h = model.model(input_ids=ids).last_hidden_state
+            logits = model.lm_head(h)  # the output projection: tokens x vocab
+            return F.cross_entropy(logits.float().view(-1, args.vocab), ids.view(-1))
 
     autocast = lambda: t.autocast("cuda", dtype=t.bfloat16)
     warm = Meter()
@@ -529,7 +538,7 @@ def build_parser():
     sc.add_argument("--neutral-paths", action="store_true",
                     help="rewrite frame paths to <repo>/, <site-packages>/, <python>/")
     for key in ("width", "depth", "batch", "steps", "vocab", "hidden", "intermediate",
-                "layers", "heads", "kv_heads", "seq", "cap", "profile"):
+                "layers", "heads", "kv_heads", "seq", "cap", "profile", "checkpointing"):
         sc.add_argument("--" + key.replace("_", "-"), dest=key, type=int, default=None)
     return p
 

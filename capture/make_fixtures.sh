@@ -14,6 +14,8 @@ run() { # name, env, args...
 run mlp-adamw   ""                                        mlp-adamw
 run llama-bf16  ""                                        llama-bf16
 run llama-profiled ""                                      llama-profiled
+run llama-ckpt  ""                                        llama-bf16 --checkpointing 1 --layers 4 --seq 1024 --steps 2
+run llama-wide  ""                                        llama-bf16 --hidden 1024 --intermediate 2816 --layers 4 --heads 8 --kv-heads 4 --seq 1024 --batch 4 --vocab 32000 --steps 2
 run leak        ""                                        leak
 run expandable  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True mlp-adamw
 run oom         ""                                        oom
