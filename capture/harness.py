@@ -224,6 +224,8 @@ def write_outputs(out, truth, neutral):
         for key in ("leak",):
             if key in truth and "file" in truth[key]:
                 truth[key]["file"] = rewrite_path(truth[key]["file"], rules)
+        for site in truth.get("sites", {}).values():
+            site["file"] = rewrite_path(site["file"], rules)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "snapshot.pickle"), "wb") as f:
         pickle.dump(snap, f, protocol=PICKLE_PROTOCOL)
@@ -400,12 +402,24 @@ def scenario_llama_bf16(args):
     truth = base_truth(args.scenario, args)
     truth.update(window=window, phases=meter.rows, memory_stats_end=stats,
                  param_bytes=param_bytes(model), warmup_phases=warm.rows,
-                 logits_bytes_fp32=args.batch * args.seq * args.vocab * 4)
+                 logits_bytes_fp32=args.batch * args.seq * args.vocab * 4,
+                 sites=source_lines(Wrapped.__call__, ("lm_head", "cross_entropy")))
     if args.profile:
         truth["key_averages"] = key_averages(prof)
         write_profile(prof, args.out, args.neutral_paths)
     write_outputs(args.out, truth, args.neutral_paths)
     return 0
+
+
+def source_lines(fn, names):
+    """The file and line of the first line of fn that mentions each name."""
+    lines, first = inspect.getsourcelines(fn)
+    out = {}
+    for i, text in enumerate(lines):
+        for name in names:
+            if name in text and name not in out:
+                out[name] = {"file": os.path.abspath(inspect.getsourcefile(fn)), "line": first + i}
+    return out
 
 
 def profiler():

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Regenerates the GPU fixtures under fixtures/ (needs a CUDA GPU, torch and
-# transformers). Usage: capture/make_fixtures.sh OUTDIR
+# transformers). Usage: capture/make_fixtures.sh OUTDIR [NAME...]
+# With NAMEs, only those fixtures are made.
 # Each scenario runs in a fresh process, so allocator state never carries over.
 set -u
-out=${1:?usage: make_fixtures.sh OUTDIR}
+out=${1:?usage: make_fixtures.sh OUTDIR [NAME...]}
+shift
+only=" $* "
 h="$(dirname "$0")/harness.py"
 py=${PYTHON:-python3}
 run() { # name, env, args...
   local name=$1 env=$2; shift 2
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
   echo "== $name: env $env $py $h scenario $* --out $out/$name --neutral-paths"
   env ${env:+"$env"} "$py" "$h" scenario "$@" --out "$out/$name" --neutral-paths || echo "!! $name failed: $?"
 }

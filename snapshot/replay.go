@@ -77,6 +77,10 @@ type Timeline struct {
 // ReplayOptions tune Replay.
 type ReplayOptions struct {
 	Series bool // keep a Point per event
+	// Observe, when set, is called with index -1 and the state before the
+	// first event, then with the state after every event, in order:
+	// analyses that need per-event numbers ride on the one pass.
+	Observe func(index int, n Numbers)
 }
 
 // Devices returns the device ordinals that have segments or trace entries.
@@ -117,6 +121,9 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	if opt.Series {
 		t.Points = make([]Point, 0, len(t.Events))
 	}
+	if opt.Observe != nil {
+		opt.Observe(-1, e.n)
+	}
 	for i := range t.Events {
 		ev := &t.Events[i]
 		e.apply(i, ev)
@@ -139,6 +146,9 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 		if opt.Series {
 			t.Points = append(t.Points, Point{i, ev.TimeUS, *n})
 		}
+		if opt.Observe != nil {
+			opt.Observe(i, *n)
+		}
 	}
 	t.End = e.n
 	t.warnings(e)
@@ -146,14 +156,33 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	return t
 }
 
-// LiveAt returns the blocks live after event index (before the first event
-// when index is -1), sorted by address.
-func (t *Timeline) LiveAt(index int) []LiveBlock {
+// Range is one reserved range at a moment: a segment, or a mapped range of
+// an expandable segment.
+type ReservedRange struct {
+	Addr, End  uint64
+	Expandable bool
+}
+
+// At replays up to and including event index (-1: nothing) and returns the
+// numbers, the active blocks sorted by address, and the reserved ranges
+// sorted by address.
+func (t *Timeline) At(index int) (Numbers, []LiveBlock, []ReservedRange) {
 	e := t.newEngine()
 	for i := 0; i <= index && i < len(t.Events); i++ {
 		e.apply(i, &t.Events[i])
 	}
-	return e.liveBlocks()
+	ranges := make([]ReservedRange, len(e.lay.segs))
+	for i, s := range e.lay.segs {
+		ranges[i] = ReservedRange{s.addr, s.end, s.expandable}
+	}
+	return e.n, e.liveBlocks(), ranges
+}
+
+// LiveAt returns the blocks live after event index (before the first event
+// when index is -1), sorted by address.
+func (t *Timeline) LiveAt(index int) []LiveBlock {
+	_, live, _ := t.At(index)
+	return live
 }
 
 // StateAt returns the four numbers after event index (-1: the start).

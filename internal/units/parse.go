@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -97,4 +98,28 @@ func parseBytes(s string) (int64, error) {
 		return 0, errors.New("too large (more than 2^63−1 bytes)")
 	}
 	return q.Int64(), nil
+}
+
+// ParseDuration parses a duration such as "1.5s", "250ms", "1200us" or
+// "1200µs" into whole microseconds.
+func ParseDuration(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mul := 0.0
+	for _, u := range []struct {
+		suffix string
+		us     float64
+	}{{"ms", 1e3}, {"us", 1}, {"µs", 1}, {"s", 1e6}, {"m", 60e6}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mul = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.us
+			break
+		}
+	}
+	if mul == 0 {
+		return 0, fmt.Errorf("duration %q: want a number and a unit (s, ms, us), e.g. 1.5s", s)
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || v*mul > 9e18 {
+		return 0, fmt.Errorf("duration %q: want a non-negative number and a unit (s, ms, us)", s)
+	}
+	return int64(v*mul + 0.5), nil
 }

@@ -190,3 +190,20 @@ func TestBytesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDuration(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1.5s", 1500000, true}, {"250ms", 250000, true}, {"1200us", 1200, true},
+		{"7µs", 7, true}, {"2m", 120000000, true}, {"0s", 0, true},
+		{"", 0, false}, {"12", 0, false}, {"-1s", 0, false}, {"xs", 0, false},
+	} {
+		got, err := ParseDuration(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package attribution
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Options tune Analyze.
+type Options struct {
+	Filter *Filter // nil: the default filter
+	Device int     // -1 for every device
+}
+
+// Analysis is everything memscope finds in one snapshot.
+type Analysis struct {
+	Snapshot *snapshot.Snapshot
+	Filter   *Filter
+	Devices  []*Device
+}
+
+// Device is the analysis of one device.
+type Device struct {
+	Device   int
+	Timeline *snapshot.Timeline
+	Phases   *Phases
+	Peak     *Moment // at the allocated peak
+	End      *Moment // after the last event
+	OOMs     []*OOM
+	Leak     *Leak
+	// Frag is fragmentation at the peak, at the end and at each OOM.
+	Frag []*Fragmentation
+
+	an    *Analysis
+	class *classifier
+}
+
+// Analyze replays every device of s once and derives the analyses from it.
+func Analyze(s *snapshot.Snapshot, opt Options) *Analysis {
+	f := opt.Filter
+	if f == nil {
+		f, _ = NewFilter("", "")
+	}
+	a := &Analysis{Snapshot: s, Filter: f}
+	for _, d := range s.Devices() {
+		if opt.Device >= 0 && d != opt.Device {
+			continue
+		}
+		a.Devices = append(a.Devices, a.analyzeDevice(d))
+	}
+	return a
+}
+
+func (a *Analysis) analyzeDevice(d int) *Device {
+	s := a.Snapshot
+	var events []snapshot.Event
+	if d < len(s.Traces) {
+		events = s.Traces[d]
+	}
+	phases := findPhases(s, d, events)
+	acc := newPhaseAccumulator(phases, len(events))
+	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe})
+	acc.finish(t)
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a}
+	dev.class = &classifier{st: s.Stacks, phases: phases, owner: acc.owner,
+		life: newLifetimes(events), kinds: map[snapshot.StackID]string{}}
+	dev.class.splitPreexisting(t.Initial, events)
+
+	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")
+	dev.End = dev.At(len(events)-1, "end")
+	dev.Frag = append(dev.Frag, dev.fragmentation(dev.Peak), dev.fragmentation(dev.End))
+	for k, i := range t.OOMs {
+		o := dev.oom(i, k)
+		dev.OOMs = append(dev.OOMs, o)
+		dev.Frag = append(dev.Frag, o.Frag)
+	}
+	dev.Leak = dev.findLeak()
+	return dev
+}
+
+// Moment is the attribution of what was live at one moment.
+type Moment struct {
+	Label  string // peak, end, oom 1, step 3 forward, event 1234
+	Index  int    // after this event; -1 before the first
+	TimeUS int64
+	Numbers
+	Live   []snapshot.LiveBlock     // every active block, by address
+	Ranges []snapshot.ReservedRange // reserved memory, by address
+
+	// Sites holds every site with allocated (not pending-free) blocks,
+	// largest first; Categories the same by category; Streams by stream
+	// and pool.
+	Sites      []SiteBytes
+	Categories [NumCategories]Bytes
+	Streams    []StreamBytes
+	// Tree is the call tree of the allocated blocks, outermost frame at the
+	// root's children.
+	Tree *Node
+	// Category of each Live block, by index.
+	Category []Category
+}
+
+// Numbers is the allocator state at a moment (an alias kept short).
+type Numbers = snapshot.Numbers
+
+// Bytes is a byte and block count.
+type Bytes struct {
+	Bytes int64
+	Count int
+}
+
+// StreamBytes is what one stream and pool hold.
+type StreamBytes struct {
+	Stream int64
+	Bytes
+}
+
+// At attributes what was live after event index.
+func (d *Device) At(index int, label string) *Moment {
+	t := d.Timeline
+	m := &Moment{Label: label, Index: index}
+	if index >= 0 && index < len(t.Events) {
+		m.TimeUS = t.Events[index].TimeUS
+	}
+	m.Numbers, m.Live, m.Ranges = t.At(index)
+	m.Category = make([]Category, len(m.Live))
+	streams := map[int64]*StreamBytes{}
+	var allocated []snapshot.LiveBlock
+	for i := range m.Live {
+		b := &m.Live[i]
+		if b.PendingFree {
+			continue
+		}
+		c := d.class.Classify(b)
+		m.Category[i] = c
+		m.Categories[c].Bytes += b.Size
+		m.Categories[c].Count++
+		sb := streams[b.Stream]
+		if sb == nil {
+			sb = &StreamBytes{Stream: b.Stream}
+			streams[b.Stream] = sb
+		}
+		sb.Bytes.Bytes += b.Size
+		sb.Count++
+		allocated = append(allocated, *b)
+	}
+	for _, sb := range streams {
+		m.Streams = append(m.Streams, *sb)
+	}
+	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
+	m.Sites = TopSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated))
+	m.Tree = callTree(d.an.Snapshot.Stacks, allocated)
+	return m
+}
+
+// ParseMoment resolves a moment spec: peak, end, oom (the first), oom:N,
+// event:N, step:N:PHASE (the peak inside that phase), or a time offset from
+// the first event ("1.5s", "250ms", "1200us").
+func (d *Device) ParseMoment(spec string) (*Moment, error) {
+	t := d.Timeline
+	switch {
+	case spec == "" || spec == "peak":
+		return d.Peak, nil
+	case spec == "end":
+		return d.End, nil
+	case spec == "oom" || strings.HasPrefix(spec, "oom:"):
+		k := 1
+		if spec != "oom" {
+			n, err := strconv.Atoi(spec[4:])
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("moment %q: want oom:N with N ≥ 1", spec)
+			}
+			k = n
+		}
+		if k > len(d.OOMs) {
+			return nil, fmt.Errorf("moment %q: device %d has %d out-of-memory events", spec, d.Device, len(d.OOMs))
+		}
+		return d.At(d.OOMs[k-1].Index, fmt.Sprintf("oom %d", k)), nil
+	case strings.HasPrefix(spec, "event:"):
+		n, err := strconv.Atoi(spec[6:])
+		if err != nil || n < -1 || n >= len(t.Events) {
+			return nil, fmt.Errorf("moment %q: want event:N with -1 ≤ N < %d", spec, len(t.Events))
+		}
+		return d.At(n, spec), nil
+	case strings.HasPrefix(spec, "step:"):
+		parts := strings.Split(spec, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("moment %q: want step:N:PHASE, e.g. step:3:forward", spec)
+		}
+		n, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("moment %q: step %q is not a number", spec, parts[1])
+		}
+		for _, ph := range d.Phases.List {
+			if ph.Step == n && ph.Name == parts[2] {
+				return d.At(ph.PeakIndex, fmt.Sprintf("step %d %s peak", n, ph.Name)), nil
+			}
+		}
+		return nil, fmt.Errorf("moment %q: no such phase (phases come from %s)", spec, d.Phases.Source)
+	}
+	us, err := units.ParseDuration(spec)
+	if err != nil {
+		return nil, fmt.Errorf("moment %q: want peak, end, oom, oom:N, event:N, step:N:PHASE or a time such as 1.5s", spec)
+	}
+	if len(t.Events) == 0 {
+		return d.At(-1, spec), nil
+	}
+	at := t.Events[0].TimeUS + us
+	i := sort.Search(len(t.Events), func(i int) bool { return t.Events[i].TimeUS > at }) - 1
+	return d.At(i, "+"+spec), nil
+}
+
+// Node is one frame of a call tree.
+type Node struct {
+	Frame    snapshot.FrameID
+	Root     bool
+	Bytes    int64
+	Count    int
+	Children []*Node
+}
+
+// callTree builds the call tree of blocks, outermost frame first; blocks
+// with empty stacks hang under a child with Root set.
+func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
+	root := &Node{Root: true}
+	index := map[*Node]map[snapshot.FrameID]*Node{}
+	for i := range blocks {
+		b := &blocks[i]
+		n := root
+		n.Bytes += b.Size
+		n.Count++
+		frames := st.Stack(b.Stack)
+		for k := len(frames) - 1; k >= 0; k-- {
+			kids := index[n]
+			if kids == nil {
+				kids = map[snapshot.FrameID]*Node{}
+				index[n] = kids
+			}
+			c := kids[frames[k]]
+			if c == nil {
+				c = &Node{Frame: frames[k]}
+				kids[frames[k]] = c
+				n.Children = append(n.Children, c)
+			}
+			c.Bytes += b.Size
+			c.Count++
+			n = c
+		}
+	}
+	sortTree(root)
+	return root
+}
+
+func sortTree(n *Node) {
+	sort.Slice(n.Children, func(i, j int) bool { return n.Children[i].Bytes > n.Children[j].Bytes })
+	for _, c := range n.Children {
+		sortTree(c)
+	}
+}

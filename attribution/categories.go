@@ -1,0 +1,211 @@
+package attribution
+
+import (
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Category is what an allocation is for, inferred from its lifetime
+// relative to the phases and from its stack.
+type Category uint8
+
+const (
+	Unknown Category = iota
+	Parameter
+	OptimizerState
+	Gradient
+	Activation
+	Input
+	Temporary
+	NumCategories
+)
+
+var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary"}
+
+func (c Category) String() string {
+	if c < NumCategories {
+		return categoryNames[c]
+	}
+	return "unknown"
+}
+
+// lifetimes pairs every alloc with the free that ends it: death[i] is the
+// index of the free_requested (or free_completed when no request was
+// recorded) that ended the block allocated at event i, or -1 when it lives
+// to the end. preDeath gives the same for blocks live before the first
+// event, by address.
+type lifetimes struct {
+	death    []int32
+	preDeath map[uint64]int32
+}
+
+func newLifetimes(events []snapshot.Event) *lifetimes {
+	l := &lifetimes{death: make([]int32, len(events)), preDeath: map[uint64]int32{}}
+	open := map[uint64]int32{}
+	ended := map[uint64]bool{} // pre-existing addresses already ended
+	for i := range events {
+		l.death[i] = -1
+		ev := &events[i]
+		switch ev.Action {
+		case snapshot.ActionAlloc:
+			open[ev.Addr] = int32(i)
+		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+			if j, ok := open[ev.Addr]; ok {
+				l.death[j] = int32(i)
+				delete(open, ev.Addr)
+			} else if !ended[ev.Addr] {
+				ended[ev.Addr] = true
+				l.preDeath[ev.Addr] = int32(i)
+			}
+		}
+	}
+	return l
+}
+
+// deathOf returns the index of the event that ended b, or -1.
+func (l *lifetimes) deathOf(b *snapshot.LiveBlock) int {
+	if b.AllocIndex >= 0 {
+		return int(l.death[b.AllocIndex])
+	}
+	if d, ok := l.preDeath[b.Addr]; ok {
+		return int(d)
+	}
+	return -1
+}
+
+// classifier assigns categories to blocks.
+type classifier struct {
+	st     *snapshot.Stacks
+	phases *Phases
+	owner  []int32 // event → phase index
+	life   *lifetimes
+	kinds  map[snapshot.StackID]string
+	// preParams says, for blocks live before the first event and never
+	// freed, which are parameters and which optimizer state (see
+	// splitPreexisting).
+	pre map[uint64]Category
+}
+
+// phaseName returns the phase name of event i ("" outside phases).
+func (c *classifier) phaseName(i int) (string, int) {
+	if i < 0 || i >= len(c.owner) || c.owner[i] < 0 {
+		return "", -1
+	}
+	ph := &c.phases.List[c.owner[i]]
+	return ph.Name, int(c.owner[i])
+}
+
+// Classify returns the category of one live block.
+//
+// The rules, in order: a stack through torch/optim/ that outlives its phase
+// is optimizer state; born in backward and alive into the optimizer phase,
+// a later step or the end is a gradient; born in forward and dead in
+// backward is an activation; born in the data phase (or setup) and dead
+// after forward is an input; born and dead in one phase is a temporary;
+// born in setup and never freed is a parameter. Blocks that predate the
+// trace are parameters or optimizer state by the gradient-size match
+// (splitPreexisting) when they live to the end, else unknown.
+func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
+	death := c.life.deathOf(b)
+	if b.AllocIndex < 0 {
+		if death < 0 {
+			if cat, ok := c.pre[b.Addr]; ok {
+				return cat
+			}
+			return Unknown
+		}
+		if name, _ := c.phaseName(death); name == "optimizer" {
+			return Gradient // freed by zero_grad
+		}
+		return Unknown
+	}
+	born, bornPhase := c.phaseName(b.AllocIndex)
+	died, diedPhase := c.phaseName(death)
+	kind, ok := c.kinds[b.Stack]
+	if !ok {
+		kind = stackKind(c.st, b.Stack)
+		c.kinds[b.Stack] = kind
+	}
+	samePhase := death >= 0 && bornPhase == diedPhase
+	switch {
+	case kind == "optimizer" && !samePhase:
+		return OptimizerState
+	case samePhase:
+		return Temporary
+	case born == "backward" && (death < 0 || died == "optimizer" || diedPhase > bornPhase+1 ||
+		c.phases.List[diedPhase].Step != c.phases.List[bornPhase].Step):
+		return Gradient
+	case born == "forward" && died == "backward":
+		return Activation
+	case born == "forward" && died == "optimizer":
+		return Activation // kept to the end of the step, e.g. the loss
+	case (born == "data" || born == "setup" || born == "") && death >= 0 && died != "setup" && died != "data":
+		if born == "setup" && death < 0 {
+			return Parameter
+		}
+		return Input
+	case (born == "setup" || born == "") && death < 0:
+		return Parameter
+	case born == "optimizer" && death < 0:
+		return OptimizerState
+	}
+	return Unknown
+}
+
+// splitPreexisting decides which blocks that predate the trace and live to
+// its end are parameters and which are optimizer state. With no stacks
+// (they were allocated before recording), the decision uses the gradients
+// seen in the trace: every parameter gets a gradient of its own size each
+// step, and Adam keeps two moments of that size, SGD with momentum one. So
+// for each gradient size with g gradients per step, the k pre-existing
+// blocks of that size hold g parameters and k-g optimizer states (the g
+// lowest addresses are taken as the parameters: models are built before
+// their optimizers). Sizes with no gradient stay unknown.
+func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []snapshot.Event) {
+	c.pre = map[uint64]Category{}
+	// Gradients per size in the first step that has any.
+	grads := map[int64]int{}
+	step := -2
+	for i := range events {
+		ev := &events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		name, pi := c.phaseName(i)
+		if name != "backward" {
+			continue
+		}
+		ph := &c.phases.List[pi]
+		if step != -2 && ph.Step != step {
+			break
+		}
+		lb := snapshot.LiveBlock{AllocIndex: i, Stack: ev.Stack, Addr: ev.Addr}
+		if c.Classify(&lb) == Gradient {
+			step = ph.Step
+			grads[ev.Size]++
+		}
+	}
+	bySize := map[int64][]uint64{}
+	for i := range initial {
+		b := &initial[i]
+		if c.life.deathOf(b) >= 0 || b.Stack != 0 {
+			continue
+		}
+		bySize[b.Requested] = append(bySize[b.Requested], b.Addr)
+	}
+	for size, addrs := range bySize {
+		g := grads[size]
+		if g == 0 {
+			continue
+		}
+		sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+		for i, a := range addrs {
+			if i < g {
+				c.pre[a] = Parameter
+			} else {
+				c.pre[a] = OptimizerState
+			}
+		}
+	}
+}

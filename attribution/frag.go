@@ -1,0 +1,187 @@
+package attribution
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
+)
+
+const (
+	smallSegment = 2 << 20 // the small pool's segments are 2 MiB
+	smallRequest = 1 << 20 // requests up to 1 MiB go to the small pool
+)
+
+// Fragmentation describes the free memory inside reserved segments at one
+// moment: how much there is and in what pieces.
+type Fragmentation struct {
+	Label string // the moment: peak, end, oom 1
+	Index int
+
+	Reserved, Allocated, Active int64
+	// Cached is reserved − allocated: memory the allocator holds that no
+	// tensor uses (pending frees included).
+	Cached int64
+	// Free is reserved − active, in Holes pieces; InactiveSplit is the part
+	// of it in segments that also hold active blocks, expandable segments
+	// excepted (torch's inactive_split_bytes).
+	Free, InactiveSplit int64
+	Holes               int
+	LargestFree         [2]int64 // per pool: 0 small, 1 large
+	// Histogram counts holes by size: bucket k holds sizes in
+	// [2^(k+9), 2^(k+10)) bytes, from 512 B up.
+	Histogram []HoleBucket
+	// Request is the failed request at an OOM (0 otherwise) and Unusable the
+	// free bytes in holes too small to serve it.
+	Request, Unusable int64
+
+	// Churn over the whole trace.
+	SegmentAllocs, SegmentFrees, Maps, Unmaps, OOMs int
+
+	Verdict string // in words, with the setting to try
+}
+
+// HoleBucket is one histogram bucket of free holes.
+type HoleBucket struct {
+	Min, Max int64 // [Min, Max)
+	Count    int
+	Bytes    int64
+}
+
+// hole is one free block.
+type hole struct {
+	size  int64
+	large bool
+	split bool
+}
+
+// holes lists the free blocks of a moment: the gaps between active blocks
+// inside each reserved range (adjacent mapped ranges of expandable segments
+// are one).
+func (d *Device) holes(m *Moment) []hole {
+	small := map[uint64]bool{}
+	for i := range d.an.Snapshot.Segments {
+		seg := &d.an.Snapshot.Segments[i]
+		if seg.Device == d.Device {
+			small[seg.Address] = seg.Small
+		}
+	}
+	var out []hole
+	li := 0
+	for ri := 0; ri < len(m.Ranges); ri++ {
+		r := m.Ranges[ri]
+		start, end := r.Addr, r.End
+		for r.Expandable && ri+1 < len(m.Ranges) && m.Ranges[ri+1].Expandable && m.Ranges[ri+1].Addr == end {
+			ri++
+			end = m.Ranges[ri].End
+		}
+		isSmall, known := small[start]
+		if !known {
+			isSmall = !r.Expandable && end-start == smallSegment
+		}
+		var gaps []int64
+		at := start
+		active := false
+		for li < len(m.Live) && m.Live[li].Addr < start {
+			li++
+		}
+		for ; li < len(m.Live) && m.Live[li].Addr < end; li++ {
+			b := &m.Live[li]
+			if b.Addr > at {
+				gaps = append(gaps, int64(b.Addr-at))
+			}
+			at = max(at, b.Addr+uint64(b.Size))
+			active = true
+		}
+		if at < end {
+			gaps = append(gaps, int64(end-at))
+		}
+		for _, g := range gaps {
+			// torch leaves expandable segments out of inactive_split: their
+			// fully free pages can always be unmapped.
+			out = append(out, hole{size: g, large: !isSmall, split: active && !r.Expandable})
+		}
+	}
+	return out
+}
+
+func (d *Device) fragmentation(m *Moment) *Fragmentation {
+	f := &Fragmentation{Label: m.Label, Index: m.Index, Reserved: m.Reserved,
+		Allocated: m.Allocated, Active: m.Active, Cached: m.Reserved - m.Allocated}
+	for _, h := range d.holes(m) {
+		f.Free += h.size
+		f.Holes++
+		if h.split {
+			f.InactiveSplit += h.size
+		}
+		p := 0
+		if h.large {
+			p = 1
+		}
+		f.LargestFree[p] = max(f.LargestFree[p], h.size)
+		k := max(bits.Len64(uint64(h.size))-10, 0)
+		for len(f.Histogram) <= k {
+			n := len(f.Histogram)
+			f.Histogram = append(f.Histogram, HoleBucket{Min: 512 << n, Max: 1024 << n})
+		}
+		f.Histogram[k].Count++
+		f.Histogram[k].Bytes += h.size
+	}
+	if f.Histogram != nil {
+		f.Histogram[0].Min = 0
+	}
+	for i := range d.Timeline.Events {
+		switch d.Timeline.Events[i].Action {
+		case snapshot.ActionSegmentAlloc:
+			f.SegmentAllocs++
+		case snapshot.ActionSegmentFree:
+			f.SegmentFrees++
+		case snapshot.ActionSegmentMap:
+			f.Maps++
+		case snapshot.ActionSegmentUnmap:
+			f.Unmaps++
+		case snapshot.ActionOOM:
+			f.OOMs++
+		}
+	}
+	f.Verdict = f.verdict()
+	return f
+}
+
+// unusableFor sets Request and the free bytes that could not serve it.
+func (f *Fragmentation) unusableFor(d *Device, m *Moment, request int64) {
+	f.Request = request
+	large := request > smallRequest
+	for _, h := range d.holes(m) {
+		if h.large == large && h.size < request {
+			f.Unusable += h.size
+		}
+	}
+	f.Verdict = f.verdict()
+}
+
+// verdict says in words whether the free memory is a problem and what to try.
+func (f *Fragmentation) verdict() string {
+	if f.Reserved == 0 {
+		return "nothing reserved"
+	}
+	share := float64(f.Free) / float64(f.Reserved)
+	largest := max(f.LargestFree[0], f.LargestFree[1])
+	switch {
+	case f.Request > 0 && f.Free >= f.Request && largest < f.Request:
+		return fmt.Sprintf("fragmentation: %s free in reserved segments, but the largest hole is %s, smaller than the %s request; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place, so free space stays contiguous)",
+			units.Bytes(f.Free), units.Bytes(largest), units.Bytes(f.Request))
+	case f.Request > 0:
+		return fmt.Sprintf("not fragmentation: only %s free in reserved segments for a %s request", units.Bytes(f.Free), units.Bytes(f.Request))
+	case share < 0.1:
+		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*share, units.Bytes(f.Free))
+	case f.Holes > 0 && float64(f.InactiveSplit) > 0.5*float64(f.Free) && largest < f.Free/2:
+		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %d holes, the largest %s; if allocations then fail or num_alloc_retries grows, try expandable_segments:True, or max_split_size_mb to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
+			units.Bytes(f.Free), 100*share, f.Holes, units.Bytes(largest))
+	default:
+		return fmt.Sprintf("cached: %s (%.0f%% of reserved) is free but in large pieces (largest %s); it serves later requests, and garbage_collection_threshold can release it under pressure",
+			units.Bytes(f.Free), 100*share, units.Bytes(largest))
+	}
+}
+

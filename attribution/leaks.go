@@ -1,0 +1,97 @@
+package attribution
+
+import (
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Leak is the verdict on step-over-step growth.
+type Leak struct {
+	// Found is true for a staircase: the floor after each steady step grew
+	// monotonically over at least minLeakSteps steps, and blocks born in
+	// those steps are still live at the end.
+	Found bool
+	// Reason says why there is no verdict either way ("" when there is one).
+	Reason string
+	// Floors are allocated bytes after each step, steady steps only.
+	Steps  []int
+	Floors []int64
+	// GrowthPerStep is the floor's mean growth per steady step.
+	GrowthPerStep int64
+	// Sites are the allocation sites of blocks born in a steady step and
+	// live at the end, largest first.
+	Sites []LeakSite
+}
+
+// LeakSite is one site of surviving blocks.
+type LeakSite struct {
+	SiteBytes
+	Steps        int   // distinct steady steps whose blocks survive
+	BytesPerStep int64 // Bytes / Steps
+}
+
+// minLeakSteps is how many steady steps a staircase needs.
+const minLeakSteps = 3
+
+// findLeak looks for a staircase in the floors after each steady step. Step
+// 0 of a recording is never steady when it creates optimizer state (that
+// is lazy), so the first step found is skipped.
+func (d *Device) findLeak() *Leak {
+	l := &Leak{}
+	steps := d.Phases.Steps
+	if len(steps) < minLeakSteps+1 {
+		l.Reason = "too few steps to tell (need a first step and at least 3 steady ones)"
+		return l
+	}
+	steady := steps[1:]
+	grows := true
+	for i, s := range steady {
+		l.Steps = append(l.Steps, s.Step)
+		l.Floors = append(l.Floors, s.FloorEnd)
+		if i > 0 && s.FloorEnd <= steady[i-1].FloorEnd {
+			grows = false
+		}
+	}
+	n := len(steady)
+	l.GrowthPerStep = (steady[n-1].FloorEnd - steady[0].FloorEnd) / int64(n-1)
+
+	// Blocks born in a steady step and live at the end, by site.
+	stepOf := func(i int) int {
+		if i < 0 || i >= len(d.class.owner) || d.class.owner[i] < 0 {
+			return -1
+		}
+		return d.Phases.List[d.class.owner[i]].Step
+	}
+	type acc struct {
+		blocks []snapshot.LiveBlock
+		steps  map[int]bool
+	}
+	bySite := map[Site]*acc{}
+	first := steady[0].Step
+	for i := range d.End.Live {
+		b := &d.End.Live[i]
+		st := stepOf(b.AllocIndex)
+		if b.PendingFree || st < first {
+			continue
+		}
+		site := d.an.Filter.SiteOf(d.an.Snapshot.Stacks, b.Stack)
+		a := bySite[site]
+		if a == nil {
+			a = &acc{steps: map[int]bool{}}
+			bySite[site] = a
+		}
+		a.blocks = append(a.blocks, *b)
+		a.steps[st] = true
+	}
+	for _, a := range bySite {
+		if len(a.steps) < minLeakSteps {
+			continue
+		}
+		sb := TopSites(d.an.Snapshot.Stacks, a.blocks, d.an.Filter, d.End.Allocated, 1)[0]
+		l.Sites = append(l.Sites, LeakSite{SiteBytes: sb, Steps: len(a.steps), BytesPerStep: sb.Bytes / int64(len(a.steps))})
+	}
+	sort.Slice(l.Sites, func(i, j int) bool { return l.Sites[i].Bytes > l.Sites[j].Bytes })
+	l.Found = grows && len(l.Sites) > 0
+	return l
+}
