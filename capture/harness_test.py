@@ -63,6 +63,21 @@ class WindowTest(unittest.TestCase):
         self.assertEqual(harness.window_summary(start, [], {})["max_allocated"], 10)
 
 
+def _step(model, F, ids):
+    h = model.model(ids)
+    logits = model.lm_head(h)
+    return F.cross_entropy(logits, ids)
+
+
+class SourceLinesTest(unittest.TestCase):
+    def test_lines(self):
+        got = harness.source_lines(_step, ("lm_head", "cross_entropy"))
+        first = _step.__code__.co_firstlineno
+        self.assertEqual(got["lm_head"]["line"], first + 2)
+        self.assertEqual(got["cross_entropy"]["line"], first + 3)
+        self.assertTrue(got["lm_head"]["file"].endswith("harness_test.py"))
+
+
 class CLITest(unittest.TestCase):
     def test_annotation_name(self):
         self.assertEqual(harness.annotation_name(3, "forward"), "memscope/step/3/forward")
