@@ -98,14 +98,16 @@ func (c *classifier) phaseName(i int) (string, int) {
 
 // Classify returns the category of one live block.
 //
-// The rules, in order: a stack through torch/optim/ that outlives its phase
-// is optimizer state; born in backward and alive into the optimizer phase,
-// a later step or the end is a gradient; born in forward and dead in
-// backward is an activation; born in the data phase (or setup) and dead
-// after forward is an input; born and dead in one phase is a temporary;
-// born in setup and never freed is a parameter. Blocks that predate the
-// trace are parameters or optimizer state by the gradient-size match
-// (splitPreexisting) when they live to the end, else unknown.
+// The rules, in order: born and dead inside one phase is a temporary; a
+// stack through torch/optim/, or born in the optimizer phase and never
+// freed, is optimizer state (other optimizer-phase blocks are
+// temporaries); born in backward and outliving it is a gradient; born in
+// forward and freed later is an activation (saved for backward), never
+// freed unknown (a workspace, a cache or a leak); born in the data phase is
+// an input; born before the first step and kept is a parameter, freed an
+// input. Blocks that predate the trace are parameters or optimizer state by
+// the gradient-size match (splitPreexisting) when they live to the end, a
+// gradient when zero_grad frees them, else unknown.
 func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	death := c.life.deathOf(b)
 	if b.AllocIndex < 0 {
@@ -121,36 +123,31 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Unknown
 	}
 	born, bornPhase := c.phaseName(b.AllocIndex)
-	died, diedPhase := c.phaseName(death)
+	_, diedPhase := c.phaseName(death)
 	kind, ok := c.kinds[b.Stack]
 	if !ok {
 		kind = stackKind(c.st, b.Stack)
 		c.kinds[b.Stack] = kind
 	}
-	samePhase := death >= 0 && bornPhase == diedPhase
 	switch {
-	case kind == "optimizer" && !samePhase:
-		return OptimizerState
-	case samePhase:
+	case death >= 0 && bornPhase >= 0 && bornPhase == diedPhase:
 		return Temporary
-	case born == "backward" && (death < 0 || died == "optimizer" || diedPhase > bornPhase+1 ||
-		c.phases.List[diedPhase].Step != c.phases.List[bornPhase].Step):
-		return Gradient
-	case born == "forward" && died == "backward":
-		return Activation
-	case born == "forward" && died == "optimizer":
-		return Activation // kept to the end of the step, e.g. the loss
-	case (born == "data" || born == "setup" || born == "") && death >= 0 && died != "setup" && died != "data":
-		if born == "setup" && death < 0 {
-			return Parameter
-		}
-		return Input
-	case (born == "setup" || born == "") && death < 0:
-		return Parameter
-	case born == "optimizer" && death < 0:
+	case kind == "optimizer", born == "optimizer" && death < 0:
 		return OptimizerState
+	case born == "optimizer":
+		return Temporary
+	case born == "backward":
+		return Gradient
+	case born == "forward" && death >= 0:
+		return Activation
+	case born == "forward":
+		return Unknown // never freed: a workspace, a cache, or a leak
+	case born == "data":
+		return Input
+	case death < 0:
+		return Parameter // built before the first step and kept
 	}
-	return Unknown
+	return Input
 }
 
 // splitPreexisting decides which blocks that predate the trace and live to

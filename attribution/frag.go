@@ -184,4 +184,3 @@ func (f *Fragmentation) verdict() string {
 			units.Bytes(f.Free), 100*share, units.Bytes(largest))
 	}
 }
-

@@ -53,7 +53,7 @@ func (d *Device) oom(index, k int) *OOM {
 		} else {
 			o.Verdict += fmt.Sprintf("; the device had %s free: it was full", units.Bytes(o.DeviceFree))
 		}
-		o.Verdict += ": shrink the live set at this moment (see the sites below) or raise the limit"
+		o.Verdict += "; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"
 	}
 	return o
 }

@@ -1,9 +1,13 @@
 package attribution
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/memscope/memscope/internal/units"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -44,6 +48,9 @@ type DeviceSummary struct {
 	// peak, largest first; LiveAtPeak counts the blocks live then.
 	TopSites   []SiteBytes
 	LiveAtPeak int
+	// Categories holds the allocated bytes at the peak by category.
+	Categories [NumCategories]Bytes
+	Findings   []Finding
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
 
@@ -65,34 +72,30 @@ type SiteBytes struct {
 	FreeStack bool
 }
 
-// SummaryOptions tune Summarize.
-type SummaryOptions struct {
-	Top    int     // sites to keep; 0 keeps none
-	Device int     // -1 for every device
-	Filter *Filter // nil: the default filter
+// Finding is one verdict of the analysis, in words.
+type Finding struct {
+	Kind    string // leak, fragmentation, oom
+	Problem bool   // false for an all-clear
+	Text    string
 }
 
-// Summarize replays every device of s and summarises it.
-func Summarize(s *snapshot.Snapshot, opt SummaryOptions) *Summary {
-	f := opt.Filter
-	if f == nil {
-		f, _ = NewFilter("", "")
-	}
+// Summarize condenses an analysis into what 'memscope summary' reports,
+// keeping the top sites at the peak. It computes nothing new.
+func Summarize(a *Analysis, top int) *Summary {
+	s := a.Snapshot
 	out := &Summary{Source: s.Source, Format: s.Format.String(), Protocol: s.Protocol,
 		Warnings: s.Warnings, Stacks: s.Stacks}
-	for _, d := range s.Devices() {
-		if opt.Device >= 0 && d != opt.Device {
-			continue
-		}
-		out.Devices = append(out.Devices, summarizeDevice(s, d, opt.Top, f))
+	for _, d := range a.Devices {
+		out.Devices = append(out.Devices, summarizeDevice(s, d, top))
 	}
 	return out
 }
 
-func summarizeDevice(s *snapshot.Snapshot, d, top int, f *Filter) DeviceSummary {
-	t := snapshot.Replay(s, d, snapshot.ReplayOptions{})
+func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
+	t := dev.Timeline
+	d := dev.Device
 	ds := DeviceSummary{
-		Device: d, Start: t.Start, End: t.End,
+		Device: d, Start: t.Start, AtPeak: dev.Peak.Numbers, End: t.End,
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
 		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: t.Warnings,
@@ -110,7 +113,6 @@ func summarizeDevice(s *snapshot.Snapshot, d, top int, f *Filter) DeviceSummary 
 			}
 		}
 	}
-	ds.AtPeak = t.StateAt(t.PeakAllocated.Index)
 	if n := len(t.Events); n > 0 {
 		first := t.Events[0].TimeUS
 		ds.DurationUS = t.Events[n-1].TimeUS - first
@@ -120,14 +122,46 @@ func summarizeDevice(s *snapshot.Snapshot, d, top int, f *Filter) DeviceSummary 
 			ds.PeakStep, ds.PeakPhase = stepPhase(ds.PeakRanges)
 		}
 	}
-	live := t.LiveAt(t.PeakAllocated.Index)
-	for _, b := range live {
-		if !b.PendingFree {
-			ds.LiveAtPeak++
+	if ds.PeakStep == nil && dev.Phases.PeakPhase >= 0 {
+		ph := dev.Phases.List[dev.Phases.PeakPhase]
+		if ph.Step >= 0 {
+			n := ph.Step
+			ds.PeakStep = &n
 		}
+		ds.PeakPhase = ph.Name
 	}
-	ds.TopSites = TopSites(s.Stacks, live, f, ds.AtPeak.Allocated, top)
+	for _, site := range dev.Peak.Sites {
+		ds.LiveAtPeak += site.Count
+	}
+	ds.TopSites = dev.Peak.Sites[:min(top, len(dev.Peak.Sites))]
+	ds.Categories = dev.Peak.Categories
+	ds.Findings = dev.Findings()
 	return ds
+}
+
+// Findings lists the device's verdicts: leak, fragmentation at the peak,
+// and each OOM.
+func (d *Device) Findings() []Finding {
+	var out []Finding
+	if l := d.Leak; l.Found {
+		top := l.Sites[0]
+		out = append(out, Finding{Kind: "leak", Problem: true, Text: fmt.Sprintf(
+			"leak: the floor after each step grows by %s per step over %d steady steps; %s keeps %s per step alive (%d steps)",
+			units.Bytes(l.GrowthPerStep), len(l.Steps), top.Label, units.Bytes(top.BytesPerStep), top.Steps)})
+	} else if l.Reason == "" {
+		out = append(out, Finding{Kind: "leak", Text: fmt.Sprintf("no leak: the floor did not grow step over step (%d steady steps)", len(l.Steps))})
+	} else {
+		out = append(out, Finding{Kind: "leak", Text: "leak: " + l.Reason})
+	}
+	if len(d.Frag) > 0 {
+		f := d.Frag[0]
+		out = append(out, Finding{Kind: "fragmentation", Problem: strings.HasPrefix(f.Verdict, "fragment"),
+			Text: "at the peak, " + f.Verdict})
+	}
+	for _, o := range d.OOMs {
+		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d): %s", o.N, o.Index, o.Verdict)})
+	}
+	return out
 }
 
 var stepPhaseRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)

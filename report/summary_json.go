@@ -62,6 +62,12 @@ type SiteJSON struct {
 	FreeStack bool        `json:"stack_is_free_site"`
 }
 
+type FindingJSON struct {
+	Kind    string `json:"kind"`
+	Problem bool   `json:"problem"`
+	Text    string `json:"text"`
+}
+
 type SummaryDevice struct {
 	Device           int                 `json:"device"`
 	Start            Numbers             `json:"start"`
@@ -81,6 +87,8 @@ type SummaryDevice struct {
 	Blocks           int                 `json:"blocks"`
 	ActiveBlocks     int                 `json:"active_blocks"`
 	OOMs             int                 `json:"ooms"`
+	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
+	Findings         []FindingJSON       `json:"findings"`
 	Warnings         []string            `json:"warnings"`
 }
 
@@ -112,6 +120,14 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 			OOMs: d.OOMs, Warnings: warningStrings(d.Warnings),
+		}
+		sd.Categories = map[string]int64{}
+		for c := attribution.Category(0); c < attribution.NumCategories; c++ {
+			sd.Categories[c.String()] = d.Categories[c].Bytes
+		}
+		sd.Findings = []FindingJSON{}
+		for _, f := range d.Findings {
+			sd.Findings = append(sd.Findings, FindingJSON{f.Kind, f.Problem, f.Text})
 		}
 		for _, r := range d.PeakRanges {
 			sd.PeakRanges = append(sd.PeakRanges, RangeJSON{r.Name, r.StartUS, r.EndUS})

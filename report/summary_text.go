@@ -104,10 +104,29 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		}
 		tw.Flush()
 	}
+	var cats []string
+	for c := attribution.Category(0); c < attribution.NumCategories; c++ {
+		if b := d.Categories[c]; b.Bytes > 0 {
+			cats = append(cats, fmt.Sprintf("%s %s", c, units.Bytes(b.Bytes)))
+		}
+	}
+	if len(cats) > 0 {
+		ew.printf("\n%s\n", wrap("at peak by category: "+strings.Join(cats, ", "), 98, "  "))
+	}
+	if len(d.Findings) > 0 {
+		ew.printf("\nfindings:\n")
+		for _, f := range d.Findings {
+			mark := "  "
+			if f.Problem {
+				mark = "! "
+			}
+			ew.printf("%s%s\n", mark, wrap(f.Text, 96, "    "))
+		}
+	}
 	if len(d.Warnings) > 0 {
 		ew.printf("\nwarnings:\n")
 		for _, wn := range d.Warnings {
-			ew.printf("  - %s\n", wn.Message)
+			ew.printf("  - %s\n", wrap(wn.Message, 94, "    "))
 		}
 	}
 }
@@ -147,4 +166,24 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// wrap breaks s into lines of at most width columns at spaces, indenting
+// every line after the first with indent.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	col := 0
+	for i, w := range strings.Fields(s) {
+		n := len([]rune(w))
+		if i > 0 && col+1+n > width {
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += n
+	}
+	return b.String()
 }

@@ -21,7 +21,8 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		if err != nil {
 			return badInput(err)
 		}
-		sum := attribution.Summarize(s, attribution.SummaryOptions{Top: opts.top, Device: opts.device})
+		an := attribution.Analyze(s, attribution.Options{Device: opts.device})
+		sum := attribution.Summarize(an, opts.top)
 		if opts.json {
 			sums = append(sums, sum)
 			continue
