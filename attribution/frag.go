@@ -44,9 +44,10 @@ type Fragmentation struct {
 
 // HoleBucket is one histogram bucket of free holes.
 type HoleBucket struct {
-	Min, Max int64 // [Min, Max)
-	Count    int
-	Bytes    int64
+	Min   int64 `json:"min"` // [Min, Max)
+	Max   int64 `json:"max"`
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
 }
 
 // hole is one free block.

@@ -133,14 +133,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			sd.PeakRanges = append(sd.PeakRanges, RangeJSON{r.Name, r.StartUS, r.EndUS})
 		}
 		for _, site := range d.TopSites {
-			sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
-				Requested: site.Requested, Blocks: site.Count, Share: site.Share,
-				Stack: stackJSON(s.Stacks, site.Stack), FreeStack: site.FreeStack}
-			if site.Site.Kind == "user" || site.Site.Kind == "python" {
-				fr := frameJSON(s.Stacks.Frame(site.Site.Frame))
-				sj.Frame = &fr
-			}
-			sd.TopSites = append(sd.TopSites, sj)
+			sd.TopSites = append(sd.TopSites, siteJSON(s.Stacks, site))
 		}
 		f.Devices = append(f.Devices, sd)
 	}

@@ -62,6 +62,73 @@ Sizes print in binary units (KiB, MiB, GiB); with --json they are raw bytes.`,
 			flags: summaryFlags,
 		},
 		{
+			name:  "peak",
+			short: "what was live at the peak (or another moment) by site, category and stream",
+			args:  "SNAP...",
+			long: `Peak attributes the blocks live at one moment — by default the peak of
+allocated bytes — to allocation sites (the first user frame of each stack:
+frames in torch, site-packages, the standard library and C++ are folded
+away; change that with --ignore and --focus), to categories (parameter,
+optimizer state, gradient, activation, input, temporary, unknown, inferred
+from each block's lifetime across the training phases and its stack) and
+to streams. --tree prints the whole call tree instead. At the peak it also
+prints the per-step phase table: the floor, each phase's peak, and which
+phase holds the device's peak.`,
+			flags: peakFlags,
+		},
+		{
+			name:  "leaks",
+			short: "step-over-step growth: the floor after each step and the sites that keep memory",
+			args:  "SNAP...",
+			long: `Leaks looks for a staircase: the allocated floor after each steady step
+(every step but the first, whose optimizer state is created lazily) growing
+over at least 3 steps, and names the sites of blocks born in those steps
+that are still live at the end, with bytes per step.`,
+			flags: leaksFlags,
+		},
+		{
+			name:  "frag",
+			short: "free memory inside reserved segments at the peak, the end and each OOM",
+			args:  "SNAP...",
+			long: `Frag measures fragmentation from the segments and blocks: reserved minus
+allocated, the free holes between active blocks (count, sizes, the largest
+per pool), torch's inactive_split_bytes, and the segment churn of the
+trace, with a verdict and the allocator setting to try.`,
+			flags: fragFlags,
+		},
+		{
+			name:  "oom",
+			short: "post-mortem of each out-of-memory event: capacity or fragmentation",
+			args:  "SNAP...",
+			long: `Oom explains each out-of-memory event the allocator recorded: the request,
+the device's free memory, allocated and reserved at that moment, what was
+live by site and category, the largest free block, and a verdict:
+capacity (the live set and the request do not fit) or fragmentation
+(enough memory was free in reserved segments, but no block was large
+enough).`,
+			flags: oomFlags,
+		},
+		{
+			name:  "diff",
+			short: "what grew between two snapshots, by site, category and phase",
+			args:  "A B",
+			long: `Diff compares snapshot B with snapshot A (e.g. fp32 against bf16, or before
+and after a fix): the peak and end numbers, then the largest changes at the
+peak by phase, category and site.`,
+			flags: diffFlags,
+		},
+		{
+			name:  "check",
+			short: "CI gate: exit 1 when a snapshot breaks a limit (peak, reserved, leak, fragmentation)",
+			args:  "SNAP...",
+			long: `Check analyses each snapshot and exits with status 1, naming every broken
+limit with its numbers, when the peak allocated exceeds --max-peak, the
+peak reserved exceeds --max-reserved, a leak grows by more than --max-leak
+per step, or more than --max-frag of reserved memory is free at the peak.
+It exits 0 when every limit holds.`,
+			flags: checkFlags,
+		},
+		{
 			name:  "help",
 			short: "show this overview, or one command's usage and flags",
 			args:  "[COMMAND]",

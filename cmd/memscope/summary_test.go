@@ -33,6 +33,19 @@ type fixtureTruth struct {
 	} `json:"oom"`
 }
 
+func readFixtureTruth(t *testing.T, name string) fixtureTruth {
+	t.Helper()
+	var tr fixtureTruth
+	b, err := os.ReadFile(filepath.Join("../../fixtures", name, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestSummaryJSONMatchesTruth runs 'summary --json' on every fixture and
 // holds its numbers to what torch measured in the same run.
 func TestSummaryJSONMatchesTruth(t *testing.T) {

@@ -1,0 +1,111 @@
+package attribution
+
+import "sort"
+
+// Diff compares two analyses device by device (device d of A with device d
+// of B): what grew at the peak and at the end, by site, category and phase.
+type Diff struct {
+	Devices []DeviceDiff
+}
+
+// DeviceDiff is the comparison of one device.
+type DeviceDiff struct {
+	Device       int
+	PeakA, PeakB Numbers
+	EndA, EndB   Numbers
+	Sites        []Delta // at the peak, by site label, largest change first
+	Categories   []Delta // at the peak
+	Phases       []Delta // each phase name's highest peak over the steps
+	OnlyA, OnlyB bool    // the device is in one snapshot only
+}
+
+// Delta is one row of a diff.
+type Delta struct {
+	Name   string `json:"name"`
+	A      int64  `json:"a"`
+	B      int64  `json:"b"`
+	Change int64  `json:"change"` // B − A
+}
+
+// Compare diffs a against b.
+func Compare(a, b *Analysis) *Diff {
+	out := &Diff{}
+	byDev := map[int][2]*Device{}
+	var devs []int
+	for _, d := range a.Devices {
+		byDev[d.Device] = [2]*Device{d, nil}
+		devs = append(devs, d.Device)
+	}
+	for _, d := range b.Devices {
+		p, ok := byDev[d.Device]
+		if !ok {
+			devs = append(devs, d.Device)
+		}
+		p[1] = d
+		byDev[d.Device] = p
+	}
+	sort.Ints(devs)
+	for _, n := range devs {
+		p := byDev[n]
+		dd := DeviceDiff{Device: n, OnlyA: p[1] == nil, OnlyB: p[0] == nil}
+		var sa, sb, ca, cb, pa, pb map[string]int64
+		if p[0] != nil {
+			dd.PeakA, dd.EndA = p[0].Peak.Numbers, p[0].End.Numbers
+			sa, ca, pa = p[0].groups()
+		}
+		if p[1] != nil {
+			dd.PeakB, dd.EndB = p[1].Peak.Numbers, p[1].End.Numbers
+			sb, cb, pb = p[1].groups()
+		}
+		dd.Sites, dd.Categories, dd.Phases = deltas(sa, sb), deltas(ca, cb), deltas(pa, pb)
+		out.Devices = append(out.Devices, dd)
+	}
+	return out
+}
+
+// groups returns the peak's bytes by site label and by category, and each
+// phase name's highest peak.
+func (d *Device) groups() (sites, cats, phases map[string]int64) {
+	sites, cats, phases = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	for _, s := range d.Peak.Sites {
+		sites[s.Label] += s.Bytes
+	}
+	for c := Category(0); c < NumCategories; c++ {
+		if d.Peak.Categories[c].Count > 0 {
+			cats[c.String()] = d.Peak.Categories[c].Bytes
+		}
+	}
+	for _, ph := range d.Phases.List {
+		phases[ph.Name] = max(phases[ph.Name], ph.Peak.Allocated)
+	}
+	return sites, cats, phases
+}
+
+func deltas(a, b map[string]int64) []Delta {
+	names := map[string]bool{}
+	for k := range a {
+		names[k] = true
+	}
+	for k := range b {
+		names[k] = true
+	}
+	out := make([]Delta, 0, len(names))
+	for k := range names {
+		out = append(out, Delta{Name: k, A: a[k], B: b[k], Change: b[k] - a[k]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ci, cj := abs(out[i].Change), abs(out[j].Change)
+		if ci != cj {
+			return ci > cj
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// analysisOptions are the flags every analysis command shares.
+type analysisOptions struct {
+	json          bool
+	device        int
+	focus, ignore string
+	top           int
+}
+
+func (o *analysisOptions) define(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
+	fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
+	fs.StringVar(&o.focus, "focus", "", "charge memory only to frames whose file matches `REGEXP`")
+	fs.StringVar(&o.ignore, "ignore", "", "skip frames whose file matches `REGEXP` when choosing the user frame (default: torch, site-packages, the standard library, C++)")
+}
+
+// analyze opens and analyses one snapshot.
+func (o *analysisOptions) analyze(path string) (*attribution.Analysis, error) {
+	f, err := attribution.NewFilter(o.ignore, o.focus)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	s, err := snapshot.Open(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device}), nil
+}
+
+// eachFile analyses every path and calls fn with each analysis; with --json
+// the values fn returns are collected into one document of the given kind.
+func (o *analysisOptions) eachFile(cc *cmdContext, kind string, paths []string, fn func(an *attribution.Analysis) (any, error)) error {
+	doc := report.Doc{Schema: report.Schema, Kind: kind}
+	for i, p := range paths {
+		an, err := o.analyze(p)
+		if err != nil {
+			return err
+		}
+		if !o.json && i > 0 {
+			fmt.Fprintln(cc.stdout)
+		}
+		if !o.json {
+			fmt.Fprintf(cc.stdout, "%s\n\n", p)
+		}
+		v, err := fn(an)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			doc.Files = append(doc.Files, map[string]any{"source": p, "devices": v})
+		}
+	}
+	if o.json {
+		return report.WriteJSON(cc.stdout, doc)
+	}
+	return nil
+}
+
+func peakFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	o.define(fs)
+	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak), or a time after the first event such as 1.5s")
+	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
+	return func(cc *cmdContext, paths []string) error {
+		return o.eachFile(cc, "peak", paths, func(an *attribution.Analysis) (any, error) {
+			var out []report.MomentJSON
+			for i, d := range an.Devices {
+				m, err := d.ParseMoment(*at)
+				if err != nil {
+					return nil, usageErrorf("--at: %v", err)
+				}
+				if o.json {
+					out = append(out, report.Moment(an.Snapshot.Stacks, m, o.top))
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(cc.stdout)
+				}
+				if err := report.MomentText(cc.stdout, an, d, m, o.top, *tree); err != nil {
+					return nil, err
+				}
+				if *at == "peak" && !*tree {
+					fmt.Fprintln(cc.stdout)
+					if err := report.PhasesText(cc.stdout, d); err != nil {
+						return nil, err
+					}
+				}
+			}
+			return out, nil
+		})
+	}
+}
+
+func leaksFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	o.define(fs)
+	return func(cc *cmdContext, paths []string) error {
+		return o.eachFile(cc, "leaks", paths, func(an *attribution.Analysis) (any, error) {
+			var out []report.LeakJSON
+			for _, d := range an.Devices {
+				if o.json {
+					out = append(out, report.Leak(an.Snapshot.Stacks, d))
+				} else if err := report.LeakText(cc.stdout, d); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		})
+	}
+}
+
+func fragFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	o.define(fs)
+	return func(cc *cmdContext, paths []string) error {
+		return o.eachFile(cc, "frag", paths, func(an *attribution.Analysis) (any, error) {
+			out := map[string][]report.FragJSON{}
+			for _, d := range an.Devices {
+				if !o.json {
+					if err := report.FragText(cc.stdout, d); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				key := fmt.Sprint(d.Device)
+				for _, f := range d.Frag {
+					out[key] = append(out[key], report.Frag(f))
+				}
+			}
+			return out, nil
+		})
+	}
+}
+
+func oomFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	o.define(fs)
+	return func(cc *cmdContext, paths []string) error {
+		return o.eachFile(cc, "oom", paths, func(an *attribution.Analysis) (any, error) {
+			out := []report.OOMJSON{}
+			for _, d := range an.Devices {
+				if !o.json {
+					if err := report.OOMText(cc.stdout, an, d, o.top); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				for _, oom := range d.OOMs {
+					out = append(out, report.OOM(an.Snapshot.Stacks, d, oom, o.top))
+				}
+			}
+			return out, nil
+		})
+	}
+}
+
+func diffFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	o.define(fs)
+	return func(cc *cmdContext, paths []string) error {
+		a, err := o.analyze(paths[0])
+		if err != nil {
+			return err
+		}
+		b, err := o.analyze(paths[1])
+		if err != nil {
+			return err
+		}
+		d := attribution.Compare(a, b)
+		if o.json {
+			return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "diff",
+				Result: map[string]any{"a": paths[0], "b": paths[1], "devices": report.DiffDoc(d)}})
+		}
+		return report.DiffText(cc.stdout, paths[0], paths[1], d, o.top)
+	}
+}
+
+// checkOptions are the limits of 'memscope check'.
+type checkOptions struct {
+	analysisOptions
+	maxPeak, maxReserved, maxLeak string
+	maxFrag                       float64
+}
+
+func checkFlags(fs *pflag.FlagSet) runFunc {
+	var o checkOptions
+	fs.BoolVar(&o.json, "json", false, "write the verdict as JSON")
+	fs.IntVar(&o.device, "device", -1, "check only CUDA device `N`; -1 for every device")
+	fs.StringVar(&o.maxPeak, "max-peak", "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
+	fs.StringVar(&o.maxReserved, "max-reserved", "", "fail when peak reserved exceeds `SIZE`")
+	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
+	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
+	return func(cc *cmdContext, paths []string) error {
+		limits := map[string]int64{}
+		for name, v := range map[string]string{"--max-peak": o.maxPeak, "--max-reserved": o.maxReserved, "--max-leak": o.maxLeak} {
+			if v == "" {
+				continue
+			}
+			n, err := units.ParseBytes(v)
+			if err != nil {
+				return usageErrorf("%s: %v", name, err)
+			}
+			limits[name] = n
+		}
+		if len(limits) == 0 && o.maxFrag < 0 {
+			return usageErrorf("no limit given: set --max-peak, --max-reserved, --max-leak or --max-frag")
+		}
+		var broken []string
+		type verdict struct {
+			Source string   `json:"source"`
+			Broken []string `json:"broken"`
+		}
+		var verdicts []verdict
+		for _, p := range paths {
+			an, err := o.analyze(p)
+			if err != nil {
+				return err
+			}
+			v := verdict{Source: p, Broken: []string{}}
+			for _, d := range an.Devices {
+				v.Broken = append(v.Broken, checkDevice(d, limits, o.maxFrag)...)
+			}
+			for _, b := range v.Broken {
+				broken = append(broken, p+": "+b)
+			}
+			verdicts = append(verdicts, v)
+		}
+		if o.json {
+			if err := report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "check",
+				Result: map[string]any{"ok": len(broken) == 0, "files": verdicts}}); err != nil {
+				return err
+			}
+		} else if len(broken) == 0 {
+			fmt.Fprintf(cc.stdout, "ok: %d snapshot(s) within every limit\n", len(paths))
+		}
+		if len(broken) > 0 {
+			return checkFailedf("%s", strings.Join(broken, "; "))
+		}
+		return nil
+	}
+}
+
+// checkDevice returns the limits one device breaks, each with its numbers.
+func checkDevice(d *attribution.Device, limits map[string]int64, maxFrag float64) []string {
+	var out []string
+	t := d.Timeline
+	if lim, ok := limits["--max-peak"]; ok && t.PeakAllocated.Bytes > lim {
+		out = append(out, fmt.Sprintf("device %d: peak allocated %s exceeds --max-peak %s", d.Device, units.Bytes(t.PeakAllocated.Bytes), units.Bytes(lim)))
+	}
+	if lim, ok := limits["--max-reserved"]; ok && t.PeakReserved.Bytes > lim {
+		out = append(out, fmt.Sprintf("device %d: peak reserved %s exceeds --max-reserved %s", d.Device, units.Bytes(t.PeakReserved.Bytes), units.Bytes(lim)))
+	}
+	if lim, ok := limits["--max-leak"]; ok && d.Leak.Found && d.Leak.GrowthPerStep > lim {
+		out = append(out, fmt.Sprintf("device %d: leak of %s per step exceeds --max-leak %s (%s)", d.Device,
+			units.Bytes(d.Leak.GrowthPerStep), units.Bytes(lim), d.Leak.Sites[0].Label))
+	}
+	if maxFrag >= 0 && len(d.Frag) > 0 && d.Frag[0].Reserved > 0 {
+		f := d.Frag[0]
+		if share := float64(f.Free) / float64(f.Reserved); share > maxFrag {
+			out = append(out, fmt.Sprintf("device %d: %.1f%% of reserved is free at the peak, over --max-frag %.1f%%", d.Device, 100*share, 100*maxFrag))
+		}
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Doc is the envelope of every JSON document but the summary's: the schema,
+// what kind of result it holds, and the result.
+type Doc struct {
+	Schema string `json:"schema"`
+	Kind   string `json:"kind"` // peak, leaks, frag, oom, diff, check
+	Files  []any  `json:"files,omitempty"`
+	Result any    `json:"result,omitempty"`
+}
+
+// WriteJSON writes v indented.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// MomentJSON is the attribution at one moment.
+type MomentJSON struct {
+	Label       string           `json:"label"`
+	EventIndex  int              `json:"event_index"`
+	TimeEpochUS int64            `json:"time_epoch_us"`
+	Numbers     Numbers          `json:"numbers"`
+	Sites       []SiteJSON       `json:"sites"`
+	Categories  map[string]int64 `json:"categories"`
+	Streams     []StreamJSON     `json:"streams"`
+}
+
+type StreamJSON struct {
+	Stream int64 `json:"stream"`
+	Bytes  int64 `json:"bytes"`
+	Blocks int   `json:"blocks"`
+}
+
+// Moment converts a moment, keeping the top sites (all when top < 0).
+func Moment(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
+	j := MomentJSON{Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
+		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories),
+		Streams: []StreamJSON{}}
+	for i, s := range m.Sites {
+		if top >= 0 && i == top {
+			break
+		}
+		j.Sites = append(j.Sites, siteJSON(st, s))
+	}
+	for _, s := range m.Streams {
+		j.Streams = append(j.Streams, StreamJSON{s.Stream, s.Bytes.Bytes, s.Count})
+	}
+	return j
+}
+
+func categories(c [attribution.NumCategories]attribution.Bytes) map[string]int64 {
+	out := map[string]int64{}
+	for k := attribution.Category(0); k < attribution.NumCategories; k++ {
+		out[k.String()] = c[k].Bytes
+	}
+	return out
+}
+
+func siteJSON(st *snapshot.Stacks, site attribution.SiteBytes) SiteJSON {
+	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
+		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
+		Stack: stackJSON(st, site.Stack), FreeStack: site.FreeStack}
+	if site.Site.Kind == "user" || site.Site.Kind == "python" {
+		fr := frameJSON(st.Frame(site.Site.Frame))
+		sj.Frame = &fr
+	}
+	return sj
+}
+
+// LeakJSON is the leak verdict of one device.
+type LeakJSON struct {
+	Device        int            `json:"device"`
+	Found         bool           `json:"found"`
+	Reason        string         `json:"reason,omitempty"`
+	Steps         []int          `json:"steps"`
+	Floors        []int64        `json:"floors"`
+	GrowthPerStep int64          `json:"growth_per_step"`
+	Sites         []LeakSiteJSON `json:"sites"`
+}
+
+type LeakSiteJSON struct {
+	SiteJSON
+	Steps        int   `json:"steps"`
+	BytesPerStep int64 `json:"bytes_per_step"`
+}
+
+// Leak converts a device's leak verdict.
+func Leak(st *snapshot.Stacks, d *attribution.Device) LeakJSON {
+	l := d.Leak
+	j := LeakJSON{Device: d.Device, Found: l.Found, Reason: l.Reason, Steps: append([]int{}, l.Steps...),
+		Floors: append([]int64{}, l.Floors...), GrowthPerStep: l.GrowthPerStep, Sites: []LeakSiteJSON{}}
+	for _, s := range l.Sites {
+		j.Sites = append(j.Sites, LeakSiteJSON{siteJSON(st, s.SiteBytes), s.Steps, s.BytesPerStep})
+	}
+	return j
+}
+
+// FragJSON is the fragmentation at one moment.
+type FragJSON struct {
+	Label                  string                   `json:"label"`
+	EventIndex             int                      `json:"event_index"`
+	Reserved               int64                    `json:"reserved"`
+	Allocated              int64                    `json:"allocated"`
+	Active                 int64                    `json:"active"`
+	ReservedMinusAllocated int64                    `json:"reserved_minus_allocated"`
+	Free                   int64                    `json:"free"`
+	InactiveSplit          int64                    `json:"inactive_split"`
+	Holes                  int                      `json:"holes"`
+	LargestFreeSmall       int64                    `json:"largest_free_small_pool"`
+	LargestFreeLarge       int64                    `json:"largest_free_large_pool"`
+	Histogram              []attribution.HoleBucket `json:"histogram"`
+	Request                int64                    `json:"request,omitempty"`
+	Unusable               int64                    `json:"unusable_for_request,omitempty"`
+	SegmentAllocs          int                      `json:"segment_allocs"`
+	SegmentFrees           int                      `json:"segment_frees"`
+	Maps                   int                      `json:"segment_maps"`
+	Unmaps                 int                      `json:"segment_unmaps"`
+	Verdict                string                   `json:"verdict"`
+}
+
+// Frag converts one fragmentation result.
+func Frag(f *attribution.Fragmentation) FragJSON {
+	h := f.Histogram
+	if h == nil {
+		h = []attribution.HoleBucket{}
+	}
+	return FragJSON{Label: f.Label, EventIndex: f.Index, Reserved: f.Reserved, Allocated: f.Allocated,
+		Active: f.Active, ReservedMinusAllocated: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
+		Holes: f.Holes, LargestFreeSmall: f.LargestFree[0], LargestFreeLarge: f.LargestFree[1],
+		Histogram: h, Request: f.Request, Unusable: f.Unusable, SegmentAllocs: f.SegmentAllocs,
+		SegmentFrees: f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: f.Verdict}
+}
+
+// OOMJSON is the post-mortem of one OOM.
+type OOMJSON struct {
+	Device     int        `json:"device"`
+	N          int        `json:"n"`
+	EventIndex int        `json:"event_index"`
+	Request    int64      `json:"request"`
+	DeviceFree int64      `json:"device_free"`
+	Numbers    Numbers    `json:"numbers"`
+	Capacity   bool       `json:"capacity"`
+	Verdict    string     `json:"verdict"`
+	Frag       FragJSON   `json:"fragmentation"`
+	Live       MomentJSON `json:"live"`
+}
+
+// OOM converts one post-mortem.
+func OOM(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
+	return OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request, DeviceFree: o.DeviceFree,
+		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: Frag(o.Frag),
+		Live: Moment(st, o.At, top)}
+}
+
+// DiffJSON is a comparison of two snapshots.
+type DiffJSON struct {
+	A, B    string           `json:"-"`
+	Devices []DeviceDiffJSON `json:"devices"`
+}
+
+type DeviceDiffJSON struct {
+	Device     int                 `json:"device"`
+	PeakA      Numbers             `json:"peak_a"`
+	PeakB      Numbers             `json:"peak_b"`
+	EndA       Numbers             `json:"end_a"`
+	EndB       Numbers             `json:"end_b"`
+	Sites      []attribution.Delta `json:"sites"`
+	Categories []attribution.Delta `json:"categories"`
+	Phases     []attribution.Delta `json:"phases"`
+}
+
+// DiffDoc converts a comparison.
+func DiffDoc(d *attribution.Diff) []DeviceDiffJSON {
+	out := []DeviceDiffJSON{}
+	for _, dd := range d.Devices {
+		out = append(out, DeviceDiffJSON{Device: dd.Device, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
+			EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
+			Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)})
+	}
+	return out
+}
+
+func nonNil(d []attribution.Delta) []attribution.Delta {
+	if d == nil {
+		return []attribution.Delta{}
+	}
+	return d
+}

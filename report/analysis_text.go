@@ -1,0 +1,287 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// PhasesText writes the per-step phase table: the floor at the step's
+// start and end, each phase's peak, and which phase holds the step's peak.
+func PhasesText(w io.Writer, d *attribution.Device) error {
+	ew := &errWriter{w: w}
+	p := d.Phases
+	if len(p.Steps) == 0 {
+		ew.printf("no steps found (phases from %s)\n", p.Source)
+		return ew.err
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range p.Steps {
+		for _, pi := range s.Phases {
+			if n := p.List[pi].Name; !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	ew.printf("steps (phases from %s; peak allocated per phase):\n", p.Source)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "step\tfloor\t")
+	for _, n := range names {
+		fmt.Fprintf(tw, "%s\t", n)
+	}
+	fmt.Fprintf(tw, "after\tpeak in\t\n")
+	for _, s := range p.Steps {
+		fmt.Fprintf(tw, "%d\t%s\t", s.Step, units.Bytes(s.FloorStart))
+		peaks := map[string]int64{}
+		for _, pi := range s.Phases {
+			ph := &p.List[pi]
+			peaks[ph.Name] = max(peaks[ph.Name], ph.Peak.Allocated)
+		}
+		for _, n := range names {
+			if v, ok := peaks[n]; ok {
+				fmt.Fprintf(tw, "%s\t", units.Bytes(v))
+			} else {
+				fmt.Fprintf(tw, "-\t")
+			}
+		}
+		mark := ""
+		if p.PeakPhase >= 0 && p.List[p.PeakPhase].Step == s.Step {
+			mark = " *"
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t\n", units.Bytes(s.FloorEnd), s.PeakPhase, mark)
+	}
+	tw.Flush()
+	if p.PeakPhase >= 0 {
+		ph := p.List[p.PeakPhase]
+		ew.printf("* the device's peak: step %d %s\n", ph.Step, ph.Name)
+	}
+	return ew.err
+}
+
+// MomentText writes the attribution of one moment: the numbers, the top
+// sites, the categories and the streams, or the call tree.
+func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
+	ew := &errWriter{w: w}
+	ew.printf("device %d at %s", d.Device, m.Label)
+	if m.Index >= 0 && len(d.Timeline.Events) > 0 {
+		ew.printf(" (event %d, +%s)", m.Index, units.Duration(m.TimeUS-d.Timeline.Events[0].TimeUS))
+	}
+	ew.printf(": requested %s, allocated %s, active %s, reserved %s\n",
+		units.Bytes(m.Requested), units.Bytes(m.Allocated), units.Bytes(m.Active), units.Bytes(m.Reserved))
+	if tree {
+		ew.printf("\ncall tree (allocated bytes, outermost frame first; nodes under 1%% left out):\n")
+		treeText(ew, an, m.Tree, 0, m.Allocated)
+		return ew.err
+	}
+	sitesText(ew, m.Sites, m.Allocated, top, "sites (first user frame)")
+	categoriesText(ew, m.Categories, m.Allocated)
+	if len(m.Streams) > 1 {
+		ew.printf("\nby stream:\n")
+		for _, s := range m.Streams {
+			ew.printf("  %12s  stream %d (%d blocks)\n", units.Bytes(s.Bytes.Bytes), s.Stream, s.Count)
+		}
+	}
+	return ew.err
+}
+
+func sitesText(ew *errWriter, sites []attribution.SiteBytes, total int64, top int, title string) {
+	if len(sites) == 0 {
+		return
+	}
+	ew.printf("\n%s, top %d of %d:\n", title, min(top, len(sites)), len(sites))
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site")
+	for i, s := range sites {
+		if i == top {
+			break
+		}
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(s.Bytes) / float64(total)
+		}
+		fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), share, s.Count, clip(s.Label, 70))
+	}
+	tw.Flush()
+}
+
+func categoriesText(ew *errWriter, cats [attribution.NumCategories]attribution.Bytes, total int64) {
+	ew.printf("\nby category:\n")
+	order := make([]attribution.Category, 0, attribution.NumCategories)
+	for c := attribution.Category(0); c < attribution.NumCategories; c++ {
+		if cats[c].Count > 0 {
+			order = append(order, c)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return cats[order[i]].Bytes > cats[order[j]].Bytes })
+	for _, c := range order {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(cats[c].Bytes) / float64(total)
+		}
+		ew.printf("  %12s %5.1f%%  %-16s (%d blocks)\n", units.Bytes(cats[c].Bytes), share, c, cats[c].Count)
+	}
+}
+
+func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, depth int, total int64) {
+	for _, c := range n.Children {
+		if total > 0 && float64(c.Bytes) < 0.01*float64(total) {
+			continue
+		}
+		fr := an.Snapshot.Stacks.Frame(c.Frame)
+		line := fmt.Sprintf("%s%s:%d %s", strings.Repeat("  ", depth), fr.Filename, fr.Line, fr.Name)
+		ew.printf("  %10s %5.1f%%  %s\n", units.Bytes(c.Bytes), 100*float64(c.Bytes)/float64(max(total, 1)), clip(line, 78))
+		treeText(ew, an, c, depth+1, total)
+	}
+}
+
+// LeakText writes the leak verdict: floors per steady step and the sites
+// whose blocks survive.
+func LeakText(w io.Writer, d *attribution.Device) error {
+	ew := &errWriter{w: w}
+	l := d.Leak
+	ew.printf("device %d: ", d.Device)
+	switch {
+	case l.Reason != "":
+		ew.printf("no verdict: %s\n", l.Reason)
+		return ew.err
+	case l.Found:
+		ew.printf("LEAK: the floor grows by %s per step over %d steady steps\n", units.Bytes(l.GrowthPerStep), len(l.Steps))
+	default:
+		ew.printf("no leak: the floor does not grow step over step (%d steady steps)\n", len(l.Steps))
+	}
+	ew.printf("\nfloor after each steady step (allocated):\n")
+	for i, s := range l.Steps {
+		delta := ""
+		if i > 0 {
+			delta = "  " + signed(l.Floors[i]-l.Floors[i-1])
+		}
+		ew.printf("  step %-4d %12s%s\n", s, units.Bytes(l.Floors[i]), delta)
+	}
+	if len(l.Sites) > 0 {
+		ew.printf("\nsites of blocks born in steady steps and live at the end:\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %10s\t%10s\t%5s\t%s\n", "live", "per step", "steps", "site")
+		for _, s := range l.Sites {
+			fmt.Fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, clip(s.Label, 66))
+		}
+		tw.Flush()
+	}
+	return ew.err
+}
+
+func signed(n int64) string {
+	if n >= 0 {
+		return "+" + units.Bytes(n)
+	}
+	return units.Bytes(n)
+}
+
+// FragText writes the fragmentation at each moment and the verdicts.
+func FragText(w io.Writer, d *attribution.Device) error {
+	ew := &errWriter{w: w}
+	ew.printf("device %d: free memory inside reserved segments\n\n", d.Device)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "moment\treserved\tallocated\treserved-alloc\tfree\tinactive split\tholes\tlargest small\tlargest large\t\n")
+	for _, f := range d.Frag {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", f.Label, units.Bytes(f.Reserved), units.Bytes(f.Allocated),
+			units.Bytes(f.Cached), units.Bytes(f.Free), units.Bytes(f.InactiveSplit), f.Holes,
+			units.Bytes(f.LargestFree[0]), units.Bytes(f.LargestFree[1]))
+	}
+	tw.Flush()
+	if len(d.Frag) > 0 {
+		f := d.Frag[0]
+		ew.printf("\nsegment churn over the trace: %d cudaMalloc, %d cudaFree, %d maps, %d unmaps, %d OOMs\n",
+			f.SegmentAllocs, f.SegmentFrees, f.Maps, f.Unmaps, f.OOMs)
+	}
+	for _, f := range d.Frag {
+		if len(f.Histogram) > 0 {
+			ew.printf("\nfree holes at %s by size:\n", f.Label)
+			for _, b := range f.Histogram {
+				if b.Count > 0 {
+					ew.printf("  %10s – %-10s %5d holes %12s\n", units.Bytes(b.Min), units.Bytes(b.Max), b.Count, units.Bytes(b.Bytes))
+				}
+			}
+		}
+		ew.printf("verdict at %s: %s\n", f.Label, wrap(f.Verdict, 84, "    "))
+	}
+	return ew.err
+}
+
+// OOMText writes the post-mortem of every OOM of the device.
+func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top int) error {
+	ew := &errWriter{w: w}
+	if len(d.OOMs) == 0 {
+		ew.printf("device %d: no out-of-memory event recorded\n", d.Device)
+		return ew.err
+	}
+	for _, o := range d.OOMs {
+		ew.printf("device %d, out of memory %d at event %d", d.Device, o.N, o.Index)
+		if len(d.Timeline.Events) > 0 {
+			ew.printf(" (+%s)", units.Duration(o.TimeUS-d.Timeline.Events[0].TimeUS))
+		}
+		ew.printf("\n  request %s; allocated %s, reserved %s (%s reserved but unallocated); device free %s\n",
+			units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),
+			units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
+		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
+			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
+		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
+		sitesText(ew, o.At.Sites, o.Allocated, top, "live at the OOM by site")
+		categoriesText(ew, o.At.Categories, o.Allocated)
+		ew.printf("\n")
+	}
+	return ew.err
+}
+
+// DiffText writes a comparison: peak and end, then the largest changes by
+// site, category and phase.
+func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) error {
+	ew := &errWriter{w: w}
+	ew.printf("A: %s\nB: %s\n", nameA, nameB)
+	for _, dd := range d.Devices {
+		ew.printf("\ndevice %d", dd.Device)
+		switch {
+		case dd.OnlyA:
+			ew.printf(" (only in A)")
+		case dd.OnlyB:
+			ew.printf(" (only in B)")
+		}
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "\tA\tB\tB − A\t\n")
+		row := func(name string, a, b int64) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Bytes(a), units.Bytes(b), signed(b-a))
+		}
+		row("peak allocated", dd.PeakA.Allocated, dd.PeakB.Allocated)
+		row("peak reserved", dd.PeakA.Reserved, dd.PeakB.Reserved)
+		row("end allocated", dd.EndA.Allocated, dd.EndB.Allocated)
+		row("end reserved", dd.EndA.Reserved, dd.EndB.Reserved)
+		tw.Flush()
+		deltaText(ew, "phases (highest peak of each)", dd.Phases, top)
+		deltaText(ew, "categories at the peak", dd.Categories, top)
+		deltaText(ew, "sites at the peak", dd.Sites, top)
+	}
+	return ew.err
+}
+
+func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
+	if len(rows) == 0 {
+		return
+	}
+	ew.printf("\n%s, largest change first:\n", title)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", "A", "B", "B − A", "")
+	for i, r := range rows {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", units.Bytes(r.A), units.Bytes(r.B), signed(r.Change), clip(r.Name, 60))
+	}
+	tw.Flush()
+}
