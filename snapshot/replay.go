@@ -185,6 +185,23 @@ func (t *Timeline) LiveAt(index int) []LiveBlock {
 	return live
 }
 
+// AllocSizes returns the block size of every alloc event (0 for other
+// events), recovered as in Replay.
+func (t *Timeline) AllocSizes() []int64 {
+	sizes := make([]int64, len(t.Events))
+	e := t.newEngine()
+	for i := range t.Events {
+		ev := &t.Events[i]
+		e.apply(i, ev)
+		if ev.Action == ActionAlloc {
+			if j, ok := e.live[ev.Addr]; ok {
+				sizes[i] = e.slab[j].Size
+			}
+		}
+	}
+	return sizes
+}
+
 // StateAt returns the four numbers after event index (-1: the start).
 func (t *Timeline) StateAt(index int) Numbers {
 	e := t.newEngine()

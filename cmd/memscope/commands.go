@@ -129,6 +129,23 @@ It exits 0 when every limit holds.`,
 			flags: checkFlags,
 		},
 		{
+			name:  "pprof",
+			short: "a pprof profile: memory live at a moment and every allocation, by Python frame",
+			args:  "SNAP",
+			long: `Pprof writes a profile for 'go tool pprof': inuse_space and inuse_objects
+hold the blocks live at --at (default: the peak of allocated bytes),
+alloc_space and alloc_objects every allocation recorded. Python frames are
+functions with file and line, leaf first; frames outside the user's code
+are dropped by the same filter the other commands use (--ignore, --focus),
+so the leaf is the allocation site. Samples carry the labels category,
+phase, step, stream and bytes:
+
+  go tool pprof -top mem.pb.gz
+  go tool pprof -sample_index=alloc_space -http=: mem.pb.gz
+  go tool pprof -tagfocus=category=activation -top mem.pb.gz`,
+			flags: pprofFlags,
+		},
+		{
 			name:  "help",
 			short: "show this overview, or one command's usage and flags",
 			args:  "[COMMAND]",

@@ -25,6 +25,15 @@ type fixtureTruth struct {
 		Phase         string `json:"phase"`
 		PeakAllocated int64  `json:"peak_allocated"`
 	} `json:"phases"`
+	Leak struct {
+		File         string `json:"file"`
+		Line         int64  `json:"line"`
+		BytesPerStep int64  `json:"bytes_per_step"`
+	} `json:"leak"`
+	Sites map[string]struct {
+		File string `json:"file"`
+		Line int64  `json:"line"`
+	} `json:"sites"`
 	OOM struct {
 		Failed *struct {
 			Step          int   `json:"step"`

@@ -1,0 +1,48 @@
+package attribution
+
+import "github.com/memscope/memscope/snapshot"
+
+// Allocation is one recorded allocation with what attribution knows of it.
+type Allocation struct {
+	Index     int // the alloc event
+	Size      int64
+	Requested int64
+	Stack     snapshot.StackID
+	Stream    int64
+	Category  Category
+	Phase     string // the phase it was born in; "" outside phases
+	Step      int    // -1 outside steps
+}
+
+// Allocations lists every allocation recorded on the device, in order.
+func (d *Device) Allocations() []Allocation {
+	t := d.Timeline
+	sizes := t.AllocSizes()
+	var out []Allocation
+	for i := range t.Events {
+		ev := &t.Events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		b := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack,
+			Stream: ev.Stream, AllocIndex: i, AllocTimeUS: ev.TimeUS}
+		a := Allocation{Index: i, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, Stream: ev.Stream,
+			Category: d.class.Classify(&b), Step: -1}
+		a.Phase, a.Step = d.PhaseOf(i)
+		out = append(out, a)
+	}
+	return out
+}
+
+// PhaseOf returns the phase name and step that event i falls in ("", -1
+// outside phases).
+func (d *Device) PhaseOf(i int) (string, int) {
+	name, pi := d.class.phaseName(i)
+	if pi < 0 {
+		return "", -1
+	}
+	return name, d.Phases.List[pi].Step
+}
+
+// CategoryOf returns the category of a block live at some moment.
+func (d *Device) CategoryOf(b *snapshot.LiveBlock) Category { return d.class.Classify(b) }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/report"
+)
+
+func pprofFlags(fs *pflag.FlagSet) runFunc {
+	var o analysisOptions
+	fs.IntVar(&o.device, "device", -1, "profile CUDA device `N` (default: the only device, or the first with recorded events)")
+	fs.StringVar(&o.focus, "focus", "", "keep only frames whose file matches `REGEXP`")
+	fs.StringVar(&o.ignore, "ignore", "", "drop frames whose file matches `REGEXP` (default: torch, site-packages, the standard library, C++)")
+	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE, or a time such as 1.5s")
+	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
+	return func(cc *cmdContext, paths []string) error {
+		an, err := o.analyze(paths[0])
+		if err != nil {
+			return err
+		}
+		if len(an.Devices) == 0 {
+			return badInput(fmt.Errorf("%s: no device has segments or recorded events", paths[0]))
+		}
+		d := an.Devices[0]
+		if o.device < 0 {
+			for _, dd := range an.Devices {
+				if len(dd.Timeline.Events) > 0 {
+					d = dd
+					break
+				}
+			}
+		}
+		m, err := d.ParseMoment(*at)
+		if err != nil {
+			return usageErrorf("--at: %v", err)
+		}
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriter(f)
+		if err := report.PProf(bw, an, d, m, d.Allocations()); err != nil {
+			f.Close()
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cc.stderr, "wrote %s (device %d, inuse at %s); explore it with: go tool pprof -http=: %s\n", *out, d.Device, m.Label, *out)
+		return nil
+	}
+}

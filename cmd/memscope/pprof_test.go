@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+// TestPProf writes profiles of fixtures, checks them with pprof's own
+// parser, and reads them back with 'go tool pprof -top' as a user would:
+// the first line must be the site truth.json names.
+func TestPProf(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+	}
+	type site struct {
+		File string `json:"file"`
+		Line int64  `json:"line"`
+	}
+	for _, tt := range []struct {
+		fixture, at string
+		want        func(tr fixtureTruth) []site
+	}{
+		{"leak", "end", func(tr fixtureTruth) []site { return []site{{tr.Leak.File, tr.Leak.Line}} }},
+		{"llama-bf16", "peak", func(tr fixtureTruth) []site {
+			var out []site
+			for _, s := range tr.Sites {
+				out = append(out, site{s.File, s.Line})
+			}
+			return out
+		}},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "mem.pb.gz")
+			snap := filepath.Join("../../fixtures", tt.fixture, "snapshot.pickle")
+			if r := runMemscope("pprof", "--at", tt.at, "-o", out, snap); r.err != nil {
+				t.Fatalf("pprof: %v", r.err)
+			}
+			f, err := os.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(f)
+			f.Close()
+			if err != nil {
+				t.Fatalf("profile.Parse: %v", err)
+			}
+			if err := p.CheckValid(); err != nil {
+				t.Fatalf("CheckValid: %v", err)
+			}
+			if len(p.SampleType) != 4 || p.SampleType[0].Type != "inuse_space" || p.SampleType[2].Type != "alloc_space" {
+				t.Errorf("sample types = %v", p.SampleType)
+			}
+			tr := readFixtureTruth(t, tt.fixture)
+			want := tt.want(tr)
+			if len(want) == 0 {
+				t.Fatal("truth names no site")
+			}
+			for _, idx := range []string{"inuse_space", "alloc_space"} {
+				cmd := exec.Command(goTool, "tool", "pprof", "-top", "-lines", "-sample_index="+idx, out)
+				b, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("go tool pprof -sample_index=%s: %v\n%s", idx, err, b)
+				}
+				if idx == "alloc_space" {
+					continue // it must work; which site leads depends on the window
+				}
+				first := firstTopRow(string(b))
+				ok := false
+				for _, s := range want {
+					ok = ok || strings.HasSuffix(first, " "+s.File+":"+strconv.FormatInt(s.Line, 10))
+				}
+				if !ok {
+					t.Errorf("go tool pprof -top -lines: first row %q, want one of %v\n%s", first, want, b)
+				}
+			}
+		})
+	}
+}
+
+// firstTopRow returns the first row of a 'pprof -top' table.
+func firstTopRow(out string) string {
+	rows := regexp.MustCompile(`(?m)^\s*[0-9.]+[kMG]?B\s.*$`).FindAllString(out, -1)
+	if len(rows) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(rows[0])
+}
