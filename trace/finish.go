@@ -1,0 +1,341 @@
+package trace
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// errNoMemory is returned for a trace that holds no memory events.
+var errNoMemory = errors.New("trace has no [memory] events: record it with torch.profiler.profile(profile_memory=True)")
+
+// finish turns the decoded events into the linked, sorted model: absolute
+// times, op and python trees, forward/backward links, attribution.
+func (d *decoder) finish() error {
+	t := d.t
+	for k, n := range d.cats {
+		t.Counts.ByCat[k] = *n
+	}
+	t.Counts.Events = d.events
+	t.Memory = d.mem.flatten()
+	t.Ops = d.ops.flatten()
+	t.PyFuncs = d.py.flatten()
+	t.Calls = d.calls.flatten()
+	flows := d.flows.flatten()
+	switch {
+	case !d.sawList:
+		return d.errorf(d.dec.InputOffset(), "not a Chrome trace: no traceEvents array")
+	case d.valid == 0:
+		return d.errorf(d.dec.InputOffset(), "not a Chrome trace: %d array elements, none an event object with a \"ph\" field", d.events)
+	case len(t.Memory) == 0:
+		return fmt.Errorf("decoding %s: %w", d.name, errNoMemory)
+	}
+	d.absoluteTimes(flows)
+	t.sortAndIndex()
+	t.linkForward(flows, d.warn)
+	for i := range t.Memory {
+		t.attribute(&t.Memory[i])
+	}
+	return nil
+}
+
+// absoluteTimes adds baseTimeNanoseconds to every time. Without it, times
+// are taken as absolute, which is how older traces wrote them.
+func (d *decoder) absoluteTimes(flows []rawFlow) {
+	t := d.t
+	if !t.Meta.HasBaseTime {
+		if t.Memory[0].Time < 1e17 { // before 1973: not epoch time
+			d.warn("no baseTimeNanoseconds and ts values too small for epoch time: times are relative to an unknown origin")
+		}
+		return
+	}
+	base := t.Meta.BaseTimeNS
+	for i := range t.Ops {
+		t.Ops[i].Start += base
+	}
+	for i := range t.PyFuncs {
+		t.PyFuncs[i].Start += base
+	}
+	for i := range t.Calls {
+		t.Calls[i].Start += base
+	}
+	for i := range t.Memory {
+		t.Memory[i].Time += base
+	}
+	for i := range flows {
+		flows[i].ts += base
+	}
+}
+
+// byThreadStart orders intervals by thread, then start, longer first, so
+// that a parent always precedes its children.
+func byThreadStart(ta, tb ThreadID, sa, sb, da, db int64) int {
+	if c := cmp.Compare(ta, tb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(sa, sb); c != 0 {
+		return c
+	}
+	return cmp.Compare(db, da)
+}
+
+// sortAndIndex sorts ops, python functions and memory events, builds the
+// per-thread spans and the parent links.
+func (t *Trace) sortAndIndex() {
+	slices.SortStableFunc(t.Ops, func(a, b Op) int {
+		return byThreadStart(a.Thread, b.Thread, a.Start, b.Start, a.Dur, b.Dur)
+	})
+	slices.SortStableFunc(t.PyFuncs, func(a, b PyFunc) int {
+		return byThreadStart(a.Thread, b.Thread, a.Start, b.Start, a.Dur, b.Dur)
+	})
+	slices.SortStableFunc(t.Memory, func(a, b MemEvent) int { return cmp.Compare(a.Time, b.Time) })
+
+	t.opSpans = make([]span, len(t.Threads))
+	for i := 0; i < len(t.Ops); {
+		j := i
+		for j < len(t.Ops) && t.Ops[j].Thread == t.Ops[i].Thread {
+			j++
+		}
+		t.opSpans[t.Ops[i].Thread] = span{int32(i), int32(j)}
+		i = j
+	}
+	t.pySpans = make([]span, len(t.Threads))
+	for i := 0; i < len(t.PyFuncs); {
+		j := i
+		for j < len(t.PyFuncs) && t.PyFuncs[j].Thread == t.PyFuncs[i].Thread {
+			j++
+		}
+		t.pySpans[t.PyFuncs[i].Thread] = span{int32(i), int32(j)}
+		i = j
+	}
+
+	nestParents(len(t.Ops), func(i int) (int64, int64) { return t.Ops[i].Start, t.Ops[i].End() },
+		func(i int) ThreadID { return t.Ops[i].Thread },
+		func(child, parent int) { t.Ops[child].Parent = OpID(parent) })
+	t.linkPython()
+}
+
+// nestParents finds, per thread, each interval's innermost enclosing
+// interval with torch's rule (_populate_cpu_children): a child starts
+// before its parent ends and ends no later; partial overlaps are not nested.
+// Intervals must be sorted by byThreadStart.
+func nestParents(n int, bounds func(int) (int64, int64), thread func(int) ThreadID, set func(child, parent int)) {
+	var stack []int
+	for i := 0; i < n; i++ {
+		if i > 0 && thread(i) != thread(i-1) {
+			stack = stack[:0]
+		}
+		start, end := bounds(i)
+		for len(stack) > 0 {
+			_, pend := bounds(stack[len(stack)-1])
+			if start >= pend || end > pend {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			set(i, stack[len(stack)-1])
+			break
+		}
+		stack = append(stack, i)
+	}
+}
+
+// linkPython resolves "Python parent id" into PyFunc.Parent. A parent must
+// be on the same thread and precede its child in sorted order (which rules
+// out cycles); otherwise the time-nesting parent is used. Ids are indexed in
+// a slice when they are dense, as Kineto's counters are.
+func (t *Trace) linkPython() {
+	maxID := int32(-1)
+	for i := range t.PyFuncs {
+		maxID = max(maxID, t.PyFuncs[i].PythonID)
+	}
+	lookup := func(int32) (PyID, bool) { return NoPy, false }
+	if int(maxID) < max(4*len(t.PyFuncs), 1<<16) {
+		byID := make([]PyID, int(maxID)+1)
+		for i := range byID {
+			byID[i] = NoPy
+		}
+		for i := range t.PyFuncs {
+			if id := t.PyFuncs[i].PythonID; id >= 0 {
+				byID[id] = PyID(i)
+			}
+		}
+		lookup = func(id int32) (PyID, bool) {
+			if int(id) >= len(byID) || byID[id] == NoPy {
+				return NoPy, false
+			}
+			return byID[id], true
+		}
+	} else {
+		byID := make(map[int32]PyID, len(t.PyFuncs))
+		for i := range t.PyFuncs {
+			if id := t.PyFuncs[i].PythonID; id >= 0 {
+				byID[id] = PyID(i)
+			}
+		}
+		lookup = func(id int32) (PyID, bool) { p, ok := byID[id]; return p, ok }
+	}
+	for i := range t.PyFuncs {
+		t.PyFuncs[i].Parent = NoPy
+	}
+	nestParents(len(t.PyFuncs), func(i int) (int64, int64) { return t.PyFuncs[i].Start, t.PyFuncs[i].End() },
+		func(i int) ThreadID { return t.PyFuncs[i].Thread },
+		func(child, parent int) { t.PyFuncs[child].Parent = PyID(parent) })
+	for i := range t.PyFuncs {
+		p := &t.PyFuncs[i]
+		if p.PythonParentID < 0 {
+			continue
+		}
+		if par, ok := lookup(p.PythonParentID); ok && int(par) < i && t.PyFuncs[par].Thread == p.Thread {
+			p.Parent = par
+		}
+	}
+}
+
+// innermostOp returns the innermost op on thread th whose interval
+// contains time ns (Start ≤ ns ≤ End), ties going to the latest start.
+func (t *Trace) innermostOp(th ThreadID, ns int64) OpID {
+	if int(th) >= len(t.opSpans) {
+		return NoOp
+	}
+	s := t.opSpans[th]
+	ops := t.Ops[s.lo:s.hi]
+	i, _ := slices.BinarySearchFunc(ops, ns+1, func(o Op, target int64) int { return cmp.Compare(o.Start, target) })
+	if i == 0 {
+		return NoOp
+	}
+	id := OpID(int(s.lo) + i - 1)
+	for id != NoOp && t.Ops[id].End() < ns {
+		id = t.Ops[id].Parent
+	}
+	return id
+}
+
+// innermostPy is innermostOp for python functions; it climbs the
+// time-nesting of PyFunc.Parent, which for real traces is the same tree.
+func (t *Trace) innermostPy(th ThreadID, ns int64) PyID {
+	if int(th) >= len(t.pySpans) {
+		return NoPy
+	}
+	s := t.pySpans[th]
+	fs := t.PyFuncs[s.lo:s.hi]
+	i, _ := slices.BinarySearchFunc(fs, ns+1, func(p PyFunc, target int64) int { return cmp.Compare(p.Start, target) })
+	if i == 0 {
+		return NoPy
+	}
+	id := PyID(int(s.lo) + i - 1)
+	for id != NoPy && t.PyFuncs[id].End() < ns {
+		id = t.PyFuncs[id].Parent
+	}
+	return id
+}
+
+// enclosingModule climbs from a python function to the nearest nn.Module.
+func (t *Trace) enclosingModule(p PyID) PyID {
+	for p != NoPy {
+		if t.PyFuncs[p].Module {
+			return p
+		}
+		p = t.PyFuncs[p].Parent
+	}
+	return NoPy
+}
+
+// attribute sets the op, python fallback and module of one memory event.
+func (t *Trace) attribute(m *MemEvent) {
+	m.Op = t.innermostOp(m.Thread, m.Time)
+	m.Py = NoPy
+	if m.Op == NoOp {
+		m.Py = t.innermostPy(m.Thread, m.Time)
+	}
+	m.Module = t.enclosingModule(t.innermostPy(m.Thread, m.Time))
+	if m.Module != NoPy {
+		return
+	}
+	if f := t.ForwardOf(m.Op); f != NoOp {
+		fo := &t.Ops[f]
+		m.Module = t.enclosingModule(t.innermostPy(fo.Thread, fo.Start))
+	}
+}
+
+// ForwardOf climbs from op to the nearest ancestor (or itself) linked to a
+// forward op and returns that forward op; NoOp outside backward.
+func (t *Trace) ForwardOf(op OpID) OpID {
+	for op != NoOp {
+		if f := t.Ops[op].Forward; f != NoOp {
+			return f
+		}
+		op = t.Ops[op].Parent
+	}
+	return NoOp
+}
+
+// CheckValid verifies the invariants the analyses rely on: IDs in range,
+// slices sorted, every parent before its child and containing it, memory
+// attribution consistent. Decode's output always passes; it is cheap
+// enough to call in tests and fuzzing.
+func (t *Trace) CheckValid() error {
+	nStr, nTh := len(t.Strings), len(t.Threads)
+	for i := range t.Ops {
+		o := &t.Ops[i]
+		if int(o.Name) >= nStr || int(o.Thread) >= nTh {
+			return fmt.Errorf("op %d: name %d or thread %d out of range", i, o.Name, o.Thread)
+		}
+		if i > 0 && byThreadStart(t.Ops[i-1].Thread, o.Thread, t.Ops[i-1].Start, o.Start, t.Ops[i-1].Dur, o.Dur) > 0 {
+			return fmt.Errorf("op %d: not sorted by thread and start", i)
+		}
+		if p := o.Parent; p != NoOp {
+			po := &t.Ops[p]
+			if int(p) >= i || po.Thread != o.Thread || po.Start > o.Start || po.End() < o.End() {
+				return fmt.Errorf("op %d: parent %d does not enclose it", i, p)
+			}
+		}
+		if f := o.Forward; f != NoOp && (f < 0 || int(f) >= len(t.Ops)) {
+			return fmt.Errorf("op %d: forward op %d out of range", i, f)
+		}
+	}
+	for i := range t.PyFuncs {
+		p := &t.PyFuncs[i]
+		if int(p.Name) >= nStr || int(p.Thread) >= nTh {
+			return fmt.Errorf("python function %d: name or thread out of range", i)
+		}
+		if p.Parent != NoPy && (int(p.Parent) >= i || p.Parent < 0) {
+			return fmt.Errorf("python function %d: parent %d does not precede it", i, p.Parent)
+		}
+	}
+	for i := range t.Calls {
+		if c := &t.Calls[i]; int(c.Name) >= nStr || int(c.Thread) >= nTh {
+			return fmt.Errorf("call %d: name or thread out of range", i)
+		}
+	}
+	for i := range t.Memory {
+		m := &t.Memory[i]
+		if int(m.Thread) >= nTh {
+			return fmt.Errorf("memory event %d: thread out of range", i)
+		}
+		if i > 0 && t.Memory[i-1].Time > m.Time {
+			return fmt.Errorf("memory event %d: not sorted by time", i)
+		}
+		if m.Op != NoOp {
+			o := &t.Ops[m.Op]
+			if o.Thread != m.Thread || o.Start > m.Time || o.End() < m.Time {
+				return fmt.Errorf("memory event %d: op %d does not contain it", i, m.Op)
+			}
+			if m.Py != NoPy {
+				return fmt.Errorf("memory event %d: both an op and a python fallback", i)
+			}
+		}
+		if m.Py != NoPy && (m.Py < 0 || int(m.Py) >= len(t.PyFuncs)) {
+			return fmt.Errorf("memory event %d: python function %d out of range", i, m.Py)
+		}
+		if m.Module != NoPy && (m.Module < 0 || int(m.Module) >= len(t.PyFuncs) || !t.PyFuncs[m.Module].Module) {
+			return fmt.Errorf("memory event %d: module %d is not an nn.Module", i, m.Module)
+		}
+	}
+	for i, f := range t.Flows {
+		if f.Fwd < 0 || f.Bwd < 0 || int(f.Fwd) >= len(t.Ops) || int(f.Bwd) >= len(t.Ops) || t.Ops[f.Bwd].Forward != f.Fwd {
+			return fmt.Errorf("flow %d: ends out of range or not linked", i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package trace
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to Decode: it must return an error or a
+// trace that passes CheckValid, and the analyses must run on it, never
+// panicking. Seeds: testdata/fuzz/FuzzDecode (cut from the fixture with
+// testdata/cut_fixture.py) and the synthetic trace in its three shapes;
+// they are kept small so that minimizing new inputs stays quick.
+func FuzzDecode(f *testing.F) {
+	for _, form := range []string{"object", "base-last", "array"} {
+		f.Add([]byte(synthTrace(form)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := Decode(bytes.NewReader(data), "fuzz.json")
+		if err != nil {
+			if msg := err.Error(); !strings.HasPrefix(msg, "decoding fuzz.json") || strings.Contains(msg, "\n") {
+				t.Fatalf("Decode() error = %q, want one line starting with the file name", msg)
+			}
+			return
+		}
+		if err := tr.CheckValid(); err != nil {
+			t.Fatalf("Decode() gave an invalid trace: %v", err)
+		}
+		dev := tr.PeakDevice()
+		tr.OpTable(dev, true)
+		tr.ModuleTable(dev)
+		tr.KeyAverages()
+		tr.Series(dev)
+		for i := range tr.Memory {
+			tr.Label(tr.Memory[i].Op)
+		}
+	})
+}
+
+// FuzzMemoryTimeline does the same for DecodeMemoryTimeline.
+func FuzzMemoryTimeline(f *testing.F) {
+	f.Add([]byte(`[[5, 7], [[0, 1, 0, 0, 0, 0, 0, 0, 2], [0, 1, 0, 0, 4, 0, 0, 0, 2]]]`))
+	f.Add([]byte(`[[-1, 1, 100, 0], [2000999, 2, 8, 3], [3000000, 4, -8, 3]]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ct, err := DecodeMemoryTimeline(bytes.NewReader(data), "fuzz.json")
+		if err != nil {
+			return
+		}
+		if len(ct.TimesUS) != len(ct.Bytes) {
+			t.Fatalf("len(TimesUS) = %d, len(Bytes) = %d, want equal", len(ct.TimesUS), len(ct.Bytes))
+		}
+		ct.Peak()
+		if len(ct.TimesUS) > 0 {
+			ct.At(ct.TimesUS[0])
+		}
+	})
+}
+
+// TestWindowFixture decodes the cut-down fixture the fuzz seeds come from.
+func TestWindowFixture(t *testing.T) {
+	tr, err := Open(filepath.Join("testdata", "llama-window.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.CheckValid(); err != nil {
+		t.Fatalf("CheckValid() = %v", err)
+	}
+	if len(tr.Memory) < 20 || len(tr.Flows) == 0 {
+		t.Errorf("window has %d memory events and %d flows, want ≥ 20 and > 0", len(tr.Memory), len(tr.Flows))
+	}
+}
