@@ -1,0 +1,39 @@
+// Package snapshot reads PyTorch CUDA caching-allocator snapshots (the
+// pickles written by torch.cuda.memory._dump_snapshot) into a typed model,
+// and replays their recorded history into a timeline of requested,
+// allocated, active and reserved memory.
+//
+// # Reading
+//
+// Open and Decode detect the encoding from the first bytes: a pickle
+// (protocols 2 to 5), the same data as JSON, the HTML page of
+// torch.cuda._memory_viz trace_plot/segment_plot (base64 pickle inside), or
+// any of those gzipped. The pickle is read by a streaming unpickler that
+// knows the snapshot schema: it never builds a tree of the whole file and
+// never instantiates anything (a pickle that refers to a Python class is
+// refused by name). Dicts are recognised by their keys — "action" for a
+// trace entry, "blocks" for a segment, "state" (or the ≤2.0 "history") for
+// a block, "stage" for an annotation, "filename" for a frame — wherever they
+// sit, and converted once, so a frame or a frames list shared through the
+// pickle memo costs one conversion. Frames are interned by value into one
+// Stacks table; events and blocks hold a StackID. Unknown top-level keys,
+// unknown keys inside entries and unknown actions are kept as far as the
+// model allows (UnknownKeys, ActionUnknown) and never fail a decode.
+//
+// Every error is one line, "decoding NAME at byte N: what was wrong", N
+// counting bytes of the pickle or JSON stream after gunzip or base64. A file
+// that ends early after its segments yields the error and a partial
+// Snapshot with a Warning saying what was lost. Limits on nesting, lengths,
+// memo indexes and containers keep hostile input from exhausting memory.
+//
+// The unpickler assumes what every pickle.dump output satisfies: a
+// container is complete before it is stored in another one. A pickle that
+// changes a container after storing it is refused.
+//
+// # Ownership
+//
+// A returned Snapshot owns all its memory: its slices, its Stacks and
+// Strings tables are not shared with the decoder or with other snapshots,
+// and nothing holds on to the input. A Snapshot is not safe for concurrent
+// mutation; concurrent reads are fine.
+package snapshot

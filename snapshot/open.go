@@ -1,0 +1,181 @@
+package snapshot
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// sniffLen is how much of the input is looked at to tell its encoding.
+const sniffLen = 64 << 10
+
+// htmlMarker precedes the base64 pickle in a _memory_viz page.
+const htmlMarker = `"base64": "`
+
+// Open reads the snapshot file at path: a pickle (protocols 2 to 5), the
+// same data as JSON, a _memory_viz HTML page with the pickle embedded, or
+// any of those gzipped. See Decode for the results on damaged files.
+func Open(path string) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening snapshot: %w", err)
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return decode(f, path, size)
+}
+
+// Decode reads a snapshot from r; name is used in messages and as
+// Snapshot.Source. The encoding is detected from the first bytes.
+//
+// Errors are one line: "decoding NAME at byte N: …", N counting bytes of
+// the pickle or JSON stream (after gunzip or base64 decoding). When the
+// input ends early but the segments were complete, Decode returns both the
+// error and a partial Snapshot holding what was read, with a Warning that
+// says what was lost; otherwise the Snapshot is nil on error.
+func Decode(r io.Reader, name string) (*Snapshot, error) {
+	size := int64(-1)
+	switch r := r.(type) {
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		size = int64(r.Len())
+	case *os.File:
+		if st, err := r.Stat(); err == nil && st.Mode().IsRegular() {
+			if cur, err := r.Seek(0, io.SeekCurrent); err == nil {
+				size = st.Size() - cur
+			}
+		}
+	}
+	return decode(r, name, size)
+}
+
+func decode(r io.Reader, name string, size int64) (s *Snapshot, err error) {
+	d := newDecoder(name)
+	defer func() {
+		if p := recover(); p != nil {
+			s = nil
+			err = &decodeError{name: name, off: d.opOff, kind: kindInternal,
+				msg: fmt.Sprintf("internal error (a bug, please report it): %v: %s", p,
+					strings.ReplaceAll(string(debug.Stack()), "\n", " | "))}
+		}
+	}()
+	return d.decodeAny(r, size, 0)
+}
+
+// Wrappers removed before the snapshot itself; each may be removed once.
+const (
+	wrapGzip = 1 << iota
+	wrapHTML
+)
+
+// decodeAny sniffs the encoding of r and decodes it. wrapped says which
+// wrappers were already removed.
+func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, error) {
+	in := &d.in
+	in.reset(r, size)
+	if d.maxObjs == 0 {
+		d.maxObjs = 1 << 24 // unknown size
+		if size >= 0 {
+			d.maxObjs = maxObjects + int(min(size/8, 1<<30))
+		}
+	}
+	in.fill(min(sniffLen, len(in.buf)))
+	head := in.buf[in.pos:in.end]
+	if len(head) == 0 {
+		if in.rerr != nil {
+			return nil, d.wrapAt(0, kindFormat, in.rerr, "reading failed")
+		}
+		return nil, d.failAt(0, kindFormat, "empty input: not a memory snapshot")
+	}
+	switch {
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		if wrapped != 0 {
+			return nil, d.failAt(0, kindFormat, "gzip inside gzip or HTML: not a memory snapshot")
+		}
+		zr, err := gzip.NewReader(in.rest())
+		if err != nil {
+			return nil, d.wrapAt(0, kindFormat, err, "reading gzip header")
+		}
+		return d.decodeAny(zr, -1, wrapped|wrapGzip)
+	case head[0] == opProto:
+		s, err := d.decodePickle()
+		if s != nil {
+			s.Format = FormatPickle
+		}
+		return s, err
+	case firstNonSpace(head) == '{' || firstNonSpace(head) == '[':
+		return d.decodeJSON(in.rest())
+	case bytes.Contains(head, []byte("local_files")) || bytes.Contains(head, []byte(htmlMarker)):
+		i := bytes.Index(head, []byte(htmlMarker))
+		if i < 0 || wrapped&wrapHTML != 0 {
+			return nil, d.failAt(0, kindFormat, "an HTML page without an embedded snapshot (no %s in the first %d bytes)", htmlMarker, sniffLen)
+		}
+		in.pos += i + len(htmlMarker)
+		payload := base64.NewDecoder(base64.StdEncoding, &quoteStop{r: in.rest()})
+		s, err := d.decodeAny(payload, -1, wrapped|wrapHTML)
+		if s != nil {
+			s.Format = FormatHTML
+		}
+		return s, err
+	}
+	n := min(len(head), 8)
+	return nil, d.failAt(0, kindFormat, "unrecognised format (starts with % x): want a pickle, JSON or HTML memory snapshot, or one of those gzipped", head[:n])
+}
+
+// decodePickle runs the unpickler over the input and builds the snapshot.
+func (d *decoder) decodePickle() (*Snapshot, error) {
+	d.sized = d.in.size >= 0
+	top, err := d.run()
+	if err != nil {
+		if errKindOf(err) == kindTruncated {
+			if s := d.salvage(d.opOff); s != nil {
+				return s, err
+			}
+		}
+		return nil, err
+	}
+	return d.finish(top)
+}
+
+// rest returns a reader of the unread input: the buffered bytes, then the
+// underlying reader.
+func (in *input) rest() io.Reader {
+	return io.MultiReader(bytes.NewReader(slices.Clone(in.buf[in.pos:in.end])), in.r)
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// quoteStop reads up to the first '"', the end of the base64 string.
+type quoteStop struct {
+	r    io.Reader
+	done bool
+}
+
+func (q *quoteStop) Read(p []byte) (int, error) {
+	if q.done {
+		return 0, io.EOF
+	}
+	n, err := q.r.Read(p)
+	if i := bytes.IndexByte(p[:n], '"'); i >= 0 {
+		q.done = true
+		return i, nil
+	}
+	return n, err
+}
