@@ -33,6 +33,28 @@ type MomentJSON struct {
 	Sites       []SiteJSON       `json:"sites"`
 	Categories  map[string]int64 `json:"categories"`
 	Streams     []StreamJSON     `json:"streams"`
+	// With a joined trace: the live bytes by operator, and the share of the
+	// bytes allocated inside the trace's window that found their operator.
+	Ops        []OpBytesJSON `json:"ops,omitempty"`
+	OpsCovered *float64      `json:"ops_covered,omitempty"`
+}
+
+type OpBytesJSON struct {
+	Op     string `json:"op"`
+	Bytes  int64  `json:"bytes"`
+	Blocks int    `json:"blocks"`
+}
+
+// OpRows converts the by-operator rows of a joined moment.
+func OpRows(rows []attribution.OpBytes, top int) []OpBytesJSON {
+	out := []OpBytesJSON{}
+	for i, r := range rows {
+		if top >= 0 && i == top {
+			break
+		}
+		out = append(out, OpBytesJSON{r.Label, r.Bytes.Bytes, r.Count})
+	}
+	return out
 }
 
 type StreamJSON struct {

@@ -285,3 +285,21 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 	}
 	tw.Flush()
 }
+
+// OpBytesText writes the live bytes of a moment by operator (from a joined
+// profiler trace).
+func OpBytesText(w io.Writer, rows []attribution.OpBytes, covered float64, total int64, top int) error {
+	ew := &errWriter{w: w}
+	ew.printf("\nby operator (joined with the profiler trace; %.1f%% of the bytes allocated in its window found their op):\n", 100*covered)
+	for i, r := range rows {
+		if i == top {
+			break
+		}
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(r.Bytes.Bytes) / float64(total)
+		}
+		ew.printf("  %10s %5.1f%% %5d  %s\n", units.Bytes(r.Bytes.Bytes), share, r.Count, clipTail(r.Label, 70))
+	}
+	return ew.err
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
+	"github.com/memscope/memscope/trace"
 )
 
 // analysisOptions are the flags every analysis command shares.
@@ -75,7 +76,15 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 	o.define(fs)
 	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak), or a time after the first event such as 1.5s")
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
+	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too")
 	return func(cc *cmdContext, paths []string) error {
+		var tr *trace.Trace
+		if *tracePath != "" {
+			var err error
+			if tr, err = trace.Open(*tracePath); err != nil {
+				return badInput(err)
+			}
+		}
 		return o.eachFile(cc, "peak", paths, func(an *attribution.Analysis) (any, error) {
 			var out []report.MomentJSON
 			for i, d := range an.Devices {
@@ -83,8 +92,17 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				if err != nil {
 					return nil, usageErrorf("--at: %v", err)
 				}
+				var ops []attribution.OpBytes
+				var covered float64
+				if tr != nil {
+					ops, covered = d.JoinTrace(tr).ByOp(m)
+				}
 				if o.json {
-					out = append(out, report.Moment(an.Snapshot.Stacks, m, o.top))
+					mj := report.Moment(an.Snapshot.Stacks, m, o.top)
+					if tr != nil {
+						mj.Ops, mj.OpsCovered = report.OpRows(ops, o.top), &covered
+					}
+					out = append(out, mj)
 					continue
 				}
 				if i > 0 {
@@ -92,6 +110,11 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				}
 				if err := report.MomentText(cc.stdout, an, d, m, o.top, *tree); err != nil {
 					return nil, err
+				}
+				if tr != nil {
+					if err := report.OpBytesText(cc.stdout, ops, covered, m.Allocated, o.top); err != nil {
+						return nil, err
+					}
 				}
 				if *at == "peak" && !*tree {
 					fmt.Fprintln(cc.stdout)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,3 +121,60 @@ func TestAnalysisCommandsRun(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestOpsAndPeakTrace(t *testing.T) {
+	const tr = "../../fixtures/llama-profiled/trace.json.gz"
+	r := runMemscope("ops", "--json", "--top", "-1", tr)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var doc struct {
+		Kind  string `json:"kind"`
+		Files []struct {
+			Table struct {
+				PeakBytes int64 `json:"peak_allocated"`
+				Rows      []struct {
+					Name string `json:"name"`
+				} `json:"rows"`
+			} `json:"table"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	truth := readFixtureTruth(t, "llama-profiled")
+	if doc.Kind != "ops" || len(doc.Files) != 1 || doc.Files[0].Table.PeakBytes != truth.Window.MaxAllocated {
+		t.Fatalf("ops JSON: kind %q, %d tables, peak %d; want ops, 1 (GPU only), %d", doc.Kind, len(doc.Files), doc.Files[0].Table.PeakBytes, truth.Window.MaxAllocated)
+	}
+	r = runMemscope("peak", "--json", "--trace", tr, "../../fixtures/llama-profiled/snapshot.pickle")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var pk struct {
+		Files []struct {
+			Devices []struct {
+				Ops []struct {
+					Op    string `json:"op"`
+					Bytes int64  `json:"bytes"`
+				} `json:"ops"`
+				Covered *float64 `json:"ops_covered"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pk); err != nil {
+		t.Fatal(err)
+	}
+	d := pk.Files[0].Devices[0]
+	if d.Covered == nil || *d.Covered < 0.95 || len(d.Ops) == 0 {
+		t.Fatalf("peak --trace: covered %v, %d op rows; want ≥ 0.95 and rows", d.Covered, len(d.Ops))
+	}
+	// A trace without memory events is refused with the fix in the message.
+	dir := t.TempDir()
+	empty := dir + "/t.json"
+	if err := os.WriteFile(empty, []byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runMemscope("ops", empty); r.code != 2 || !strings.Contains(r.err.Error(), "profile_memory=True") {
+		t.Errorf("ops on a trace without memory events: exit %d, %v; want 2 and the profile_memory hint", r.code, r.err)
+	}
+}

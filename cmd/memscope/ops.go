@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/trace"
+)
+
+func opsFlags(fs *pflag.FlagSet) runFunc {
+	jsonOut := fs.Bool("json", false, "write JSON instead of text; sizes are raw bytes")
+	sortBy := fs.String("sort", "self", "sort rows by `KEY`: self (bytes allocated by the op itself), total (with the ops nested in it), peak (bytes still live at the peak), net (|allocated − freed|)")
+	by := fs.String("by", "op", "group by `WHAT`: op, or module (nn.Module)")
+	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
+	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
+	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices)")
+	return func(cc *cmdContext, paths []string) error {
+		keys := map[string]trace.SortKey{"self": trace.BySelf, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
+		key, ok := keys[*sortBy]
+		if !ok {
+			return usageErrorf("--sort %q: want self, total, peak or net", *sortBy)
+		}
+		if *by != "op" && *by != "module" {
+			return usageErrorf("--by %q: want op or module", *by)
+		}
+		var docs []any
+		for i, p := range paths {
+			tr, err := trace.Open(p)
+			if err != nil {
+				return badInput(err)
+			}
+			for _, w := range tr.Warnings {
+				cc.warnf("%s: %s", p, w.Message)
+			}
+			devs := tr.Devices()
+			if len(devs) == 0 {
+				return badInput(fmt.Errorf("%s: no [memory] events: record the trace with torch.profiler.profile(profile_memory=True)", p))
+			}
+			for j, dev := range devs {
+				if !*cpu && dev.Type == 0 {
+					continue
+				}
+				var tb *trace.Table
+				if *by == "module" {
+					tb = tr.ModuleTable(dev)
+				} else {
+					tb = tr.OpTable(dev, !*noSplit)
+				}
+				tb.Sort(key)
+				if *jsonOut {
+					docs = append(docs, map[string]any{"source": p, "table": report.Ops(tb, *top)})
+					continue
+				}
+				if i+j > 0 {
+					fmt.Fprintln(cc.stdout)
+				}
+				if err := report.OpsText(cc.stdout, p, tb, *top); err != nil {
+					return err
+				}
+			}
+		}
+		if *jsonOut {
+			return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "ops", Files: docs})
+		}
+		return nil
+	}
+}
