@@ -37,6 +37,7 @@ type Device struct {
 
 	an    *Analysis
 	class *classifier
+	churn churn
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -63,11 +64,11 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}
 	phases := findPhases(s, d, events)
 	acc := newPhaseAccumulator(phases, len(events))
-	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe})
+	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe, Lifetimes: true})
 	acc.finish(t)
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a}
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events)}
 	dev.class = &classifier{st: s.Stacks, phases: phases, owner: acc.owner,
-		life: newLifetimes(events), kinds: map[snapshot.StackID]string{}}
+		life: &lifetimes{death: t.Death, preDeath: t.PreDeath}, kinds: map[snapshot.StackID]string{}}
 	dev.class.splitPreexisting(t.Initial, events)
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")

@@ -30,37 +30,11 @@ func (c Category) String() string {
 	return "unknown"
 }
 
-// lifetimes pairs every alloc with the free that ends it: death[i] is the
-// index of the free_requested (or free_completed when no request was
-// recorded) that ended the block allocated at event i, or -1 when it lives
-// to the end. preDeath gives the same for blocks live before the first
-// event, by address.
+// lifetimes gives, for every block, the event that ended it (from the
+// replay: snapshot.ReplayOptions.Lifetimes).
 type lifetimes struct {
 	death    []int32
 	preDeath map[uint64]int32
-}
-
-func newLifetimes(events []snapshot.Event) *lifetimes {
-	l := &lifetimes{death: make([]int32, len(events)), preDeath: map[uint64]int32{}}
-	open := map[uint64]int32{}
-	ended := map[uint64]bool{} // pre-existing addresses already ended
-	for i := range events {
-		l.death[i] = -1
-		ev := &events[i]
-		switch ev.Action {
-		case snapshot.ActionAlloc:
-			open[ev.Addr] = int32(i)
-		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
-			if j, ok := open[ev.Addr]; ok {
-				l.death[j] = int32(i)
-				delete(open, ev.Addr)
-			} else if !ended[ev.Addr] {
-				ended[ev.Addr] = true
-				l.preDeath[ev.Addr] = int32(i)
-			}
-		}
-	}
-	return l
 }
 
 // deathOf returns the index of the event that ended b, or -1.

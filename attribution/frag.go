@@ -37,9 +37,33 @@ type Fragmentation struct {
 	Request, Unusable int64
 
 	// Churn over the whole trace.
-	SegmentAllocs, SegmentFrees, Maps, Unmaps, OOMs int
+	churn
 
 	Verdict string // in words, with the setting to try
+}
+
+// churn counts the segment events of a whole trace.
+type churn struct {
+	SegmentAllocs, SegmentFrees, Maps, Unmaps, OOMs int
+}
+
+func countChurn(events []snapshot.Event) churn {
+	var c churn
+	for i := range events {
+		switch events[i].Action {
+		case snapshot.ActionSegmentAlloc:
+			c.SegmentAllocs++
+		case snapshot.ActionSegmentFree:
+			c.SegmentFrees++
+		case snapshot.ActionSegmentMap:
+			c.Maps++
+		case snapshot.ActionSegmentUnmap:
+			c.Unmaps++
+		case snapshot.ActionOOM:
+			c.OOMs++
+		}
+	}
+	return c
 }
 
 // HoleBucket is one histogram bucket of free holes.
@@ -132,20 +156,7 @@ func (d *Device) fragmentation(m *Moment) *Fragmentation {
 	if f.Histogram != nil {
 		f.Histogram[0].Min = 0
 	}
-	for i := range d.Timeline.Events {
-		switch d.Timeline.Events[i].Action {
-		case snapshot.ActionSegmentAlloc:
-			f.SegmentAllocs++
-		case snapshot.ActionSegmentFree:
-			f.SegmentFrees++
-		case snapshot.ActionSegmentMap:
-			f.Maps++
-		case snapshot.ActionSegmentUnmap:
-			f.Unmaps++
-		case snapshot.ActionOOM:
-			f.OOMs++
-		}
-	}
+	f.churn = d.churn
 	f.Verdict = f.verdict()
 	return f
 }

@@ -23,8 +23,9 @@ type truth struct {
 	Window struct {
 		MaxAllocated int64 `json:"max_allocated"`
 	} `json:"window"`
-	MemoryStatsEnd map[string]int64 `json:"memory_stats_end"`
-	Leak           *struct {
+	MemoryStatsEnd  map[string]int64 `json:"memory_stats_end"`
+	LogitsBytesFP32 int64            `json:"logits_bytes_fp32"`
+	Leak            *struct {
 		File         string `json:"file"`
 		Line         int64  `json:"line"`
 		Function     string `json:"function"`

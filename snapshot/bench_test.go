@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/snapshot"
-	"github.com/memscope/memscope/snapshot/internal/gen"
 )
 
 // benchFile returns the snapshot to decode: $MEMSCOPE_BENCH_SNAPSHOT, or a
@@ -16,7 +16,7 @@ import (
 func benchFile(b *testing.B) (string, int64) {
 	path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT")
 	if path == "" {
-		src, err := snapshot.Open(gen.DefaultSource(".."))
+		src, err := snapshot.Open(snapgen.DefaultSource(".."))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func benchFile(b *testing.B) (string, int64) {
 			b.Fatal(err)
 		}
 		w := bufio.NewWriter(f)
-		if _, err := gen.Write(w, src, 64<<20); err != nil {
+		if _, err := snapgen.Write(w, src, 64<<20); err != nil {
 			b.Fatal(err)
 		}
 		if err := w.Flush(); err != nil {

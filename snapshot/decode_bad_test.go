@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscope/memscope/snapshot/internal/pickle"
+	"github.com/memscope/memscope/internal/pickle"
 )
 
 // errLine is the shape of every decoding error: one line naming the input

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/memscope/memscope/snapshot/internal/pickle"
+	"github.com/memscope/memscope/internal/pickle"
 )
 
 // TestPerEntryContainersAreNotKept checks that per-entry tuples (pool_id

@@ -11,16 +11,20 @@ type engine struct {
 	t    *Timeline
 	lay  layout
 	n    Numbers
-	live map[uint64]int32 // block address → index into slab
+	live *addrMap // block address → index into slab
 	slab []LiveBlock
 	free []int32 // reusable slab slots
 
 	estimated, unknownFrees, doubleAllocs int
+
+	// With ReplayOptions.Lifetimes: the event that ended each block.
+	death    []int32
+	preDeath map[uint64]int32
 }
 
 // newEngine returns an engine in the state before the first event.
 func (t *Timeline) newEngine() *engine {
-	e := &engine{t: t, live: make(map[uint64]int32, len(t.Initial))}
+	e := &engine{t: t, live: newAddrMap(len(t.Initial))}
 	for _, s := range t.init.segs {
 		c := *s
 		c.active = slices.Clone(s.active)
@@ -49,13 +53,13 @@ func (e *engine) put(b LiveBlock) {
 		j = int32(len(e.slab))
 		e.slab = append(e.slab, b)
 	}
-	e.live[b.Addr] = j
+	e.live.put(b.Addr, j)
 }
 
 func (e *engine) apply(i int, ev *Event) {
 	switch ev.Action {
 	case ActionAlloc:
-		if _, dup := e.live[ev.Addr]; dup {
+		if _, dup := e.live.get(ev.Addr); dup {
 			e.doubleAllocs++
 			e.release(ev.Addr)
 		}
@@ -70,7 +74,7 @@ func (e *engine) apply(i int, ev *Event) {
 		e.n.Allocated += size
 		e.n.Active += size
 	case ActionFreeRequested:
-		j, ok := e.live[ev.Addr]
+		j, ok := e.live.get(ev.Addr)
 		if !ok {
 			e.unknownFrees++
 			return
@@ -80,11 +84,16 @@ func (e *engine) apply(i int, ev *Event) {
 			b.PendingFree = true
 			e.n.Requested -= b.Requested
 			e.n.Allocated -= b.Size
+			e.died(b, i)
 		}
 	case ActionFreeCompleted:
-		if _, ok := e.live[ev.Addr]; !ok {
+		j, ok := e.live.get(ev.Addr)
+		if !ok {
 			e.unknownFrees++
 			return
+		}
+		if b := &e.slab[j]; !b.PendingFree {
+			e.died(b, i)
 		}
 		e.release(ev.Addr)
 	case ActionSegmentAlloc, ActionSegmentMap:
@@ -96,25 +105,36 @@ func (e *engine) apply(i int, ev *Event) {
 	}
 }
 
+// died records, when the replay keeps lifetimes, that b stopped being
+// allocated at event i.
+func (e *engine) died(b *LiveBlock, i int) {
+	if e.death == nil {
+		return
+	}
+	if b.AllocIndex >= 0 {
+		e.death[b.AllocIndex] = int32(i)
+	} else {
+		e.preDeath[b.Addr] = int32(i)
+	}
+}
+
 // release drops the block at addr from the live set and the totals.
 func (e *engine) release(addr uint64) {
-	j := e.live[addr]
+	j, _ := e.live.get(addr)
 	b := &e.slab[j]
 	if !b.PendingFree {
 		e.n.Requested -= b.Requested
 		e.n.Allocated -= b.Size
 	}
 	e.n.Active -= b.Size
-	delete(e.live, addr)
+	e.live.del(addr)
 	e.lay.removeBlock(addr)
 	e.free = append(e.free, j)
 }
 
 func (e *engine) liveBlocks() []LiveBlock {
-	out := make([]LiveBlock, 0, len(e.live))
-	for _, j := range e.live {
-		out = append(out, e.slab[j])
-	}
+	out := make([]LiveBlock, 0, e.live.len())
+	e.live.each(func(_ uint64, j int32) { out = append(out, e.slab[j]) })
 	sort.Slice(out, func(a, b int) bool { return out[a].Addr < out[b].Addr })
 	return out
 }
@@ -122,7 +142,24 @@ func (e *engine) liveBlocks() []LiveBlock {
 // initialState rebuilds what was live and reserved before the first event by
 // undoing the trace backwards from the end-state segments.
 func (t *Timeline) initialState() {
-	live := map[uint64]*LiveBlock{}
+	var slab []LiveBlock
+	var free []int32 // reusable slab slots
+	live := newAddrMap(64)
+	add := func(b LiveBlock) {
+		if j, ok := live.get(b.Addr); ok {
+			slab[j] = b
+			return
+		}
+		if n := len(free); n > 0 {
+			j := free[n-1]
+			free = free[:n-1]
+			slab[j] = b
+			live.put(b.Addr, j)
+			return
+		}
+		live.put(b.Addr, int32(len(slab)))
+		slab = append(slab, b)
+	}
 	for si := range t.snap.Segments {
 		seg := &t.snap.Segments[si]
 		if seg.Device != t.Device {
@@ -134,31 +171,31 @@ func (t *Timeline) initialState() {
 			if !b.State.Active() {
 				continue
 			}
-			live[b.Address] = &LiveBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize,
+			add(LiveBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize,
 				Stream: seg.Stream, Stack: b.Stack, AllocIndex: -1,
-				PendingFree: b.State == BlockActivePendingFree}
+				PendingFree: b.State == BlockActivePendingFree})
 		}
 	}
-	unsized := map[uint64]bool{}
 	for i := len(t.Events) - 1; i >= 0; i-- {
 		ev := &t.Events[i]
 		switch ev.Action {
 		case ActionAlloc:
-			if _, ok := live[ev.Addr]; ok {
-				delete(live, ev.Addr)
-				delete(unsized, ev.Addr)
+			if j, ok := live.get(ev.Addr); ok {
+				live.del(ev.Addr)
+				free = append(free, j)
 			} else {
 				t.initInconsistent++
 			}
 		case ActionFreeCompleted:
-			if _, ok := live[ev.Addr]; ok {
+			if _, ok := live.get(ev.Addr); ok {
 				t.initInconsistent++
 			}
-			live[ev.Addr] = &LiveBlock{Addr: ev.Addr, Requested: ev.Size, Stream: ev.Stream,
-				Stack: ev.Stack, AllocIndex: -1, PendingFree: true, FreeStack: true}
-			unsized[ev.Addr] = true
+			// FreeStack marks the blocks whose size is still to be found.
+			add(LiveBlock{Addr: ev.Addr, Requested: ev.Size, Stream: ev.Stream,
+				Stack: ev.Stack, AllocIndex: -1, PendingFree: true, FreeStack: true})
 		case ActionFreeRequested:
-			if b, ok := live[ev.Addr]; ok && b.PendingFree {
+			if j, ok := live.get(ev.Addr); ok && slab[j].PendingFree {
+				b := &slab[j]
 				b.PendingFree = false
 				if b.FreeStack && ev.Stack != 0 {
 					b.Stack = ev.Stack
@@ -172,21 +209,22 @@ func (t *Timeline) initialState() {
 			t.init.add(ev.Addr, ev.Addr+uint64(ev.Size), ev.Action == ActionSegmentUnmap)
 		}
 	}
-	for _, b := range live {
-		t.init.insertBlock(b.Addr)
+	t.Initial = make([]LiveBlock, 0, live.len())
+	live.each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
+	sort.Slice(t.Initial, func(a, b int) bool { return t.Initial[a].Addr < t.Initial[b].Addr })
+	for i := range t.Initial {
+		t.init.insertBlock(t.Initial[i].Addr)
 	}
 	// Blocks freed in the trace but allocated before it: recover their size
 	// from the layout at the start, like an allocation at that moment.
-	for addr := range unsized {
-		b := live[addr]
-		t.init.removeBlock(addr)
-		size, exact := t.init.blockSize(&t.round, addr, b.Requested)
-		t.init.insertBlock(addr)
+	for i := range t.Initial {
+		b := &t.Initial[i]
+		if !b.FreeStack {
+			continue
+		}
+		t.init.removeBlock(b.Addr)
+		size, exact := t.init.blockSize(&t.round, b.Addr, b.Requested)
+		t.init.insertBlock(b.Addr)
 		b.Size, b.Estimated = size, !exact
 	}
-	t.Initial = make([]LiveBlock, 0, len(live))
-	for _, b := range live {
-		t.Initial = append(t.Initial, *b)
-	}
-	sort.Slice(t.Initial, func(a, b int) bool { return t.Initial[a].Addr < t.Initial[b].Addr })
 }

@@ -66,9 +66,17 @@ type Timeline struct {
 	// OOMs are the indexes of oom events.
 	OOMs []int
 
+	// With ReplayOptions.Lifetimes: Death[i] is the event that ended the
+	// block allocated at event i (its free_requested, or its free_completed
+	// when no request was recorded), -1 when it lives to the end; PreDeath
+	// gives the same by address for blocks live before the first event.
+	Death    []int32
+	PreDeath map[uint64]int32
+
 	Warnings []Warning
 
 	snap             *Snapshot
+	final            *engine // the state after the last event
 	initInconsistent int
 	round            rounding
 	init             layout
@@ -77,6 +85,9 @@ type Timeline struct {
 // ReplayOptions tune Replay.
 type ReplayOptions struct {
 	Series bool // keep a Point per event
+	// Lifetimes keeps, for every block, the event that ended it:
+	// Timeline.Death and Timeline.PreDeath.
+	Lifetimes bool
 	// Observe, when set, is called with index -1 and the state before the
 	// first event, then with the state after every event, in order:
 	// analyses that need per-event numbers ride on the one pass.
@@ -113,6 +124,13 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	t.initialState()
 
 	e := t.newEngine()
+	if opt.Lifetimes {
+		e.death = make([]int32, len(t.Events))
+		for i := range e.death {
+			e.death[i] = -1
+		}
+		e.preDeath = map[uint64]int32{}
+	}
 	t.Start = e.n
 	t.PeakRequested = Peak{Bytes: e.n.Requested, Index: -1}
 	t.PeakAllocated = Peak{Bytes: e.n.Allocated, Index: -1}
@@ -151,8 +169,10 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 		}
 	}
 	t.End = e.n
+	t.Death, t.PreDeath = e.death, e.preDeath
 	t.warnings(e)
 	t.checkEnd(e)
+	t.final = e
 	return t
 }
 
@@ -167,9 +187,12 @@ type ReservedRange struct {
 // numbers, the active blocks sorted by address, and the reserved ranges
 // sorted by address.
 func (t *Timeline) At(index int) (Numbers, []LiveBlock, []ReservedRange) {
-	e := t.newEngine()
-	for i := 0; i <= index && i < len(t.Events); i++ {
-		e.apply(i, &t.Events[i])
+	e := t.final
+	if index < len(t.Events)-1 || e == nil {
+		e = t.newEngine()
+		for i := 0; i <= index && i < len(t.Events); i++ {
+			e.apply(i, &t.Events[i])
+		}
 	}
 	ranges := make([]ReservedRange, len(e.lay.segs))
 	for i, s := range e.lay.segs {
@@ -194,7 +217,7 @@ func (t *Timeline) AllocSizes() []int64 {
 		ev := &t.Events[i]
 		e.apply(i, ev)
 		if ev.Action == ActionAlloc {
-			if j, ok := e.live[ev.Addr]; ok {
+			if j, ok := e.live.get(ev.Addr); ok {
 				sizes[i] = e.slab[j].Size
 			}
 		}
@@ -302,7 +325,7 @@ func (t *Timeline) checkEnd(e *engine) {
 				continue
 			}
 			seen[b.Address] = true
-			j, ok := e.live[b.Address]
+			j, ok := e.live.get(b.Address)
 			if !ok {
 				missing++
 				continue
@@ -317,11 +340,11 @@ func (t *Timeline) checkEnd(e *engine) {
 			}
 		}
 	}
-	for addr := range e.live {
+	e.live.each(func(addr uint64, _ int32) {
 		if !seen[addr] {
 			extra++
 		}
-	}
+	})
 	if missing+extra+sized+state > 0 {
 		t.warn("device %d: end of replay disagrees with the snapshot's segments: %d active blocks not live in the replay, %d live blocks not in segments, %d with another size (%+d bytes), %d in another state",
 			t.Device, missing, extra, sized, sizeDiff, state)

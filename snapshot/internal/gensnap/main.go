@@ -3,7 +3,7 @@
 //
 //	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GB -from fixtures/<x>/snapshot.pickle
 //
-// Without -from it uses gen.DefaultSource: a real fixture when there is one,
+// Without -from it uses snapgen.DefaultSource: a real fixture when there is one,
 // else the synthetic snapshot in snapshot/testdata.
 package main
 
@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/snapshot"
-	"github.com/memscope/memscope/snapshot/internal/gen"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	src := *from
 	if src == "" {
-		src = gen.DefaultSource(".")
+		src = snapgen.DefaultSource(".")
 	}
 	s, err := snapshot.Open(src)
 	if err != nil {
@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	st, err := gen.Write(w, s, minBytes)
+	st, err := snapgen.Write(w, s, minBytes)
 	if err == nil {
 		err = w.Flush()
 	}

@@ -1,8 +1,8 @@
-package gen
+package snapgen
 
 import (
 	"github.com/memscope/memscope/snapshot"
-	"github.com/memscope/memscope/snapshot/internal/pickle"
+	"github.com/memscope/memscope/internal/pickle"
 )
 
 // segments writes the segments list with torch's key order: a segment with

@@ -8,7 +8,7 @@
 // traceback (see sharesTraceback), compile_context a new string per entry,
 // FRAME opcodes every 64 KiB. Each repetition copies the original entries verbatim with time_us
 // shifted past the previous one, so allocations and frees stay paired.
-package gen
+package snapgen
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 	"strconv"
 
 	"github.com/memscope/memscope/snapshot"
-	"github.com/memscope/memscope/snapshot/internal/pickle"
+	"github.com/memscope/memscope/internal/pickle"
 )
 
 // DefaultSource returns the snapshot to repeat when none is named, as a

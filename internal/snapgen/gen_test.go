@@ -1,4 +1,4 @@
-package gen
+package snapgen
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // it decodes to the source's segments and its trace repeated, with time
 // shifted forward and frames shared through the memo.
 func TestWrite(t *testing.T) {
-	src, err := snapshot.Open("../../testdata/synthetic.pickle")
+	src, err := snapshot.Open("../../snapshot/testdata/synthetic.pickle")
 	if err != nil {
 		t.Fatal(err)
 	}

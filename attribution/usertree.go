@@ -1,0 +1,140 @@
+package attribution
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// TreeNode is one node of a pruned call tree of user frames, ready to show:
+// its bytes include its children's.
+type TreeNode struct {
+	Name string // "function file.py:123", or a bracketed summary node
+	// Path is the frame's full file name and line, or a longer description
+	// of a summary node.
+	Path     string
+	Bytes    int64
+	Count    int
+	Children []*TreeNode
+}
+
+// UserTree builds the call tree of the blocks allocated at m from the
+// user's frames only (the filter's view, as pprof shows it), outermost frame
+// at the root's children. A block with no user frame hangs from a node named
+// by its site ("(allocated before recording began)", "(no Python frame…)",
+// or its innermost Python frame). The tree keeps at most maxNodes frame
+// nodes, none smaller than minShare of the total; what is cut adds up in
+// one "(N smaller)" node per parent, and bytes allocated by a frame that
+// also has children shown go to a "(self)" child, so children always sum to
+// their parent.
+func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
+	st := d.an.Snapshot.Stacks
+	f := d.an.Filter
+	type node struct {
+		key      string
+		name     string
+		path     string
+		bytes    int64
+		count    int
+		self     int64
+		depth    int
+		parent   *node
+		children map[string]*node
+		order    []*node
+	}
+	root := &node{name: "all", path: fmt.Sprintf("allocated at %s", m.Label), children: map[string]*node{}}
+	var all []*node
+	child := func(n *node, key, name, path string) *node {
+		c := n.children[key]
+		if c == nil {
+			c = &node{key: key, name: name, path: path, depth: n.depth + 1, parent: n, children: map[string]*node{}}
+			n.children[key] = c
+			n.order = append(n.order, c)
+			all = append(all, c)
+		}
+		return c
+	}
+	var frames []snapshot.FrameID
+	for i := range m.Live {
+		b := &m.Live[i]
+		if b.PendingFree {
+			continue
+		}
+		frames = frames[:0]
+		for _, fid := range st.Stack(b.Stack) {
+			if f.User(st.Frame(fid)) {
+				frames = append(frames, fid)
+			}
+		}
+		n := root
+		n.bytes += b.Size
+		n.count++
+		if len(frames) == 0 {
+			site := f.SiteOf(st, b.Stack)
+			if b.AllocIndex < 0 && b.Stack == 0 {
+				site = Site{Kind: "before"}
+			}
+			label := site.Label(st)
+			n = child(n, "site:"+label, label, label)
+		}
+		for k := len(frames) - 1; k >= 0; k-- {
+			fr := st.Frame(frames[k])
+			n = child(n, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, path.Base(fr.Filename), fr.Line),
+				fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name))
+		}
+		for c := n; c != root; c = c.parent {
+			c.bytes += b.Size
+			c.count++
+		}
+		n.self += b.Size
+	}
+
+	// Keep the largest nodes; parents sort before their children (a parent
+	// holds at least its child's bytes, and depth breaks ties).
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].bytes != all[j].bytes {
+			return all[i].bytes > all[j].bytes
+		}
+		return all[i].depth < all[j].depth
+	})
+	keep := map[*node]bool{root: true}
+	minBytes := int64(minShare * float64(root.bytes))
+	for _, n := range all {
+		if len(keep) > maxNodes || n.bytes < minBytes {
+			break
+		}
+		if keep[n.parent] {
+			keep[n] = true
+		}
+	}
+	var build func(n *node) *TreeNode
+	build = func(n *node) *TreeNode {
+		out := &TreeNode{Name: n.name, Path: n.path, Bytes: n.bytes, Count: n.count}
+		var cut int64
+		var cutN int
+		for _, c := range n.order {
+			if keep[c] {
+				out.Children = append(out.Children, build(c))
+			} else {
+				cut += c.bytes
+				cutN++
+			}
+		}
+		if len(out.Children) == 0 {
+			return out
+		}
+		sort.SliceStable(out.Children, func(i, j int) bool { return out.Children[i].Bytes > out.Children[j].Bytes })
+		if n.self > 0 && n != root {
+			out.Children = append(out.Children, &TreeNode{Name: "(self)", Path: "allocated in " + n.path + " itself", Bytes: n.self})
+		}
+		if cut > 0 {
+			out.Children = append(out.Children, &TreeNode{Name: fmt.Sprintf("(%d smaller)", cutN),
+				Path:  fmt.Sprintf("%d smaller callees, each under %.1f%% of the total or past the %d-node limit", cutN, 100*minShare, maxNodes),
+				Bytes: cut})
+		}
+		return out
+	}
+	return build(root)
+}
