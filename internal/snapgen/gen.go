@@ -19,8 +19,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/internal/pickle"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // DefaultSource returns the snapshot to repeat when none is named, as a

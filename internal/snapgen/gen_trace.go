@@ -1,8 +1,8 @@
 package snapgen
 
 import (
-	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/internal/pickle"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // segments writes the segments list with torch's key order: a segment with
