@@ -1,0 +1,28 @@
+// Package budget predicts the GPU memory of one training or inference step of
+// a decoder-only transformer before it runs: the five-term budget of model
+// states, saved activations, logits and loss, KV cache and overhead, the peak
+// of each phase (forward, backward, optimizer) and which phase and term
+// should hold it, the headroom on a device, and ranked fixes with the peak
+// each would leave. Compare holds a prediction against measured phase peaks.
+//
+// The model comes from a Hugging Face config.json (ParseConfig, LoadConfig)
+// or is filled in by hand; the run shape (micro-batch, sequence length,
+// precision, optimizer, activation checkpointing, loss, mode) is a Shape.
+// Predict does the arithmetic; nothing is fitted to measurements. Every byte
+// count is derived from the tensors the step creates and which of them
+// autograd saves for backward, for the module structure of Hugging Face's
+// Llama family (RMSNorm computed in fp32, rotary embeddings, a SiLU-gated or
+// plain MLP, SDPA attention that saves no s×s matrix, or eager attention that
+// does), under torch.autocast, plain fp32 or bf16. Each Part says the
+// formula it came from, so a reader can redo the sum by hand. The classic
+// rule of 34·s·b·h bytes per layer (Korthikanti et al.) is shown next to the
+// derived figure, not used.
+//
+// Predictions are of allocated bytes, what torch.cuda.max_memory_allocated
+// reports; the CUDA context and other memory outside the caching allocator
+// are kept apart (Prediction.Outside) and only added for the device fit.
+//
+// The package imports nothing from memscope's other packages: the command
+// feeds Compare with numbers measured by package attribution. Returned
+// values share no memory with the arguments and may be kept.
+package budget

@@ -1,0 +1,353 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// TermKey names one of the five terms of the budget.
+type TermKey int
+
+const (
+	ModelStates TermKey = iota // weights, gradients, master copy, optimizer moments and step temporaries
+	Activations                // tensors autograd saves for backward, and the forward's working copies
+	LogitsLoss                 // vocabulary-sized logits, their fp32 copies and gradients
+	KVCache                    // keys and values kept for generation
+	Overhead                   // cuBLAS workspaces in the allocator; CUDA context outside it
+	NumTerms
+)
+
+var termNames = [NumTerms]string{"model states", "saved activations", "logits and loss", "KV cache", "overhead"}
+
+func (t TermKey) String() string {
+	if t < 0 || t >= NumTerms {
+		return "term " + strconv.Itoa(int(t))
+	}
+	return termNames[t]
+}
+
+// MarshalText writes the term's name in JSON.
+func (t TermKey) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// Part is one line of a term: a kind of tensor, its bytes and how they were
+// computed.
+type Part struct {
+	Name    string `json:"name"`
+	Bytes   int64  `json:"bytes"`
+	Formula string `json:"formula"` // the arithmetic, with the numbers used
+	// PerParam is the bytes per parameter for model states (0 otherwise).
+	PerParam int64 `json:"per_param,omitempty"`
+	// Live says when the tensors exist: "whole step", "forward",
+	// "forward to backward", "backward to optimizer", "optimizer step",
+	// "backward start", "outside the allocator".
+	Live string `json:"live"`
+}
+
+// Term is one of the five terms: its parts and its size.
+type Term struct {
+	Key TermKey `json:"term"`
+	// Bytes is the most the term holds at any predicted phase peak (its
+	// parts are not all live at once, so this is not their sum). For
+	// Overhead it includes the memory outside the allocator.
+	Bytes int64  `json:"bytes"`
+	Parts []Part `json:"parts"`
+}
+
+// Share is what one term holds at one phase's peak, in the category
+// memscope's attribution should find it under (parameter, optimizer state,
+// gradient, activation, input, temporary, unknown).
+type Share struct {
+	Term     TermKey `json:"term"`
+	Name     string  `json:"name"`
+	Bytes    int64   `json:"bytes"`
+	Category string  `json:"category"`
+}
+
+// PhasePeak is the predicted peak of allocated bytes (max_memory_allocated)
+// in one phase of the step and what is live then.
+type PhasePeak struct {
+	Phase  string  `json:"phase"` // forward, backward, optimizer
+	Bytes  int64   `json:"bytes"`
+	Moment string  `json:"moment"` // when in the phase the peak falls
+	Shares []Share `json:"shares"`
+}
+
+// ByTerm sums the peak's shares by term.
+func (p PhasePeak) ByTerm() [NumTerms]int64 {
+	var t [NumTerms]int64
+	for _, s := range p.Shares {
+		t[s.Term] += s.Bytes
+	}
+	return t
+}
+
+// ByCategory sums the peak's shares by allocator category.
+func (p PhasePeak) ByCategory() map[string]int64 {
+	c := map[string]int64{}
+	for _, s := range p.Shares {
+		c[s.Category] += s.Bytes
+	}
+	return c
+}
+
+// Dominant is the term holding the most bytes at the peak.
+func (p PhasePeak) Dominant() TermKey { return largest(p.ByTerm()) }
+
+func largest(t [NumTerms]int64) TermKey {
+	best := TermKey(0)
+	for k := range NumTerms {
+		if t[k] > t[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// Layer is the saved activations of one decoder layer: derived from the
+// architecture, and the rule of thumb beside it.
+type Layer struct {
+	// Parts are the tensors one layer saves for backward without
+	// checkpointing; Full is their sum and PerToken the bytes per token.
+	Parts    []Part `json:"parts"`
+	Full     int64  `json:"full"`
+	PerToken int64  `json:"per_token"`
+	// Saved is what the layer keeps under the run's checkpointing.
+	Saved int64 `json:"saved"`
+	// Rule is Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) bytes for 16-bit
+	// activations, without the s² term for SDPA (flash attention saves no
+	// score matrix); RuleText shows the arithmetic.
+	Rule     int64  `json:"rule"`
+	RuleText string `json:"rule_text"`
+}
+
+// Prediction is the budget of one step.
+type Prediction struct {
+	Model  Model  `json:"model"`
+	Shape  Shape  `json:"shape"`
+	Params Params `json:"params"`
+	// PerParam is the model states' bytes per parameter: weights,
+	// gradients, master copy and optimizer moments (step temporaries not
+	// included), before sharding.
+	PerParam int64          `json:"bytes_per_param"`
+	Layer    Layer          `json:"layer"`
+	Terms    [NumTerms]Term `json:"terms"`
+	Phases   []PhasePeak    `json:"phases"`
+	Peak     int            `json:"peak_phase"` // index into Phases
+	Outside  int64          `json:"outside"`    // bytes outside the caching allocator
+	Warnings []string       `json:"warnings"`
+	calc     *calc          // for Classify
+}
+
+// PeakBytes is the predicted peak of allocated bytes over the step.
+func (p *Prediction) PeakBytes() int64 { return p.Phases[p.Peak].Bytes }
+
+// DeviceBytes is what the device must hold at the peak: the allocated
+// peak plus the memory outside the allocator.
+func (p *Prediction) DeviceBytes() int64 { return p.PeakBytes() + p.Outside }
+
+// Predict computes the budget of running m with shape s.
+func Predict(m Model, s Shape) (*Prediction, error) {
+	if err := errors.Join(m.Check(), s.Check()); err != nil {
+		return nil, err
+	}
+	c := newCalc(m, s)
+	p := &Prediction{Model: m, Shape: c.s, Params: c.p, PerParam: c.perParam(), Layer: c.layer(),
+		Outside: c.s.Outside, calc: c, Warnings: []string{}}
+	if s.Mode == Infer {
+		p.Phases = []PhasePeak{c.inferPhase()}
+	} else {
+		p.Phases = []PhasePeak{c.forwardPhase(), c.backwardPhase(), c.optimizerPhase()}
+	}
+	for i, ph := range p.Phases {
+		if ph.Bytes > p.Phases[p.Peak].Bytes {
+			p.Peak = i
+		}
+	}
+	p.Terms = c.terms(p.Phases)
+	p.Warnings = append(p.Warnings, c.warnings()...)
+	return p, nil
+}
+
+// calc holds a model and shape with the quantities every term uses.
+type calc struct {
+	m Model
+	s Shape
+	d dtypes
+	p Params
+
+	T, S, B        int64 // tokens, sequence, batch
+	h, I, Q, K, nh int64 // hidden, intermediate, query width, key/value width, heads
+	V, L           int64
+	shard          int64 // ranks the optimizer state is sharded over (≥ 1)
+}
+
+func newCalc(m Model, s Shape) *calc {
+	if s.LossChunks == 0 {
+		s.LossChunks = 8
+	}
+	if s.Accumulation == 0 {
+		s.Accumulation = 1
+	}
+	if s.ShardRanks == 0 {
+		s.ShardRanks = 1
+	}
+	if s.MaxTokens == 0 {
+		s.MaxTokens = s.Tokens()
+	}
+	c := &calc{m: m, s: s, d: dtypesOf(s.Precision), p: m.Params(),
+		T: s.Tokens(), S: s.Seq, B: s.Batch,
+		h: m.Hidden, I: m.Intermediate, Q: m.q(), K: m.kv(), nh: m.Heads,
+		V: m.Vocab, L: m.Layers, shard: s.ShardRanks}
+	if c.s.Workspace < 0 {
+		c.s.Workspace = DefaultWorkspace(s.Mode)
+	}
+	if c.s.Outside < 0 {
+		c.s.Outside = DefaultOutside
+	}
+	return c
+}
+
+func (c *calc) warnings() []string {
+	var w []string
+	if c.s.Mode == Train && c.s.Optimizer == AdamW && c.s.Precision == BF16 {
+		w = append(w, "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost")
+	}
+	if c.s.Mode == Infer && c.s.Checkpointing != NoCheckpointing {
+		w = append(w, "activation checkpointing has no effect in inference")
+	}
+	return w
+}
+
+// n formats an integer with thousands separators for formulas.
+func n(x int64) string {
+	s := strconv.FormatInt(x, 10)
+	neg := x < 0
+	if neg {
+		s = s[1:]
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// tokens is "16,384 tokens" for formulas.
+func (c *calc) tokens() string { return fmt.Sprintf("%s tokens", n(c.T)) }
+
+// terms lists the five terms with their parts; each term's size is the most
+// it holds at any of the phase peaks.
+func (c *calc) terms(phases []PhasePeak) [NumTerms]Term {
+	var ts [NumTerms]Term
+	for k := range NumTerms {
+		ts[k].Key = k
+		for _, ph := range phases {
+			ts[k].Bytes = max(ts[k].Bytes, ph.ByTerm()[k])
+		}
+	}
+	ts[Overhead].Bytes += c.s.Outside
+
+	if c.s.Mode == Train {
+		ts[ModelStates].Parts = []Part{c.weights(), c.grads()}
+		if c.d.master > 0 {
+			ts[ModelStates].Parts = append(ts[ModelStates].Parts, c.master())
+		}
+		ts[ModelStates].Parts = append(ts[ModelStates].Parts, c.optimizerState(), c.stepTemporaries())
+	} else {
+		ts[ModelStates].Parts = []Part{c.weights()}
+	}
+	ts[Activations].Parts = c.activationParts()
+	ts[LogitsLoss].Parts = c.logitsParts()
+	ts[KVCache].Parts = []Part{c.kvCache()}
+	ts[Overhead].Parts = []Part{c.workspace(), c.outsidePart()}
+	return ts
+}
+
+// activationParts lists the saved activations and the forward's working
+// copies.
+func (c *calc) activationParts() []Part {
+	fwdBwd := "forward to backward"
+	T := c.tokens()
+	if c.s.Mode == Infer {
+		k := int64(3)
+		if c.m.MLP == PlainMLP {
+			k = 2
+		}
+		ps := []Part{
+			{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: "whole step"},
+			{Name: "embedding output, layer input, post-attention residual, MLP input", Bytes: 4 * c.d.resid * c.h * c.T,
+				Formula: fmt.Sprintf("4 × %s × %d × %d B", T, c.h, c.d.resid), Live: "forward"},
+			{Name: "MLP intermediates: activation, up output, product", Bytes: k * c.d.act * c.I * c.T,
+				Formula: fmt.Sprintf("%d × %s × %d × %d B", k, T, c.I, c.d.act), Live: "forward"},
+		}
+		if c.d.cast > 0 {
+			ps = append(ps, Part{Name: "bf16 weight copies (autocast cache)", Bytes: c.weightCopies(),
+				Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: "forward"})
+		}
+		return ps
+	}
+	l := c.layer()
+	ckpt := "no checkpointing"
+	if c.s.Checkpointing != NoCheckpointing {
+		ckpt = string(c.s.Checkpointing) + " checkpointing"
+	}
+	layers := Part{Name: fmt.Sprintf("%d layers, %s", c.L, ckpt), Bytes: c.L * l.Saved, Live: fwdBwd}
+	switch c.s.Checkpointing {
+	case FullCheckpointing:
+		layers.Formula = fmt.Sprintf("%d layers × (%s × %d hidden × %d B): each layer's input", c.L, T, c.h, c.d.resid)
+	case SelectiveCheckpointing:
+		layers.Formula = fmt.Sprintf("%d layers × %s (input, matmul and attention outputs)", c.L, n(l.Saved))
+	default:
+		layers.Formula = fmt.Sprintf("%d layers × %s B (%s × %s B per token; per-layer table)", c.L, n(l.Full), T, n(l.PerToken))
+	}
+	ps := []Part{
+		layers,
+		{Name: "embedding output (first layer's input)", Bytes: c.embedOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: fwdBwd},
+		{Name: "rotary cos and sin", Bytes: c.rope(), Formula: fmt.Sprintf("2 × %d positions × %d dim × %d B", c.S, c.m.headDim(), c.d.resid), Live: fwdBwd},
+		{Name: "final norm: normalized input and 1/rms", Bytes: c.finalNormSaved(), Formula: T + " × (hidden × 4 B + 4 B)", Live: fwdBwd},
+		{Name: "final hidden states", Bytes: c.finalNormOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: "forward"},
+	}
+	if c.d.cast > 0 && c.s.Loss != FusedLoss {
+		ps = append(ps, Part{Name: "bf16 copy of lm_head's input (autocast)", Bytes: c.lmInputCast(),
+			Formula: fmt.Sprintf("%s × %d × 2 B", T, c.h), Live: fwdBwd})
+	}
+	if c.d.cast > 0 {
+		live := fwdBwd
+		if c.s.Checkpointing != NoCheckpointing {
+			live = "forward (lm_head's to backward; a layer's again while it is recomputed)"
+		}
+		ps = append(ps, Part{Name: "bf16 weight copies (autocast)", Bytes: c.weightCopies(), PerParam: 2,
+			Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: live})
+	}
+	ps = append(ps,
+		Part{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: "whole step"},
+		Part{Name: "gradients inside one layer's backward", Bytes: c.bwdWorkingSet(),
+			Formula: fmt.Sprintf("%s × %d × intermediate %d × %d B + one weight gradient", T, map[MLPKind]int{GatedMLP: 3, PlainMLP: 2}[c.m.MLP], c.I, c.d.act), Live: "backward"})
+	return ps
+}
+
+// logitsParts lists the vocabulary-sized tensors, each once.
+func (c *calc) logitsParts() []Part {
+	if c.s.Mode == Infer {
+		return c.inferLogits()
+	}
+	l := c.loss()
+	var ps []Part
+	seen := map[string]bool{}
+	for _, group := range [][]Part{l.forward, l.saved, l.spike, l.lmBwd} {
+		for _, p := range group {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+)
+
+// budgetOptions are the flags of 'memscope budget'.
+type budgetOptions struct {
+	config                  string
+	model                   budget.Model // overrides, applied when their flag is set
+	mlp, attention          string
+	shape                   budget.Shape
+	precision, optimizer    string
+	optimizerImpl, ckpt     string
+	loss, mode              string
+	workspace, overhead     string
+	deviceMemory            string
+	ranks                   int64
+	snapshot, truth, runDir string
+	device                  int
+	json                    bool
+}
+
+func budgetFlags(fs *pflag.FlagSet) runFunc {
+	var o budgetOptions
+	m, s := &o.model, &o.shape
+	fs.StringVar(&o.config, "config", "", "the model's Hugging Face `config.json`")
+	fs.Int64Var(&m.Vocab, "vocab", 0, "vocabulary size `N` (overrides the config)")
+	fs.Int64Var(&m.Hidden, "hidden", 0, "hidden size `N`")
+	fs.Int64Var(&m.Layers, "layers", 0, "decoder layers `N`")
+	fs.Int64Var(&m.Heads, "heads", 0, "attention heads `N`")
+	fs.Int64Var(&m.KVHeads, "kv-heads", 0, "key/value heads `N` (default: --heads)")
+	fs.Int64Var(&m.HeadDim, "head-dim", 0, "head dimension `N` (default: hidden / heads)")
+	fs.Int64Var(&m.Intermediate, "intermediate", 0, "MLP intermediate size `N`")
+	fs.BoolVar(&m.TiedEmbeddings, "tied", false, "the output projection shares the embedding matrix")
+	fs.StringVar(&o.mlp, "mlp", "gated", "MLP `KIND`: gated (gate, up, down: Llama) or plain (up, down: GPT-2)")
+	fs.StringVar(&o.attention, "attention", "sdpa", "attention `KIND`: sdpa (flash/efficient: no s×s saved) or eager")
+	fs.Int64Var(&s.Batch, "batch", 1, "micro-batch: `N` sequences")
+	fs.Int64Var(&s.Seq, "seq", 0, "sequence length: `N` tokens")
+	fs.StringVar(&o.precision, "precision", string(budget.BF16Autocast), "`P`: "+strings.Join(budget.Precisions, ", "))
+	fs.StringVar(&o.optimizer, "optimizer", string(budget.AdamW), "`OPT`: "+strings.Join(budget.Optimizers, ", "))
+	fs.StringVar(&o.optimizerImpl, "optimizer-impl", string(budget.Foreach), "optimizer `IMPL`: "+strings.Join(budget.OptimizerImpls, ", "))
+	fs.StringVar(&o.ckpt, "checkpointing", string(budget.NoCheckpointing), "activation checkpointing `C`: "+strings.Join(budget.Checkpointings, ", "))
+	fs.StringVar(&o.loss, "loss", string(budget.PlainLoss), "cross-entropy `L`: plain (fp32 logits), chunked, fused (Liger)")
+	fs.Int64Var(&s.LossChunks, "loss-chunks", 8, "`N` slices of the chunked loss")
+	fs.StringVar(&o.mode, "mode", string(budget.Train), "`MODE`: train, or infer (forward with a KV cache)")
+	fs.Int64Var(&s.MaxTokens, "max-tokens", 0, "inference: `N` tokens in the KV cache over all sequences (default: batch × seq)")
+	fs.Int64Var(&s.Accumulation, "accumulation", 1, "`N` micro-batches per optimizer step (gradients then live through the forward)")
+	fs.Int64Var(&s.ShardRanks, "shard-ranks", 1, "shard optimizer state over `N` data-parallel ranks (ZeRO-1)")
+	fs.StringVar(&o.workspace, "workspace", "", "cuBLAS workspace `SIZE` in the allocator (default: 32 MiB per matmul thread on Hopper, 8.1 MiB on older GPUs)")
+	fs.StringVar(&o.overhead, "overhead", "", "memory outside the allocator, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
+	fs.StringVar(&o.deviceMemory, "device-memory", "", "hold the budget against a device of `SIZE` or a GPU name: "+strings.Join(budget.GPUNames(), ", "))
+	fs.Int64Var(&o.ranks, "ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
+	fs.StringVar(&o.snapshot, "snapshot", "", "compare with the phases measured in `SNAP` (also the positional argument)")
+	fs.StringVar(&o.truth, "truth", "", "compare with the phase peaks torch measured, a capture's `truth.json`")
+	fs.StringVar(&o.runDir, "run", "", "compare with `DIR`'s snapshot.pickle and truth.json (a fixture, or harness.py scenario output)")
+	fs.IntVar(&o.device, "device", -1, "the snapshot's CUDA device `N` (default: the first with recorded events)")
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	return func(cc *cmdContext, args []string) error {
+		if len(args) > 0 {
+			if o.snapshot != "" {
+				return usageErrorf("give the snapshot once: as SNAP or with --snapshot")
+			}
+			o.snapshot = args[0]
+		}
+		return runBudget(cc, fs, &o)
+	}
+}
+
+// budgetDoc is the JSON result of 'memscope budget'.
+type budgetDoc struct {
+	*budget.Prediction
+	Fit      *budget.Fit  `json:"fit,omitempty"`
+	Fixes    []budget.Fix `json:"fixes"`
+	Measured *measuredDoc `json:"measured,omitempty"`
+	Notes    []string     `json:"notes"`
+}
+
+type measuredDoc struct {
+	Sources []string            `json:"sources"`
+	Phases  []budget.Comparison `json:"phases"`
+}
+
+func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
+	var notes []string
+	if o.runDir != "" {
+		for _, f := range []struct {
+			dst  *string
+			name string
+		}{{&o.snapshot, "snapshot.pickle"}, {&o.truth, "truth.json"}} {
+			p := filepath.Join(o.runDir, f.name)
+			if _, err := os.Stat(p); err == nil && *f.dst == "" {
+				*f.dst = p
+			}
+		}
+		if o.snapshot == "" && o.truth == "" {
+			return badInput(fmt.Errorf("--run %s: no snapshot.pickle or truth.json in it", o.runDir))
+		}
+	}
+	var tr *truthFile
+	if o.truth != "" {
+		var err error
+		if tr, err = readTruthFile(o.truth); err != nil {
+			return badInput(err)
+		}
+	}
+	m, warns, err := o.resolveModel(fs, tr)
+	if err != nil {
+		return err
+	}
+	notes = append(notes, warns...)
+	s, gpu, err := o.resolveShape(fs, tr)
+	if err != nil {
+		return err
+	}
+	p, err := budget.Predict(m, s)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	doc := budgetDoc{Prediction: p, Fixes: budget.Suggest(p, o.ranks), Notes: notes}
+	switch {
+	case gpu.Memory > 0:
+		f := p.FitOn(gpu.Name, gpu.Memory)
+		doc.Fit = &f
+	case tr != nil && tr.DeviceTotal > 0:
+		f := p.FitOn(tr.DeviceName, tr.DeviceTotal)
+		doc.Fit = &f
+	}
+	if o.snapshot != "" || tr != nil {
+		md, mnotes, err := o.measure(p, tr)
+		if err != nil {
+			return err
+		}
+		doc.Measured = md
+		doc.Notes = append(doc.Notes, mnotes...)
+	}
+	if doc.Notes == nil {
+		doc.Notes = []string{}
+	}
+	if o.json {
+		return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "budget", Result: doc})
+	}
+	return writeBudgetText(cc.stdout, &doc)
+}
+
+// resolveModel builds the model from --config, else from the truth's
+// harness arguments, then applies every model flag that was set.
+func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *truthFile) (budget.Model, []string, error) {
+	var m budget.Model
+	var warns []string
+	switch {
+	case o.config != "":
+		var err error
+		if m, warns, err = budget.LoadConfig(o.config); err != nil {
+			return m, nil, badInput(err)
+		}
+	case tr != nil && tr.Args.Vocab > 0:
+		a := tr.Args
+		m = budget.Model{Name: o.truth, Vocab: a.Vocab, Hidden: a.Hidden, Layers: a.Layers, Heads: a.Heads,
+			KVHeads: a.KVHeads, Intermediate: a.Intermediate, MLP: budget.GatedMLP, Attention: budget.SDPA}
+		warns = append(warns, "model from "+o.truth+": the capture harness's LlamaForCausalLM (untied, SDPA, gated MLP)")
+	default:
+		m = budget.Model{Name: "flags", MLP: budget.GatedMLP, Attention: budget.SDPA}
+	}
+	f := o.model
+	for _, v := range []struct {
+		flag     string
+		dst, src *int64
+	}{
+		{"vocab", &m.Vocab, &f.Vocab}, {"hidden", &m.Hidden, &f.Hidden}, {"layers", &m.Layers, &f.Layers},
+		{"heads", &m.Heads, &f.Heads}, {"kv-heads", &m.KVHeads, &f.KVHeads}, {"head-dim", &m.HeadDim, &f.HeadDim},
+		{"intermediate", &m.Intermediate, &f.Intermediate},
+	} {
+		if fs.Changed(v.flag) {
+			*v.dst = *v.src
+		}
+	}
+	if fs.Changed("tied") {
+		m.TiedEmbeddings = f.TiedEmbeddings
+	}
+	if fs.Changed("mlp") || o.config == "" && m.Name == "flags" {
+		m.MLP = budget.MLPKind(o.mlp)
+	}
+	if fs.Changed("attention") {
+		m.Attention = budget.AttentionKind(o.attention)
+	}
+	if m.KVHeads == 0 {
+		m.KVHeads = m.Heads
+	}
+	if err := m.Check(); err != nil {
+		if o.config == "" && tr == nil {
+			return m, nil, usageErrorf("no model: give --config config.json, or --vocab, --hidden, --layers, --heads and --intermediate: %v", err)
+		}
+		return m, nil, usageErrorf("%v", err)
+	}
+	return m, warns, nil
+}
+
+// resolveShape builds the run shape from the flags, taking the micro-batch,
+// sequence and checkpointing from the truth's harness arguments when their
+// flags are not set. It returns the named GPU of --device-memory, if any.
+func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *truthFile) (budget.Shape, budget.GPU, error) {
+	s := o.shape
+	s.Precision, s.Optimizer = budget.Precision(o.precision), budget.Optimizer(o.optimizer)
+	s.OptimizerImpl, s.Checkpointing = budget.OptimizerImpl(o.optimizerImpl), budget.Checkpointing(o.ckpt)
+	s.Loss, s.Mode = budget.Loss(o.loss), budget.Mode(o.mode)
+	if tr != nil {
+		if !fs.Changed("batch") && tr.Args.Batch > 0 {
+			s.Batch = tr.Args.Batch
+		}
+		if !fs.Changed("seq") && tr.Args.Seq > 0 {
+			s.Seq = tr.Args.Seq
+		}
+		if !fs.Changed("checkpointing") && tr.Args.Checkpointing != nil && *tr.Args.Checkpointing != 0 {
+			s.Checkpointing = budget.FullCheckpointing
+		}
+	}
+	if s.Seq == 0 {
+		return s, budget.GPU{}, usageErrorf("--seq is required: the tokens per sequence")
+	}
+	var gpu budget.GPU
+	if o.deviceMemory != "" {
+		if g, ok := budget.LookupGPU(o.deviceMemory); ok {
+			gpu = g
+		} else if n, err := units.ParseBytes(o.deviceMemory); err == nil {
+			gpu = budget.GPU{Memory: n}
+		} else {
+			return s, gpu, usageErrorf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
+				o.deviceMemory, strings.Join(budget.GPUNames(), ", "))
+		}
+	}
+	s.Workspace, s.Outside = -1, -1
+	if gpu.Workspace > 0 {
+		s.Workspace = gpu.Workspace * budget.DefaultWorkspace(s.Mode) / budget.CublasWorkspace
+	}
+	for _, v := range []struct {
+		flag, val string
+		dst       *int64
+	}{{"--workspace", o.workspace, &s.Workspace}, {"--overhead", o.overhead, &s.Outside}} {
+		if v.val == "" {
+			continue
+		}
+		n, err := units.ParseBytes(v.val)
+		if err != nil {
+			return s, gpu, usageErrorf("%s: %v", v.flag, err)
+		}
+		*v.dst = n
+	}
+	if err := s.Check(); err != nil {
+		return s, gpu, usageErrorf("%v", err)
+	}
+	return s, gpu, nil
+}

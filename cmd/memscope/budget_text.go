@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// writeBudgetText renders 'memscope budget': the model and run, the five
+// terms with their parts, the per-layer activations against the rule of
+// thumb, the per-phase peaks, the device fit, the fixes, and the comparison
+// with measurements.
+func writeBudgetText(w io.Writer, doc *budgetDoc) error {
+	ew := &textWriter{w: w}
+	p := doc.Prediction
+	m, s := p.Model, p.Shape
+	ew.printf("model: %s\n       %s\n", m.Name, m.Describe())
+	ew.printf("       %s parameters (%.2f B)\n", commas(p.Params.Total), float64(p.Params.Total)/1e9)
+	ew.printf("run:   %s, micro-batch %d × %d = %s tokens, %s\n       %s (%s), checkpointing %s, loss %s",
+		s.Mode, s.Batch, s.Seq, commas(s.Tokens()), s.Precision, s.Optimizer, s.OptimizerImpl, s.Checkpointing, s.Loss)
+	if s.Accumulation > 1 {
+		ew.printf(", %d micro-batches per step", s.Accumulation)
+	}
+	if s.ShardRanks > 1 {
+		ew.printf(", optimizer state over %d ranks", s.ShardRanks)
+	}
+	ew.printf("\n")
+	for _, n := range append(doc.Notes, p.Warnings...) {
+		ew.printf("note: %s\n", n)
+	}
+
+	ew.printf("\nthe five terms (each at its largest over the phase peaks):\n")
+	for _, t := range p.Terms {
+		extra := ""
+		if t.Key == budget.ModelStates {
+			extra = fmt.Sprintf("   %d B/param", p.PerParam)
+		}
+		ew.printf("  %-18s %11s%s\n", t.Key, units.Bytes(t.Bytes), extra)
+		for _, pt := range t.Parts {
+			per := ""
+			if pt.PerParam > 0 {
+				per = fmt.Sprintf(" (%d B/param)", pt.PerParam)
+			}
+			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, pt.Live)
+			if pt.Formula != "" {
+				ew.printf("                 = %s\n", pt.Formula)
+			}
+		}
+		if t.Key == budget.Activations && s.Mode == budget.Train {
+			layerText(ew, p)
+		}
+	}
+
+	ew.printf("\npredicted peak allocated (max_memory_allocated) per phase:\n")
+	ew.printf("  %-9s %11s", "phase", "peak")
+	for k := range budget.NumTerms {
+		ew.printf(" %11s", shortTerm[k])
+	}
+	ew.printf("\n")
+	for i, ph := range p.Phases {
+		ew.printf("  %-9s %11s", ph.Phase, units.Bytes(ph.Bytes))
+		for _, b := range ph.ByTerm() {
+			ew.printf(" %11s", units.Bytes(b))
+		}
+		if i == p.Peak {
+			ew.printf("  ← peak")
+		}
+		ew.printf("\n")
+	}
+	pk := p.Phases[p.Peak]
+	dom := pk.Dominant()
+	ew.printf("the step peaks in %s\n  when: %s\n  the largest term there: %s, %s (%.0f%%)\n",
+		pk.Phase, pk.Moment, dom, units.Bytes(pk.ByTerm()[dom]), 100*float64(pk.ByTerm()[dom])/float64(pk.Bytes))
+	ew.printf("outside the allocator: %s more on the device\n", units.Bytes(p.Outside))
+
+	if f := doc.Fit; f != nil {
+		name := f.Device
+		if name == "" {
+			name = "device"
+		}
+		ew.printf("\n%s (%s): needs %s (peak %s + %s outside the allocator)\n  %s\n",
+			name, units.Bytes(f.Memory), units.Bytes(f.Need), units.Bytes(p.PeakBytes()), units.Bytes(p.Outside), f)
+	}
+
+	if len(doc.Fixes) > 0 {
+		ew.printf("\nfixes, cheapest first, then by bytes saved (predicted new peak):\n")
+		for i, f := range doc.Fixes {
+			fits := ""
+			if doc.Fit != nil && f.NewPeak+p.Outside <= doc.Fit.Memory {
+				fits = ", fits"
+			}
+			ew.printf("  %d. %s  [%s]\n     saves %s → %s in %s%s; targets %s\n     cost: %s\n",
+				i+1, f.Name, f.Change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, f.Cost)
+		}
+	}
+	if doc.Measured != nil {
+		measuredText(ew, doc.Measured)
+	}
+	return ew.err
+}
+
+var shortTerm = [budget.NumTerms]string{"states", "activations", "logits", "KV cache", "overhead"}
+
+// layerText prints one layer's derived activations next to the rule.
+func layerText(ew *textWriter, p *budget.Prediction) {
+	l := p.Layer
+	ew.printf("    one layer, no checkpointing: %s = %s tokens × %s B (%.1f × hidden)\n",
+		units.Bytes(l.Full), commas(p.Shape.Tokens()), commas(l.PerToken), float64(l.PerToken)/float64(p.Model.Hidden))
+	ew.printf("    the rule of thumb: %s = %s; derived is %.2f × the rule\n",
+		l.RuleText, units.Bytes(l.Rule), float64(l.Full)/float64(l.Rule))
+	for _, pt := range l.Parts {
+		ew.printf("      %11s  %s\n", units.Bytes(pt.Bytes), pt.Name)
+	}
+	if l.Saved != l.Full {
+		ew.printf("    kept per layer with %s checkpointing: %s\n", p.Shape.Checkpointing, units.Bytes(l.Saved))
+	}
+}
+
+// measuredText prints predicted against measured, phase by phase.
+func measuredText(ew *textWriter, md *measuredDoc) {
+	ew.printf("\npredicted vs measured (allocated bytes; measured: %s):\n", strings.Join(md.Sources, ", "))
+	ew.printf("  %-9s %4s %11s %11s %12s %7s\n", "phase", "step", "predicted", "measured", "gap", "gap %")
+	for _, c := range md.Phases {
+		verdict := "within 15%"
+		if !c.Within {
+			verdict = "OFF by more than 15%"
+		}
+		ew.printf("  %-9s %4d %11s %11s %12s %+6.1f%%  %s\n", c.Phase, c.Step, units.Bytes(c.Predicted),
+			units.Bytes(c.Measured), signedBytes(c.Gap), c.GapPercent, verdict)
+	}
+	for _, c := range md.Phases {
+		ew.printf("\n%s peak (step %d):", c.Phase, c.Step)
+		if c.RequestedGap != nil {
+			ew.printf(" requested − predicted = %s, allocated − requested = %s (allocator rounding)",
+				signedBytes(*c.RequestedGap), signedBytes(c.Gap-*c.RequestedGap))
+		}
+		ew.printf("\n")
+		if len(c.Terms) > 0 {
+			rowsText(ew, "by term", c.Terms)
+			ew.printf("  dominant term: predicted %s, measured %s", c.PredictedDominant, *c.MeasuredDominant)
+			if c.Responsible != nil {
+				ew.printf("; largest gap: %s", *c.Responsible)
+			}
+			ew.printf("\n")
+		}
+		if len(c.Categories) > 0 {
+			rowsText(ew, "by category", c.Categories)
+		}
+	}
+}
+
+func rowsText(ew *textWriter, title string, rows []budget.Row) {
+	ew.printf("  %-18s %11s %11s %12s\n", title, "predicted", "measured", "gap")
+	for _, r := range rows {
+		ew.printf("  %-18s %11s %11s %12s\n", r.Name, units.Bytes(r.Predicted), units.Bytes(r.Measured), signedBytes(r.Gap))
+	}
+}
+
+func signedBytes(n int64) string {
+	if n > 0 {
+		return "+" + units.Bytes(n)
+	}
+	return units.Bytes(n)
+}
+
+// commas writes n with thousands separators.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// textWriter remembers the first write error so that a renderer can print
+// freely and report it once.
+type textWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *textWriter) printf(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
