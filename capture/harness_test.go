@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"testing"
 )
@@ -13,6 +14,7 @@ func TestHarnessPython(t *testing.T) {
 		t.Skip("python3 not found: the harness's torch-free tests need it")
 	}
 	cmd := exec.Command(py, "-m", "unittest", "-v", "harness_test.py")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in the tree
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -17,11 +17,14 @@ const (
 // exitCode maps the error run returned to the process exit status.
 func exitCode(err error) int {
 	var cf *checkFailedError
+	var es interface{ ExitStatus() int }
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &cf):
 		return exitCheckFailed
+	case errors.As(err, &es):
+		return es.ExitStatus() // memscope capture: the captured script's own status
 	default:
 		// usageError, inputError and everything else.
 		return exitError

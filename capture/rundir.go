@@ -1,0 +1,249 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Run is run.json: what memscope ran for a capture and how it ended.
+type Run struct {
+	Schema  string   `json:"schema"`
+	Command []string `json:"command"` // the user's command, as given
+	// Argv is the command memscope ran: the interpreter (or torchrun) with
+	// the harness in front of the user's script.
+	Argv     []string  `json:"argv"`
+	Nproc    int       `json:"nproc"` // processes per node under torchrun; 1 without
+	Started  time.Time `json:"started"`
+	WallS    float64   `json:"wall_s"`
+	ExitCode int       `json:"exit_code"`
+	Signal   string    `json:"signal,omitempty"` // the signal that ended it, if one did
+	Check    *Check    `json:"check,omitempty"`
+	Options  []string  `json:"options"` // the harness options (--max-entries …)
+}
+
+// Check is what the harness's preflight check found (harness.py check).
+type Check struct {
+	Schema       string       `json:"schema"`
+	Python       string       `json:"python"`
+	Executable   string       `json:"executable"`
+	Torch        string       `json:"torch"`
+	CUDA         bool         `json:"cuda"`
+	Devices      []DeviceInfo `json:"devices"`
+	Transformers string       `json:"transformers,omitempty"`
+	Torchvision  string       `json:"torchvision,omitempty"`
+}
+
+// CaptureRank is one process's capture.json (schema memscope-capture/v1).
+type CaptureRank struct {
+	Schema       string            `json:"schema"`
+	Rank         int               `json:"rank"`
+	World        int               `json:"world"`
+	LocalRank    int               `json:"local_rank"`
+	Device       int               `json:"device"`
+	DeviceName   string            `json:"device_name"`
+	DeviceTotal  int64             `json:"device_total"`
+	Torch        string            `json:"torch"`
+	Script       []string          `json:"script"`
+	ExitCode     int               `json:"exit_code"`
+	Exception    *Exception        `json:"exception"`
+	WallS        float64           `json:"wall_s"`
+	Steps        int               `json:"steps"` // steps that had a phase
+	MeasureSteps []int             `json:"measure_steps"`
+	ProfileSteps []int             `json:"profile_steps"`
+	Phases       []PhaseRow        `json:"phases"`
+	Peak         Numbers           `json:"peak"`            // over the whole run
+	DeviceUsed   int64             `json:"device_used_max"` // the driver's view, max sampled
+	OOM          []OOMEvent        `json:"oom"`
+	Files        map[string]string `json:"files"`
+}
+
+// Exception is how a script ended when it raised.
+type Exception struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	OOM     bool   `json:"oom"`
+}
+
+// PhaseRow is one measured interval of a capture: a phase, or "other"
+// (between phases), with torch's peaks inside it.
+type PhaseRow struct {
+	Step          int    `json:"step"`
+	Phase         string `json:"phase"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	PeakRequested int64  `json:"peak_requested"`
+	PeakReserved  int64  `json:"peak_reserved"`
+	PeakActive    int64  `json:"peak_active"`
+	AllocatedEnd  int64  `json:"allocated_end"`
+	DeviceUsed    int64  `json:"device_used"`
+}
+
+// OOMEvent is one call of the allocator's OOM observer.
+type OOMEvent struct {
+	Device      int    `json:"device"`
+	Request     int64  `json:"request"`
+	DeviceLimit int64  `json:"device_limit"` // the device total, or the cap of a memory fraction
+	DeviceFree  int64  `json:"device_free"`
+	Step        int    `json:"step"`
+	Phase       string `json:"phase"`
+	Allocated   int64  `json:"allocated"`
+	Reserved    int64  `json:"reserved"`
+}
+
+// RunAnalysis is a capture run directory read and summarized.
+type RunAnalysis struct {
+	Dir   string
+	Run   *Run // nil when run.json is missing (the harness was run by hand)
+	Ranks []*CaptureRank
+	// Missing ranks wrote no capture.json (killed, or never started).
+	Missing []int
+	// Phases is the highest peak of each phase over the measured steps,
+	// per phase name in first-seen order, over every rank.
+	Phases []PhasePeak
+	Spread *RankSpread // nil with one rank
+	// Files lists the run directory's snapshot, trace and steps files.
+	Files    []string
+	Warnings []string
+}
+
+// PhasePeak is one phase's highest peaks over the measured steps.
+type PhasePeak struct {
+	Phase string  `json:"phase"`
+	Steps int     `json:"steps"`
+	Peak  Numbers `json:"peak"`
+}
+
+// Kind of a run directory.
+const (
+	KindCapture = "capture"
+	KindSweep   = "sweep"
+)
+
+// DirKind says whether dir holds a sweep (results.json) or a capture
+// (run.json or capture*.json), or returns an error saying it holds neither.
+func DirKind(dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory: --run takes a run directory", dir)
+	}
+	if exists(filepath.Join(dir, "results.json")) {
+		return KindSweep, nil
+	}
+	if exists(filepath.Join(dir, "run.json")) {
+		return KindCapture, nil
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "capture*.json")); len(m) > 0 {
+		return KindCapture, nil
+	}
+	return "", fmt.Errorf("%s holds no results.json, run.json or capture.json: not a memscope run directory", dir)
+}
+
+// ReadRun reads a capture run directory.
+func ReadRun(dir string) (*RunAnalysis, error) {
+	a := &RunAnalysis{Dir: dir}
+	var run Run
+	switch err := readJSON(filepath.Join(dir, "run.json"), RunSchema, &run); {
+	case err == nil:
+		a.Run = &run
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	world := 0
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := ParseRankFile(name, "capture", ".json"); ok {
+			var c CaptureRank
+			if err := readJSON(filepath.Join(dir, name), CaptureSchema, &c); err != nil {
+				return nil, err
+			}
+			a.Ranks = append(a.Ranks, &c)
+			world = max(world, c.World)
+			continue
+		}
+		for _, kind := range []struct{ base, ext string }{
+			{"snapshot", ".pickle"}, {"snapshot.oom", ".pickle"}, {"trace", ".json.gz"}, {"steps", ".jsonl"},
+		} {
+			if _, ok := ParseRankFile(name, kind.base, kind.ext); ok {
+				a.Files = append(a.Files, name)
+			}
+		}
+	}
+	sort.Slice(a.Ranks, func(i, j int) bool { return a.Ranks[i].Rank < a.Ranks[j].Rank })
+	if a.Run == nil && len(a.Ranks) == 0 {
+		return nil, fmt.Errorf("%s holds no run.json or capture.json: not a capture run directory", dir)
+	}
+	if a.Run == nil {
+		a.Warnings = append(a.Warnings, "no run.json: the harness was run without memscope capture")
+	}
+	if a.Run != nil && a.Run.Nproc > 1 {
+		world = max(world, a.Run.Nproc) // at least; several nodes make it larger
+	}
+	have := map[int]bool{}
+	for _, r := range a.Ranks {
+		have[r.Rank] = true
+	}
+	for r := range max(world, 1) {
+		if !have[r] {
+			a.Missing = append(a.Missing, r)
+		}
+	}
+	if len(a.Missing) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d of %d processes wrote no capture.json (ranks %s): killed, or never started",
+			len(a.Missing), max(world, 1), intList(a.Missing)))
+	}
+	a.summarize()
+	return a, nil
+}
+
+func (a *RunAnalysis) summarize() {
+	index := map[string]int{}
+	steps := map[string]map[int]bool{}
+	var peaks []RankPeak
+	for _, r := range a.Ranks {
+		for _, row := range r.Phases {
+			if row.Phase == "other" || row.Phase == "setup" {
+				continue
+			}
+			i, ok := index[row.Phase]
+			if !ok {
+				i = len(a.Phases)
+				index[row.Phase] = i
+				a.Phases = append(a.Phases, PhasePeak{Phase: row.Phase})
+				steps[row.Phase] = map[int]bool{}
+			}
+			n := Numbers{row.PeakAllocated, row.PeakRequested, row.PeakReserved, row.PeakActive}
+			a.Phases[i].Peak = maxNumbers(a.Phases[i].Peak, n)
+			steps[row.Phase][row.Step] = true
+		}
+		peaks = append(peaks, RankPeak{Rank: r.Rank, Peak: r.Peak, DeviceUsed: r.DeviceUsed,
+			Fits: r.Exception == nil || !r.Exception.OOM, OOM: len(r.OOM) > 0})
+	}
+	for i := range a.Phases {
+		a.Phases[i].Steps = len(steps[a.Phases[i].Phase])
+	}
+	if s, ok := WorstRank(peaks); ok {
+		a.Spread = &s
+	}
+}
+
+func intList(xs []int) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
+}

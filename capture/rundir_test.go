@@ -1,0 +1,79 @@
+package capture
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadRunTwoRanks(t *testing.T) {
+	dir := filepath.Join("testdata", "run-fake-2ranks")
+	if k, err := DirKind(dir); err != nil || k != KindCapture {
+		t.Fatalf("DirKind(%s) = %q, %v, want capture", dir, k, err)
+	}
+	a, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Run == nil || a.Run.Nproc != 2 || len(a.Ranks) != 2 || len(a.Missing) != 0 {
+		t.Fatalf("ReadRun: run %+v, %d ranks, missing %v; want nproc 2, 2 ranks, none missing", a.Run, len(a.Ranks), a.Missing)
+	}
+	// the truth: each rank's own peak, from its capture.json
+	want := a.Ranks[1].Peak.Allocated
+	if a.Spread == nil || a.Spread.Rank != 1 || a.Spread.Peak != want ||
+		a.Spread.Median != (a.Ranks[0].Peak.Allocated+a.Ranks[1].Peak.Allocated)/2 {
+		t.Errorf("Spread = %+v, want rank 1 at %d over the median of both", a.Spread, want)
+	}
+	if len(a.Phases) == 0 || a.Phases[0].Phase != "forward" {
+		t.Errorf("Phases = %+v, want forward first", a.Phases)
+	}
+}
+
+func TestReadRunMissingRank(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"run.json", "capture.rank0.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "run-fake-2ranks", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	a, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Missing) != 1 || a.Missing[0] != 1 || a.Spread != nil || len(a.Warnings) != 1 {
+		t.Errorf("ReadRun with rank 1 gone: missing %v, spread %+v, warnings %q; want [1], nil, one warning",
+			a.Missing, a.Spread, a.Warnings)
+	}
+}
+
+func TestReadBadRunDirs(t *testing.T) {
+	empty := t.TempDir()
+	if _, err := DirKind(empty); err == nil || !strings.Contains(err.Error(), "not a memscope run directory") {
+		t.Errorf("DirKind(empty) error = %v, want 'not a memscope run directory'", err)
+	}
+	newer := t.TempDir()
+	os.WriteFile(filepath.Join(newer, "results.json"), []byte(`{"schema": "memscope-sweep/v2"}`), 0o644)
+	if _, err := ReadResults(newer); err == nil || !strings.Contains(err.Error(), "this memscope reads memscope-sweep/v1") {
+		t.Errorf("ReadResults(v2) error = %v, want one naming both versions", err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "results.json"), []byte(`{"points": []}`), 0o644)
+	if _, err := ReadResults(other); err == nil {
+		t.Error("ReadResults(no schema) = nil error, want one")
+	}
+	if _, err := DirKind(filepath.Join("testdata", "run-fake-2ranks", "run.json")); err == nil {
+		t.Error("DirKind(a file) = nil error, want one")
+	}
+}
+
+func TestSplitWorkload(t *testing.T) {
+	for name, want := range map[string]string{"mlp": "mlp", "llama": "llama", "vit": "vit", "pkg.mod:make": "custom",
+		"mod:f": "custom", "gpt": "", "pkg.mod": "", "pkg.:f": "", "m:f-g": "", "1m:f": ""} {
+		if got := SplitWorkload(name); got != want {
+			t.Errorf("SplitWorkload(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

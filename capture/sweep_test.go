@@ -1,0 +1,166 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"testing"
+)
+
+// fakeMeasure models a workload whose peak is fixed + batch × slope, with
+// a memory limit: a point fits when its peak is under the limit.
+func fakeMeasure(fixed, slope map[string]int64, limit int64, log *[]string) func(context.Context, *Point) error {
+	return func(_ context.Context, p *Point) error {
+		*log = append(*log, p.ID)
+		peak := fixed[p.Precision] + int64(p.Batch)*slope[p.Precision]
+		if peak > limit {
+			p.OOM = true
+			p.OOMInfo = &OOMInfo{Message: "CUDA out of memory", Phase: "backward"}
+			return nil
+		}
+		p.Fits = true
+		p.Peak = Numbers{Allocated: peak, Requested: peak, Reserved: peak + 1<<20, Active: peak}
+		p.Phases = map[string]Numbers{"backward": p.Peak}
+		return nil
+	}
+}
+
+func TestSweepLadderBisectSnapshots(t *testing.T) {
+	cfg := SweepConfig{Out: t.TempDir(), Workload: "llama", Batches: []int{1, 2, 4, 8, 16, 32, 64},
+		Precisions: []string{"fp32", "bf16"}, Bisect: true, SnapshotPrecisions: []string{"bf16"}}
+	s := newSweeper(cfg, io.Discard)
+	var log []string
+	const gib = 1 << 30
+	// fp32: 6 GiB + 1.25 GiB/sample under 30 GiB: fits up to 19.
+	// bf16: 7 GiB + 1 GiB/sample: fits up to 23.
+	s.measure = fakeMeasure(map[string]int64{"fp32": 6 * gib, "bf16": 7 * gib},
+		map[string]int64{"fp32": 5 * gib / 4, "bf16": gib}, 30*gib, &log)
+	s.res.MemoryLimit = 30 * gib
+	if err := s.sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fp32-b1", "fp32-b2", "fp32-b4", "fp32-b8", "fp32-b16", "fp32-b32", // ladder to the first OOM
+		"fp32-b24", "fp32-b20", "fp32-b18", "fp32-b19", // bisection 16..32
+		"bf16-b1", "bf16-b2", "bf16-b4", "bf16-b8", "bf16-b16", "bf16-b32",
+		"bf16-b24", "bf16-b20", "bf16-b22", "bf16-b23",
+		"bf16-b8-safe", "bf16-b23-largest-fit", "bf16-b24-first-fail",
+	}
+	if !reflect.DeepEqual(log, want) {
+		t.Errorf("points measured:\n%q\nwant\n%q", log, want)
+	}
+	r, err := ReadResults(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != len(want) {
+		t.Fatalf("results.json has %d points, want %d", len(r.Points), len(want))
+	}
+	a := AnalyzeSweep(cfg.Out, r)
+	wantFront := []Frontier{{Precision: "fp32", LargestFit: 19, FirstFail: 20, Exact: true, Predicted: 19.2},
+		{Precision: "bf16", LargestFit: 23, FirstFail: 24, Exact: true, Predicted: 23}}
+	for i, f := range a.Frontiers {
+		w := wantFront[i]
+		if f.Precision != w.Precision || f.LargestFit != w.LargestFit || f.FirstFail != w.FirstFail ||
+			f.Exact != w.Exact || math.Abs(f.Predicted-w.Predicted) > 1e-9 {
+			t.Errorf("Frontiers[%d] = %+v, want %+v", i, f, w)
+		}
+	}
+	for _, f := range a.Fits {
+		wantSlope := map[string]float64{"fp32": 1.25 * gib, "bf16": gib}[f.Precision]
+		if math.Abs(f.Slope-wantSlope) > 1 || f.R2 < 0.999999 {
+			t.Errorf("Fit(%s) slope %g R² %g, want %g and 1", f.Precision, f.Slope, f.R2, wantSlope)
+		}
+	}
+	// the largest batch measured at both precisions that fits both is 16
+	if len(a.Savings) != 1 || a.Savings[0].At != 16 || math.Abs(*a.Savings[0].SlopeSaving-0.2) > 1e-9 ||
+		a.Savings[0].LargestFit != 23 || a.Savings[0].BaselineLargestFit != 19 {
+		t.Errorf("Savings = %+v, want bf16 at batch 16, slope saving 0.2, frontier 19 → 23", a.Savings)
+	}
+	if len(a.Rows) != 20 || len(a.Snapshots) != 3 {
+		t.Errorf("AnalyzeSweep: %d rows and %d snapshot points, want 20 and 3", len(a.Rows), len(a.Snapshots))
+	}
+}
+
+func TestSweepStopsOnError(t *testing.T) {
+	cfg := SweepConfig{Out: t.TempDir(), Workload: "mlp", Batches: []int{1, 2, 4}, Precisions: []string{"fp32"}, Bisect: true}
+	s := newSweeper(cfg, io.Discard)
+	var log []string
+	s.measure = func(_ context.Context, p *Point) error {
+		log = append(log, p.ID)
+		if p.Batch == 2 {
+			p.Error = "exited with status 1 without a result"
+			return nil
+		}
+		p.Fits = true
+		return nil
+	}
+	if err := s.sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(log, []string{"fp32-b1", "fp32-b2"}) || len(s.res.Warnings) != 1 {
+		t.Errorf("measured %q with warnings %q, want fp32-b1, fp32-b2 and one warning", log, s.res.Warnings)
+	}
+}
+
+func TestSnapshotPoints(t *testing.T) {
+	pts := func(fits []int, fails ...int) []Point {
+		var ps []Point
+		for _, b := range fits {
+			ps = append(ps, Point{Precision: "fp32", Batch: b, Fits: true})
+		}
+		for _, b := range fails {
+			ps = append(ps, Point{Precision: "fp32", Batch: b, OOM: true})
+		}
+		return ps
+	}
+	for i, tt := range []struct {
+		points []Point
+		want   string
+	}{
+		{pts([]int{1, 2, 4, 8, 16, 20, 22}, 32, 24, 23), "[{8 safe} {22 largest-fit} {23 first-fail}]"},
+		{pts([]int{1, 2, 4}), "[{2 safe} {4 largest-fit}]"},
+		{pts([]int{1}, 2), "[{1 largest-fit} {2 first-fail}]"},
+		{pts(nil, 1), "[{1 first-fail}]"},
+		{pts([]int{3, 4}), "[{3 safe} {4 largest-fit}]"},
+	} {
+		if got := fmt.Sprint(snapshotPoints(tt.points, "fp32")); got != tt.want {
+			t.Errorf("snapshotPoints(case %d) = %s, want %s", i, got, tt.want)
+		}
+	}
+}
+
+func TestBisectSteps(t *testing.T) {
+	for _, tt := range []struct{ lo, hi, want int }{{16, 32, 4}, {0, 1, 0}, {1, 2, 0}, {1, 3, 1}, {32, 64, 5}} {
+		if got := bisectSteps(tt.lo, tt.hi); got != tt.want {
+			t.Errorf("bisectSteps(%d, %d) = %d, want %d", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+func TestFitLine(t *testing.T) {
+	f, ok := fitLine([]float64{1, 2, 3, 4}, []float64{3, 5, 7, 9.5})
+	if !ok || math.Abs(f.Slope-2.15) > 1e-9 || math.Abs(f.Fixed-0.75) > 1e-9 || f.R2 < 0.99 || f.R2 >= 1 {
+		t.Errorf("fitLine = %+v, want slope 2.15, fixed 0.75, R² in [0.99, 1)", f)
+	}
+	if _, ok := fitLine([]float64{2, 2}, []float64{1, 3}); ok {
+		t.Error("fitLine with one distinct batch = ok, want not ok")
+	}
+}
+
+func TestWorstRank(t *testing.T) {
+	rp := func(rank int, peak int64) RankPeak { return RankPeak{Rank: rank, Peak: Numbers{Allocated: peak}} }
+	s, ok := WorstRank([]RankPeak{rp(0, 100), rp(1, 130), rp(2, 110), {Rank: 3, Missing: true}})
+	if !ok || s.Rank != 1 || s.Median != 110 || s.Excess != 20 || s.Ranks != 3 {
+		t.Errorf("WorstRank = %+v, %v, want rank 1, median 110, excess 20 over 3 ranks", s, ok)
+	}
+	s, _ = WorstRank([]RankPeak{rp(0, 100), rp(1, 140)})
+	if s.Rank != 1 || s.Median != 120 || math.Abs(s.ExcessFrac-20.0/120) > 1e-12 {
+		t.Errorf("WorstRank of two = %+v, want rank 1, median 120", s)
+	}
+	if _, ok := WorstRank([]RankPeak{rp(0, 1)}); ok {
+		t.Error("WorstRank of one rank = ok, want not ok")
+	}
+}

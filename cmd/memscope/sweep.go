@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+	"github.com/spf13/pflag"
+)
+
+// sweepOptions are the flags of 'memscope sweep'.
+type sweepOptions struct {
+	cfg         capture.SweepConfig
+	snapshots   []string
+	memoryLimit string
+	noBisect    bool
+	json        bool
+	// workloadArgs are the workload flags the user set, passed on as given.
+	workloadFlags []string
+	fs            *pflag.FlagSet
+}
+
+// sweepWorkloadFlags are passed to the harness when set: name, kind, usage.
+var sweepWorkloadFlags = []struct{ name, kind, usage string }{
+	{"seq", "int", "mlp, llama: tokens per sample (default 512)"},
+	{"layers", "int", "llama: decoder layers (default 12)"},
+	{"hidden", "int", "llama: hidden size (default 1024)"},
+	{"intermediate", "int", "llama: MLP size (default 2816)"},
+	{"heads", "int", "llama: attention heads (default 16)"},
+	{"kv-heads", "int", "llama: key/value heads (default 8)"},
+	{"vocab", "int", "llama: vocabulary (default 128256)"},
+	{"config", "string", "llama: a transformers config.json `FILE` instead of the flags above"},
+	{"checkpointing", "bool", "llama: activation checkpointing in every layer"},
+	{"width", "int", "mlp: width (default 4096)"},
+	{"depth", "int", "mlp: layers (default 8)"},
+	{"classes", "int", "mlp, vit: classes (default 1000)"},
+	{"vision-model", "string", "vit: a torchvision model `NAME` (default vit_b_16)"},
+	{"image-size", "int", "vit: image side in pixels (default 224)"},
+}
+
+func sweepFlags(fs *pflag.FlagSet) runFunc {
+	o := &sweepOptions{fs: fs}
+	c := &o.cfg
+	fs.StringVarP(&c.Out, "out", "o", "memscope-sweep", "write the run into directory `DIR`")
+	fs.StringVar(&c.Python, "python", "python3", "the `PYTHON` with torch")
+	fs.StringVar(&c.Workload, "model", "mlp", "the workload `NAME`: mlp, llama, vit, or pkg.module:factory (factory(device) returns model, make_batch(n), loss_fn)")
+	fs.StringVar(&c.Workload, "workload", "mlp", "the same as --model `NAME`")
+	fs.IntSliceVar(&c.Batches, "batch", []int{1, 2, 4, 8, 16, 32, 64}, "the batch ladder, `B,B,...` ascending")
+	fs.StringSliceVar(&c.Precisions, "precision", []string{"fp32", "bf16"}, "precisions: fp32, bf16 (autocast), fp16-amp (autocast + GradScaler)")
+	fs.StringVar(&c.Mode, "mode", "train", "train (forward, backward, optimizer) or infer (forward under inference_mode)")
+	fs.StringVar(&c.Optimizer, "optimizer", "adamw", "adamw or sgd (momentum 0.9)")
+	fs.IntVar(&c.MicroBatch, "micro-batch", 0, "gradient accumulation: micro-batches of at most `N` samples (0: none)")
+	fs.IntVar(&c.Warmup, "warmup", 1, "warm-up steps per point, not measured")
+	fs.IntVar(&c.Steps, "steps", 3, "measured steps per point")
+	fs.Float64Var(&c.MemoryFraction, "memory-fraction", 0, "cap each process at fraction `F` of the device (set_per_process_memory_fraction)")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "cap each process at `SIZE` (e.g. 24GiB), as a memory fraction")
+	fs.BoolVar(&o.noBisect, "no-bisect", false, "stop at the ladder's first OOM without bisecting")
+	fs.StringSliceVar(&o.snapshots, "snapshots", []string{"all"}, "`PRECISIONS` whose safe, largest-fit and first-fail points get snapshots: all, none, or a list")
+	fs.IntVar(&c.SnapshotSteps, "snapshot-steps", 0, "measured steps at the snapshot points (0: as many as --steps, so that a late OOM recurs)")
+	fs.BoolVar(&c.Profile, "profile", false, "also record a profiler trace at the snapshot points")
+	fs.IntVar(&c.MaxEntries, "max-entries", 1_000_000, "allocator history ring buffer at the snapshot points, `N` entries")
+	fs.BoolVar(&c.NeutralPaths, "neutral-paths", false, "rewrite frame paths in snapshots and traces to <repo>/, <site-packages>/…")
+	fs.StringVar(&c.Parallel, "parallel", "ddp", "with --nproc: ddp, fsdp (FSDP2 fully_shard) or none")
+	fs.IntVar(&c.Torchrun.Nproc, "nproc", 0, "run each point as `N` processes under torchrun, one per GPU")
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	for _, f := range sweepWorkloadFlags {
+		switch f.kind {
+		case "int":
+			fs.Int(f.name, 0, f.usage)
+		case "string":
+			fs.String(f.name, "", f.usage)
+		case "bool":
+			fs.Bool(f.name, false, f.usage)
+		}
+	}
+	c.Torchrun.NodeRank = -1
+	return func(cc *cmdContext, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		return runSweep(cc, o)
+	}
+}
+
+// check validates the options and fills in what derives from them.
+func (o *sweepOptions) check() error {
+	c := &o.cfg
+	if capture.SplitWorkload(c.Workload) == "" {
+		return usageErrorf("--model %q: want mlp, llama, vit or pkg.module:factory", c.Workload)
+	}
+	if len(c.Batches) == 0 {
+		return usageErrorf("--batch: want at least one batch size")
+	}
+	for i, b := range c.Batches {
+		if b <= 0 || i > 0 && b <= c.Batches[i-1] {
+			return usageErrorf("--batch %s: want positive sizes in ascending order", intsString(c.Batches))
+		}
+	}
+	for _, p := range c.Precisions {
+		if !slices.Contains(capture.Precisions, p) {
+			return usageErrorf("--precision %q: want %s", p, strings.Join(capture.Precisions, ", "))
+		}
+	}
+	if c.Mode != "train" && c.Mode != "infer" {
+		return usageErrorf("--mode %q: want train or infer", c.Mode)
+	}
+	if c.Optimizer != "adamw" && c.Optimizer != "sgd" {
+		return usageErrorf("--optimizer %q: want adamw or sgd", c.Optimizer)
+	}
+	if c.Parallel != "ddp" && c.Parallel != "fsdp" && c.Parallel != "none" {
+		return usageErrorf("--parallel %q: want ddp, fsdp or none", c.Parallel)
+	}
+	if c.Steps <= 0 || c.Warmup < 0 || c.MicroBatch < 0 || c.Torchrun.Nproc < 0 {
+		return usageErrorf("--steps must be positive; --warmup, --micro-batch and --nproc not negative")
+	}
+	if c.MemoryFraction < 0 || c.MemoryFraction > 1 {
+		return usageErrorf("--memory-fraction %g: want a fraction in (0, 1]", c.MemoryFraction)
+	}
+	if o.memoryLimit != "" {
+		if c.MemoryFraction > 0 {
+			return usageErrorf("give --memory-fraction or --memory-limit, not both")
+		}
+		n, err := units.ParseBytes(o.memoryLimit)
+		if err != nil || n <= 0 {
+			return usageErrorf("--memory-limit %q: want a size such as 24GiB", o.memoryLimit)
+		}
+		c.MemoryLimit = n
+	}
+	if c.Torchrun.Nproc <= 1 {
+		c.Parallel = "none"
+	}
+	c.Bisect = !o.noBisect
+	switch {
+	case len(o.snapshots) == 1 && o.snapshots[0] == "all":
+		c.SnapshotPrecisions = c.Precisions
+	case len(o.snapshots) == 1 && o.snapshots[0] == "none":
+		c.SnapshotPrecisions = nil
+	default:
+		for _, p := range o.snapshots {
+			if !slices.Contains(c.Precisions, p) {
+				return usageErrorf("--snapshots %q: not one of the --precision list", p)
+			}
+		}
+		c.SnapshotPrecisions = o.snapshots
+	}
+	c.WorkloadArgs = nil
+	for _, f := range sweepWorkloadFlags {
+		fl := o.fs.Lookup(f.name)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		if f.kind == "bool" {
+			if fl.Value.String() == "true" {
+				c.WorkloadArgs = append(c.WorkloadArgs, "--"+f.name)
+			}
+			continue
+		}
+		c.WorkloadArgs = append(c.WorkloadArgs, "--"+f.name, fl.Value.String())
+	}
+	c.Command = append([]string{"memscope", "sweep"}, os.Args[min(2, len(os.Args)):]...)
+	return nil
+}
+
+func intsString(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// runSweep is the sweep command; a variable for tests.
+var runSweep = sweepRun
+
+func sweepRun(cc *cmdContext, o *sweepOptions) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := capture.Sweep(ctx, o.cfg, cc.stderr)
+	if ue, ok := errors.AsType[*capture.UsageError](err); ok {
+		return usageErrorf("%v", ue.Err)
+	}
+	if err != nil {
+		if res != nil && len(res.Points) > 0 {
+			cc.warnf("the sweep stopped early; %s holds the %d points measured", o.cfg.Out, len(res.Points))
+		}
+		return err
+	}
+	fmt.Fprintf(cc.stderr, "memscope: sweep: wrote %s (memscope summary --run %s)\n\n", o.cfg.Out, o.cfg.Out)
+	a := capture.AnalyzeSweep(o.cfg.Out, res)
+	if o.json {
+		return report.SweepJSON(cc.stdout, a)
+	}
+	return report.SweepText(cc.stdout, a)
+}

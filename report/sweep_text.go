@@ -1,0 +1,317 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// SweepText writes a sweep's table, fits, frontier and savings.
+func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
+	ew := &errWriter{w: w}
+	r := a.Results
+	ew.printf("sweep %s: %s, %s", a.Dir, r.Workload.Name, r.Mode)
+	if r.Mode == "train" {
+		ew.printf(" with %s", r.Optimizer)
+	}
+	if r.MicroBatch > 0 {
+		ew.printf(", micro-batch %d", r.MicroBatch)
+	}
+	if r.Workload.Parameters > 0 {
+		ew.printf(", %s parameters (%s)", count(r.Workload.Parameters), units.Bytes(r.Workload.ParamBytes))
+	}
+	ew.printf("\n  %s, torch %s", cmpStr(r.Device.Name, "unknown device"), cmpStr(r.Torch, "?"))
+	if r.Nproc > 1 {
+		ew.printf(", %d processes per point (%s)", r.Nproc, r.Parallel)
+	}
+	ew.printf("; memory limit %s", units.Bytes(r.MemoryLimit))
+	if r.MemoryFraction > 0 {
+		ew.printf(" (fraction %.4g of %s)", r.MemoryFraction, units.Bytes(r.Device.Total))
+	}
+	ew.printf("\n  each point a fresh process: %d warm-up step%s excluded, %d measured; peaks are torch's, per phase\n",
+		r.Warmup, plural(r.Warmup), r.Steps)
+
+	ew.printf("\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "precision\tbatch\tresult\tforward\tbackward\toptimizer\tallocated\trequested\treserved\tstep time\tretries\t\n")
+	for _, p := range a.Rows {
+		res := "fits"
+		switch {
+		case p.OOM:
+			res = "OOM"
+		case !p.Fits:
+			res = "error"
+		}
+		if p.Fits {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", p.Precision, p.Batch, res,
+				phaseBytes(p, "forward"), phaseBytes(p, "backward"), phaseBytes(p, "optimizer"),
+				units.Bytes(p.Peak.Allocated), units.Bytes(p.Peak.Requested), units.Bytes(p.Peak.Reserved),
+				stepTime(p.StepTimeMS), p.NumAllocRetries)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\t\t\t\t\t\t\n", p.Precision, p.Batch, res)
+	}
+	tw.Flush()
+	for _, p := range a.Rows {
+		switch {
+		case p.OOM && p.OOMInfo != nil:
+			ew.printf("  %s batch %d: out of memory%s\n", p.Precision, p.Batch, oomWhere(p.OOMInfo))
+		case !p.Fits && !p.OOM:
+			ew.printf("  %s batch %d: %s\n", p.Precision, p.Batch, p.Error)
+		}
+		if s, ok := a.Spreads[p.ID]; ok {
+			ew.printf("  %s batch %d: worst rank %d at %s, %s (%+.1f%%) over the median of %d ranks\n",
+				p.Precision, p.Batch, s.Rank, units.Bytes(s.Peak), units.Bytes(s.Excess), 100*s.ExcessFrac, s.Ranks)
+		}
+	}
+
+	ew.printf("\nfit: peak allocated ≈ fixed + batch × slope, over the batches that fit\n")
+	if len(a.Fits) == 0 {
+		ew.printf("  no precision has two batches that fit\n")
+	}
+	for _, f := range a.Fits {
+		ew.printf("  %-9s %s + batch × %s   R² %.4f over %d points (largest residual %s)\n", f.Precision,
+			units.Bytes(int64(f.Fixed)), units.Bytes(int64(f.Slope)), f.R2, f.Points, units.Bytes(int64(f.MaxResidual)))
+		if f.Phase != "" && len(f.Excluded) > 0 {
+			ew.printf("            %s holds the peak there; batch %s left out: another phase holds its peak\n",
+				f.Phase, intList(f.Excluded))
+		}
+	}
+	ew.printf("\nOOM frontier (limit %s):\n", units.Bytes(r.MemoryLimit))
+	for _, f := range a.Frontiers {
+		ew.printf("  %-9s ", f.Precision)
+		switch {
+		case f.LargestFit == 0 && f.FirstFail == 0:
+			ew.printf("no point measured")
+		case f.LargestFit == 0:
+			ew.printf("nothing fits: batch %d already fails", f.FirstFail)
+		case f.FirstFail == 0:
+			ew.printf("every batch fits, up to %d: the frontier is above the ladder", f.LargestFit)
+		default:
+			ew.printf("largest that fits %d, first that fails %d", f.LargestFit, f.FirstFail)
+			if !f.Exact {
+				ew.printf(" (not bisected)")
+			}
+		}
+		if f.Predicted > 0 {
+			ew.printf("; the fit reaches the limit at %.1f", f.Predicted)
+		}
+		ew.printf("\n")
+		if f.LargestFit > 0 && f.FirstFail > 0 {
+			ew.printf("            at batch %d: %s allocated, %s reserved\n", f.LargestFit,
+				units.Bytes(f.Allocated), units.Bytes(f.Reserved))
+		}
+	}
+	for _, s := range a.Savings {
+		ew.printf("\n%s vs %s:", s.Precision, s.Baseline)
+		if s.SlopeSaving != nil {
+			ew.printf(" %s per sample", signedPct(-*s.SlopeSaving))
+		}
+		if s.PeakSaving != nil {
+			ew.printf("; at batch %d peak %s → %s (%s)", s.At, units.Bytes(s.PeakBaseline), units.Bytes(s.Peak),
+				signedPct(-*s.PeakSaving))
+		}
+		if s.LargestFit > 0 && s.BaselineLargestFit > 0 {
+			ew.printf("; largest batch %d → %d", s.BaselineLargestFit, s.LargestFit)
+		}
+		ew.printf("\n")
+	}
+	if len(a.Snapshots) > 0 {
+		ew.printf("\nsnapshots (memscope summary|peak|oom FILE):\n")
+		for _, p := range a.Snapshots {
+			ew.printf("  %-9s %-12s batch %-4d %s\n", p.Precision, p.Role, p.Batch, strings.Join(fileList(a.Dir, p.Files), ", "))
+		}
+	}
+	if len(a.Warnings) > 0 {
+		ew.printf("\nwarnings:\n")
+		for _, wn := range a.Warnings {
+			ew.printf("  - %s\n", wn)
+		}
+	}
+	return ew.err
+}
+
+// RunText writes a capture run's summary: how it ended, its peaks, the
+// phases of the measured steps, each rank and the worst one, OOM events.
+func RunText(w io.Writer, a *capture.RunAnalysis) error {
+	ew := &errWriter{w: w}
+	ew.printf("capture %s", a.Dir)
+	if a.Run != nil {
+		ew.printf(": %s\n  exit status %d", strings.Join(a.Run.Command, " "), a.Run.ExitCode)
+		if a.Run.Signal != "" {
+			ew.printf(" (%s)", a.Run.Signal)
+		}
+		ew.printf(", %.1f s, %d process%s", a.Run.WallS, len(a.Ranks)+len(a.Missing), plurales(len(a.Ranks)+len(a.Missing)))
+	}
+	ew.printf("\n")
+	if len(a.Ranks) == 0 {
+		ew.printf("  no process wrote its capture.json\n")
+	}
+	if len(a.Ranks) > 0 {
+		r0 := a.Ranks[0]
+		ew.printf("  %s (%s), torch %s; %d step%s", r0.DeviceName, units.Bytes(r0.DeviceTotal), r0.Torch, r0.Steps, plural(r0.Steps))
+		if len(r0.MeasureSteps) == 2 {
+			ew.printf(", phase peaks measured on steps %d-%d", r0.MeasureSteps[0], r0.MeasureSteps[1])
+		}
+		ew.printf("\n")
+		for _, r := range a.Ranks {
+			if r.Exception != nil {
+				ew.printf("  rank %d raised %s: %s\n", r.Rank, r.Exception.Type, firstWords(r.Exception.Message, 90))
+			}
+		}
+	}
+	if len(a.Ranks) > 0 {
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "rank\tpeak allocated\trequested\treserved\tdevice used\tsteps\texit\tOOM events\t\n")
+		for _, r := range a.Ranks {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Rank, units.Bytes(r.Peak.Allocated),
+				units.Bytes(r.Peak.Requested), units.Bytes(r.Peak.Reserved), units.Bytes(r.DeviceUsed),
+				r.Steps, r.ExitCode, len(r.OOM))
+		}
+		tw.Flush()
+		ew.printf("  (peaks over the whole run, from torch's counters; device used is the driver's view, all processes)\n")
+	}
+	if s := a.Spread; s != nil {
+		ew.printf("\nworst rank: %d, peak allocated %s, %s (%+.1f%%) above the median %s of %d ranks\n",
+			s.Rank, units.Bytes(s.Peak), units.Bytes(s.Excess), 100*s.ExcessFrac, units.Bytes(s.Median), s.Ranks)
+	}
+	if len(a.Phases) > 0 {
+		ew.printf("\nphases of the measured steps (highest over steps and ranks):\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "phase\tsteps\tpeak allocated\trequested\treserved\t\n")
+		for _, p := range a.Phases {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", p.Phase, p.Steps, units.Bytes(p.Peak.Allocated),
+				units.Bytes(p.Peak.Requested), units.Bytes(p.Peak.Reserved))
+		}
+		tw.Flush()
+	}
+	for _, r := range a.Ranks {
+		for i, o := range r.OOM {
+			if i == 3 {
+				ew.printf("  … %d more OOM events on rank %d\n", len(r.OOM)-3, r.Rank)
+				break
+			}
+			ew.printf("\nOOM on rank %d, step %d %s: asked for %s with %s allocated, %s reserved; device limit %s, %s free\n",
+				r.Rank, o.Step, o.Phase, units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),
+				units.Bytes(o.DeviceLimit), units.Bytes(o.DeviceFree))
+		}
+	}
+	if len(a.Files) > 0 {
+		ew.printf("\nfiles (memscope summary|peak|oom SNAPSHOT for the analysis):\n")
+		for _, f := range fileList(a.Dir, toMap(a.Files)) {
+			ew.printf("  %s\n", f)
+		}
+	}
+	if len(a.Warnings) > 0 {
+		ew.printf("\nwarnings:\n")
+		for _, wn := range a.Warnings {
+			ew.printf("  - %s\n", wn)
+		}
+	}
+	return ew.err
+}
+
+func phaseBytes(p capture.Point, phase string) string {
+	n, ok := p.Phases[phase]
+	if !ok {
+		return "-"
+	}
+	return units.Bytes(n.Allocated)
+}
+
+func stepTime(ms *float64) string {
+	if ms == nil {
+		return "-"
+	}
+	return units.Duration(int64(*ms * 1000))
+}
+
+func oomWhere(o *capture.OOMInfo) string {
+	if o.Phase == "" {
+		return ""
+	}
+	s := " in " + o.Phase
+	if o.Step != nil {
+		s = fmt.Sprintf(" in step %d %s", *o.Step, o.Phase)
+	}
+	if o.Request > 0 {
+		s += " asking for " + units.Bytes(o.Request)
+	}
+	return s
+}
+
+func signedPct(f float64) string {
+	return fmt.Sprintf("%+.1f%%", 100*f)
+}
+
+func count(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+	return fmt.Sprint(n)
+}
+
+func cmpStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func plurales(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+func toMap(files []string) map[string]string {
+	m := map[string]string{}
+	for _, f := range files {
+		m[f] = f
+	}
+	return m
+}
+
+// fileList returns the files' paths under dir, sorted by key.
+func fileList(dir string, files map[string]string) []string {
+	keys := make([]string, 0, len(files))
+	for k := range files {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.TrimSuffix(dir, "/") + "/" + files[k]
+	}
+	return out
+}
+
+// firstWords cuts s to at most n runes at a space, marking the cut.
+func firstWords(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := string(r[:n-1])
+	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+		cut = cut[:i]
+	}
+	return cut + " …"
+}
+
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
