@@ -46,7 +46,7 @@ func init() {
 		{
 			name:  "summary",
 			short: "the four memory numbers at peak and at end, top sites, findings",
-			args:  "SNAP...",
+			args:  "[SNAP...]",
 			long: `Summary reads each allocator snapshot (a torch.cuda.memory._dump_snapshot
 pickle) and prints, per device:
 
@@ -57,6 +57,10 @@ pickle) and prints, per device:
     peak happens (time, phase, step);
   - the allocation sites (Python stacks) that hold the most memory at the peak;
   - findings: leak, fragmentation, out-of-memory, truncated recording.
+
+With --run DIR it summarizes a run directory instead: a sweep's table, fit,
+OOM frontier and precision savings, or a capture's exit status, peaks,
+phases and worst rank.
 
 Sizes print in binary units (KiB, MiB, GiB); with --json they are raw bytes.`,
 			flags: summaryFlags,
@@ -129,6 +133,19 @@ It exits 0 when every limit holds.`,
 			flags: checkFlags,
 		},
 		{
+			name:  "ops",
+			short: "per-operator memory from a torch.profiler trace, like key_averages",
+			args:  "TRACE...",
+			long: `Ops reads Chrome traces written by torch.profiler (profile_memory=True;
+.json or .json.gz) and charges each [memory] event to the innermost
+operator or record_function range on the same thread, then up the op
+tree: per operator the bytes it allocated itself and with its children,
+its net bytes, and the bytes still live at the trace's peak of Total
+Allocated. Backward ops are labelled with the forward op (and module) they
+belong to. --by module groups by nn.Module instead.`,
+			flags: opsFlags,
+		},
+		{
 			name:  "pprof",
 			short: "a pprof profile: memory live at a moment and every allocation, by Python frame",
 			args:  "SNAP",
@@ -144,6 +161,78 @@ phase, step, stream and bytes:
   go tool pprof -sample_index=alloc_space -http=: mem.pb.gz
   go tool pprof -tagfocus=category=activation -top mem.pb.gz`,
 			flags: pprofFlags,
+		},
+		{
+			name:  "budget",
+			short: "predict a step's memory from a model config, and hold it against a capture",
+			args:  "[SNAP]",
+			long: `Budget predicts the memory of one training (or inference) step of a
+decoder-only transformer before it runs, from a Hugging Face config.json
+(--config) or flags, and a run shape (--batch, --seq, --precision,
+--optimizer, --checkpointing, --loss, --mode). It prints the five terms:
+model states (bytes per parameter shown), saved activations (derived from
+the architecture, layer by layer, next to the 34·s·b·h rule), logits and
+loss, KV cache, and overhead; the predicted peak of allocated bytes in each
+phase (forward, backward, optimizer) and which phase and term should hold
+the step's peak; the headroom on a device (--device-memory 80GiB or a GPU
+name); and fixes ranked cheapest first, each with its predicted new peak.
+
+With a snapshot (SNAP, --snapshot), a truth.json (--truth) or a directory
+holding them (--run), it puts what was measured next to the prediction,
+phase by phase, by term and by category, with the gap in bytes and percent
+and the term most likely responsible.`,
+			flags: budgetFlags,
+		},
+		{
+			name:  "capture",
+			short: "run a training script under capture: phase peaks, per-step stats, snapshot at exit and at OOM",
+			args:  "COMMAND...",
+			long: `Capture runs your unmodified training script under memscope's harness:
+memscope capture [flags] -- python train.py ARGS... (also python -m MODULE,
+train.py alone with --python, or torchrun [OPTIONS] train.py). It records
+the allocator's history (Python stacks), marks every step's forward,
+backward and optimizer phases (hooks on Optimizer.step, zero_grad and
+backward: the phases land in the snapshot as memscope/step/N/PHASE),
+measures each phase's peak on the --measure-steps (it resets torch's peak
+counters there), writes memory_stats() and mem_get_info() after every step,
+records the profiler over --profile-steps, and watches for out-of-memory
+errors. Into the run directory (--out) go the snapshot at exit (and at the
+first OOM the script survives), steps.jsonl, trace.json.gz, capture.json
+(what happened) and run.json. The exit status is the script's own.
+
+With --nproc N it runs under torchrun, and every rank writes its own files
+(snapshot.rank1.pickle…). Several nodes: run the same command on each with
+--nnodes, --node-rank and --rdzv-endpoint. 'memscope summary --run DIR'
+reads the run and names the rank with the highest peak.`,
+			flags: captureFlags,
+		},
+		{
+			name:  "sweep",
+			short: "the batch-size sweep: one fresh process per point, the fit, the OOM frontier, bf16 vs fp32",
+			args:  "",
+			long: `Sweep measures a built-in workload (--model mlp, llama, vit, or your own
+pkg.module:factory) at each batch of the ladder (--batch) and precision
+(--precision fp32,bf16,fp16-amp), each point in a fresh process: warm-up
+steps first (optimizer state is lazy), then measured steps with each
+phase's peak allocated, requested and reserved, the step time (CUDA
+events), allocator retries and whether it ran out of memory. A
+precision's ladder stops at its first OOM and bisects down to the largest
+batch that fits. Then the safe batch, the largest that fits and the first
+that fails are re-run with recording on, for snapshots (and with
+--profile, traces). --memory-fraction or --memory-limit caps each process
+so that the frontier falls inside the ladder. Everything goes into the
+run directory (results.json, points/); the table, the fit peak = fixed +
+batch × slope per precision with R², the frontier and the saving over
+fp32 print at the end, and again with 'memscope summary --run DIR'.
+Progress goes to stderr, one line per point.`,
+			flags: sweepFlags,
+		},
+		{
+			name:  "report",
+			short: "one self-contained HTML page: timeline, peak breakdown, steps, leak, fragmentation, OOM",
+			args:  "[SNAP...]",
+			long:  reportLong,
+			flags: reportFlags,
 		},
 		{
 			name:  "help",
@@ -168,10 +257,11 @@ func lookup(name string) *command {
 
 // summaryOptions are the flags of 'memscope summary'.
 type summaryOptions struct {
-	json   bool // JSON instead of text
-	top    int  // allocation sites to list
-	device int  // CUDA device to report; -1 for all
-	stacks bool // print each top site's full stack
+	json   bool   // JSON instead of text
+	top    int    // allocation sites to list
+	device int    // CUDA device to report; -1 for all
+	stacks bool   // print each top site's full stack
+	run    string // a capture or sweep run directory to summarize
 }
 
 func summaryFlags(fs *pflag.FlagSet) runFunc {
@@ -180,7 +270,14 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
 	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
 	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
+	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
 	return func(cc *cmdContext, paths []string) error {
+		if o.run != "" {
+			return runSummaryRun(cc, o, paths)
+		}
+		if len(paths) == 0 {
+			return usageErrorf("missing SNAP argument")
+		}
 		if o.top < 0 {
 			return usageErrorf("--top %d: want 0 or more", o.top)
 		}

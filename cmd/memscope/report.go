@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
+	"github.com/memscope/memscope/trace"
+)
+
+const reportLong = `Report writes one self-contained HTML page about the snapshots: per device,
+the four numbers at the peak and the findings in words; memory over time
+(allocated, active, reserved, and requested on demand) with the training
+phases shaded and zoom; allocated bytes stacked by category and by the
+peak's top sites; the peak's call tree as a treemap (click to drill) and the
+top sites with their stacks; the per-step phase table; the leak staircase
+and its sites; fragmentation (each segment's fill at the peak, the end and
+each OOM, and the free holes by size) with its verdict; and every OOM's
+post-mortem. Several snapshots make one page with a section per device.
+With --run, the page adds a run directory of 'memscope sweep' (peak against
+batch size per precision with the fitted line, the OOM frontier and step
+time, and the points as a table) or of 'memscope capture' (a row and a bar
+per rank); with --run alone the page holds just that. With --trace, it adds
+the per-operator memory table of a torch.profiler trace.
+
+The page stays under 3 MB (without the charting library) whatever the
+input: timelines are downsampled so that every peak and valley is kept, and
+every list is cut to its largest entries.
+
+Charts use ECharts ` + report.EChartsVersion + `. When memscope finds that build locally —
+--echarts PATH, else $MEMSCOPE_ECHARTS, else
+./node_modules/echarts/dist/echarts.min.js, which
+'` + report.EChartsInstall + `' puts there — it is inlined
+and the page works offline. Otherwise the page loads it from
+` + report.EChartsURL + `
+and says so at the top.`
+
+// reportOptions are the flags of 'memscope report'.
+type reportOptions struct {
+	out           string
+	title         string
+	echarts       string
+	trace         string
+	run           string
+	ops           int
+	device        int
+	focus, ignore string
+}
+
+func reportFlags(fs *pflag.FlagSet) runFunc {
+	var o reportOptions
+	fs.StringVarP(&o.out, "output", "o", "report.html", "write the page to `FILE`")
+	fs.StringVar(&o.title, "title", "", "the page's `TITLE` (default: the snapshots' names)")
+	fs.StringVar(&o.echarts, "echarts", "", "inline the echarts.min.js build at `PATH` (default: $MEMSCOPE_ECHARTS, then ./node_modules/echarts/dist/echarts.min.js)")
+	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
+	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz)")
+	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
+	fs.IntVar(&o.device, "device", -1, "show only CUDA device `N`; -1 for every device")
+	fs.StringVar(&o.focus, "focus", "", "charge memory only to frames whose file matches `REGEXP`")
+	fs.StringVar(&o.ignore, "ignore", "", "skip frames whose file matches `REGEXP` when choosing the user frame (default: torch, site-packages, the standard library, C++)")
+	return func(cc *cmdContext, paths []string) error {
+		if o.device < -1 {
+			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
+		}
+		if o.ops < 1 {
+			return usageErrorf("--ops %d: want 1 or more", o.ops)
+		}
+		if len(paths) == 0 && o.run == "" {
+			return usageErrorf("missing SNAP argument: give snapshots, or a run directory with --run")
+		}
+		return runReport(cc, o, paths)
+	}
+}
+
+func runReport(cc *cmdContext, o reportOptions, paths []string) error {
+	filter, err := attribution.NewFilter(o.ignore, o.focus)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	lib, from, err := findECharts(cc, o.echarts, os.Getenv("MEMSCOPE_ECHARTS"))
+	if err != nil {
+		return err
+	}
+	var analyses []*attribution.Analysis
+	sections := 0
+	for _, p := range paths {
+		s, err := snapshot.Open(p)
+		if err != nil {
+			return badInput(err)
+		}
+		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device})
+		sections += len(an.Devices)
+		if sections > attribution.MaxViewSections {
+			return usageErrorf("the snapshots hold more than %d devices; one page shows at most %d (pick one with --device, or fewer files)",
+				attribution.MaxViewSections, attribution.MaxViewSections)
+		}
+		analyses = append(analyses, an)
+	}
+	vo := attribution.ViewOptionsFor(sections)
+	var views []*attribution.View
+	for _, an := range analyses {
+		views = append(views, attribution.NewView(an, vo))
+	}
+	opt := report.HTMLOptions{Title: o.title, Version: version(), ECharts: lib, EChartsFrom: from}
+	if o.run != "" {
+		if opt.Run, err = runView(o.run); err != nil {
+			return err
+		}
+	}
+	if o.trace != "" {
+		if opt.Ops, err = opsView(o.trace, o.ops); err != nil {
+			return err
+		}
+	}
+	n, err := writeFile(o.out, func(w io.Writer) error { return report.HTML(w, views, opt) })
+	if err != nil {
+		return err
+	}
+	how := "inlined from " + from + ": it works offline"
+	if lib == nil {
+		how = "loaded from " + report.EChartsURL + ": the charts need network (run '" + report.EChartsInstall + "' to inline it)"
+	} else {
+		n -= int64(len(lib))
+	}
+	fmt.Fprintf(cc.stderr, "wrote %s: %s without the ECharts library, which is %s\n", o.out, units.Bytes(n), how)
+	return nil
+}
+
+// findECharts returns the pinned echarts build to inline and where it came
+// from: the --echarts flag, else $MEMSCOPE_ECHARTS, else
+// node_modules/echarts/dist/echarts.min.js. A flag that names an unusable
+// file is an error; an unusable file found the other ways is a warning, and
+// the page references the library instead (nil).
+func findECharts(cc *cmdContext, flag, env string) ([]byte, string, error) {
+	if flag != "" {
+		b, err := readECharts(flag)
+		if err != nil {
+			return nil, "", usageErrorf("--echarts: %v", err)
+		}
+		return b, flag, nil
+	}
+	for _, c := range []struct{ path, how string }{
+		{env, "$MEMSCOPE_ECHARTS"},
+		{filepath.Join("node_modules", "echarts", "dist", "echarts.min.js"), ""},
+	} {
+		if c.path == "" {
+			continue
+		}
+		b, err := readECharts(c.path)
+		switch {
+		case err == nil:
+			return b, c.path, nil
+		case c.how == "" && errors.Is(err, fs.ErrNotExist):
+			// not installed here: nothing to say
+		default:
+			cc.warnf("%s%v; the page will load ECharts from the network", prefix(c.how), err)
+		}
+	}
+	return nil, "", nil
+}
+
+func prefix(how string) string {
+	if how == "" {
+		return ""
+	}
+	return how + ": "
+}
+
+func readECharts(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.CheckECharts(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+// runView reads a sweep or capture run directory.
+func runView(dir string) (*report.RunView, error) {
+	kind, err := capture.DirKind(dir)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if kind == capture.KindSweep {
+		res, err := capture.ReadResults(dir)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		return &report.RunView{Sweep: capture.AnalyzeSweep(dir, res)}, nil
+	}
+	a, err := capture.ReadRun(dir)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return &report.RunView{Capture: a}, nil
+}
+
+// opsView reads a profiler trace and tabulates its operators on the device
+// with the highest allocated peak.
+func opsView(path string, top int) (*report.OpsView, error) {
+	t, err := trace.Open(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	tb := t.OpTable(t.PeakDevice(), false)
+	ov := &report.OpsView{Source: path, Table: tb, Top: top}
+	for _, w := range t.Warnings {
+		ov.Warnings = append(ov.Warnings, w.String())
+	}
+	return ov, nil
+}
+
+// writeFile writes a file through fn and returns its size.
+func writeFile(name string, fn func(w io.Writer) error) (int64, error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return 0, err
+	}
+	cw := &countWriter{w: f}
+	bw := bufio.NewWriterSize(cw, 1<<16)
+	if err := fn(bw); err != nil {
+		f.Close()
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return cw.n, f.Close()
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/report"
+)
+
+// fakeECharts writes a file that passes report.CheckECharts.
+func fakeECharts(t *testing.T, version string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "echarts.min.js")
+	if err := os.WriteFile(p, []byte(`/*fake*/t.version="`+version+`";`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReportCommand(t *testing.T) {
+	const llama = "../../fixtures/llama-bf16/snapshot.pickle"
+	const oom = "../../fixtures/oom/snapshot.pickle"
+	good := fakeECharts(t, report.EChartsVersion)
+	wrong := fakeECharts(t, "5.4.2")
+	for _, c := range []struct {
+		name string
+		env  string // MEMSCOPE_ECHARTS
+		args []string
+		code int
+		// in and notIn are strings the page must and must not hold; stderr
+		// what the command must say.
+		in, notIn []string
+		stderr    string
+	}{
+		{name: "cdn", args: []string{llama},
+			in: []string{`src="` + report.EChartsURL + `"`, "needs network access", `id="f0d0-timeline"`}, stderr: "the charts need network"},
+		{name: "flag", args: []string{"--echarts", good, llama},
+			in: []string{"/*fake*/"}, notIn: []string{report.EChartsURL}, stderr: "it works offline"},
+		{name: "env", env: good, args: []string{llama},
+			in: []string{"/*fake*/"}, notIn: []string{report.EChartsURL}, stderr: "inlined from " + good},
+		{name: "env-wrong-version", env: wrong, args: []string{llama},
+			in: []string{`src="` + report.EChartsURL + `"`}, stderr: "not echarts " + report.EChartsVersion},
+		{name: "flag-wrong-version", args: []string{"--echarts", wrong, llama}, code: 2, stderr: "--echarts"},
+		{name: "two-files", args: []string{"--title", "two runs", llama, oom},
+			in: []string{`id="f0d0-timeline"`, `id="f1d0-timeline"`, "<title>memscope · two runs</title>", "llama-bf16/snapshot.pickle · device 0"}},
+		{name: "too-many-devices", args: slices.Repeat([]string{oom}, 17), code: 2, stderr: "at most 16"},
+		{name: "trace", args: []string{"--trace", "../../fixtures/llama-profiled/trace.json.gz", "../../fixtures/llama-profiled/snapshot.pickle"},
+			in: []string{`id="ops"`, "Operators (profiler trace)", "aten::"}},
+		{name: "unreadable", args: []string{"no-such.pickle"}, code: 2, stderr: "no-such.pickle"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("MEMSCOPE_ECHARTS", c.env)
+			out := filepath.Join(t.TempDir(), "r.html")
+			r := runMemscope(append([]string{"report", "-o", out}, c.args...)...)
+			if r.code != c.code {
+				t.Fatalf("memscope report %s: exit %d, want %d\nstderr: %s", strings.Join(c.args, " "), r.code, c.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.stderr) {
+				t.Errorf("stderr = %q, want it to say %q", r.stderr, c.stderr)
+			}
+			if c.code != 0 {
+				return
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := string(b)
+			for _, s := range c.in {
+				if !strings.Contains(page, s) {
+					t.Errorf("page lacks %q", s)
+				}
+			}
+			for _, s := range c.notIn {
+				if strings.Contains(page, s) {
+					t.Errorf("page holds %q", s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memscope/memscope/attribution"
+)
+
+// The browser test opens reports in headless Chromium (Debian's chromium,
+// which .ci/run installs with the pinned echarts build) with the library
+// inlined, so no network is needed. Locally it skips when either is
+// missing; under CI (CI=true) it fails instead.
+//
+// MEMSCOPE_SCREENSHOTS=DIR keeps the screenshots in DIR (docs/ holds the
+// ones the README shows):
+//
+//	MEMSCOPE_SCREENSHOTS=$PWD/docs go test ./report -run Chromium
+
+func needBrowser(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+" (required under CI: .ci/run installs it)", args...)
+	}
+	t.Skipf(format+"; skipping the browser test", args...)
+}
+
+// chromiumPath finds Debian's chromium or a compatible browser.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	needBrowser(t, "no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// echartsBuild reads the pinned echarts build: $MEMSCOPE_ECHARTS, else
+// node_modules/echarts/dist/echarts.min.js at the repository root.
+func echartsBuild(t *testing.T) []byte {
+	t.Helper()
+	path := os.Getenv("MEMSCOPE_ECHARTS")
+	if path == "" {
+		path = filepath.Join("..", "node_modules", "echarts", "dist", "echarts.min.js")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		needBrowser(t, "no echarts build (%v; run %q or set MEMSCOPE_ECHARTS)", err, EChartsInstall)
+	}
+	if err := CheckECharts(b); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
+// runChromium runs a headless Chromium with a fresh profile, no network
+// use of its own, and virtual time so that the page settles.
+func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
+		"--virtual-time-budget=10000"}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+var (
+	statusRE  = regexp.MustCompile(`<output id="memscope-status"([^>]*)>([^<]*)</output>`)
+	attrRE    = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+	consoleRE = regexp.MustCompile(`:CONSOLE[:(]\d+\)?\] "(.*)", source: `)
+)
+
+// TestChromium opens, with the library inlined, the report of a training
+// run (llama-bf16), of the OOM run, and of a batch-size sweep (the
+// sweep-llama run with the snapshot of its first batch that failed): every
+// chart must be initialised with data and nothing may reach the console;
+// then it takes a screenshot.
+func TestChromium(t *testing.T) {
+	bin := chromiumPath(t)
+	lib := echartsBuild(t)
+	shots := os.Getenv("MEMSCOPE_SCREENSHOTS")
+	opt := HTMLOptions{Version: "test", ECharts: lib, EChartsFrom: "the test"}
+	fixture := func(name string) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			_, v := fixtureView(t, name)
+			return renderHTML(t, []*attribution.View{v}, opt)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		page func(t *testing.T) string
+	}{
+		{"llama-bf16", fixture("llama-bf16")},
+		{"oom", fixture("oom")},
+		{"sweep-llama", func(t *testing.T) string {
+			o := opt
+			o.Run = &RunView{Sweep: sweepFixture(t)}
+			_, v := fixtureView(t, "sweep-llama/points/bf16-b21-first-fail")
+			return renderHTML(t, []*attribution.View{v}, o)
+		}},
+	} {
+		name := c.name
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, name+".html")
+			page := c.page(t)
+			if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := len(pageCharts(t, page))
+			dom, stderr := runChromium(t, bin, "--dump-dom", "file://"+file)
+			for _, m := range consoleRE.FindAllStringSubmatch(stderr, -1) {
+				t.Errorf("console: %s", m[1])
+			}
+			m := statusRE.FindStringSubmatch(dom)
+			if m == nil {
+				t.Fatalf("no #memscope-status in the DOM: the glue did not run\n%s", tail(stderr))
+			}
+			attr := map[string]string{}
+			for _, a := range attrRE.FindAllStringSubmatch(m[1], -1) {
+				attr[a[1]] = strings.ReplaceAll(a[2], "&quot;", `"`)
+			}
+			var errs []string
+			_ = json.Unmarshal([]byte(attr["errors"]), &errs)
+			if m[2] != "ok" || attr["initialised"] != attr["charts"] || attr["empty"] != "" || len(errs) > 0 {
+				t.Errorf("status %q: %s of %s charts initialised, empty: %q, errors: %q", m[2], attr["initialised"], attr["charts"], attr["empty"], errs)
+			}
+			if got := attr["charts"]; got != strconv.Itoa(want) {
+				t.Errorf("the glue saw %s charts, the page has %d", got, want)
+			}
+			t.Logf("%s: page %d bytes without the library, %s charts drawn in %s ms", name, len(page)-len(lib), attr["charts"], attr["render-ms"])
+
+			png := filepath.Join(dir, name+".png")
+			if shots != "" {
+				png = filepath.Join(shots, "report-"+name+".png")
+			}
+			runChromium(t, bin, "--window-size=1400,2300", "--screenshot="+png, "file://"+file)
+			b, err := os.ReadFile(png)
+			if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+				t.Errorf("screenshot %s: %v, %d bytes; want a PNG", png, err, len(b))
+			}
+		})
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "…" + s[len(s)-2000:]
+	}
+	return s
+}

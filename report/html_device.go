@@ -1,0 +1,285 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"path"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// deviceSection is one device's part of the page, ready for the template.
+type deviceSection struct {
+	ID     string
+	Nav    string // the navigation link's text
+	Device int
+	S      *attribution.DeviceSummary
+	// PeakWhen says when the peak happened, in words.
+	PeakWhen string
+	CatBar   catBar
+	Findings []attribution.Finding
+	Warnings []string
+	Events   int
+
+	Timeline, ByCategory, BySite chartView
+	// SeriesNote says how the timeline was sampled; Focused that it opens
+	// on the steps.
+	SeriesNote string
+	Focused    bool
+	Tree       chartView
+	Sites      []siteRow
+	SiteTable  siteTable
+	SitesTotal int // sites live at the peak, shown or not
+
+	PhaseSource string
+	PhaseNames  []string
+	Steps       []stepRow
+	PeakStep    string
+
+	Leak      *attribution.Leak
+	LeakChart *chartView
+	LeakTable siteTable
+
+	Frag []fragPanel
+	// Histogram is the free-hole histogram at every fragmentation moment.
+	Histogram *chartView
+	OOMs      []oomPanel
+	OOMsLeft  int // OOMs not shown
+}
+
+type categoryShare struct {
+	Name  string
+	Color template.CSS
+	Bytes int64
+	Count int
+}
+
+// catBar is a bar of allocated bytes split by category, with its legend.
+type catBar struct {
+	Total int64
+	Cats  []categoryShare
+}
+
+func newCatBar(total int64, cats [attribution.NumCategories]attribution.Bytes) catBar {
+	b := catBar{Total: total}
+	for c := range attribution.NumCategories {
+		if cats[c].Count > 0 {
+			b.Cats = append(b.Cats, categoryShare{c.String(), template.CSS(categoryColors[c]), cats[c].Bytes, cats[c].Count})
+		}
+	}
+	return b
+}
+
+// siteTable is a top-sites table; Leak adds the per-step columns.
+type siteTable struct {
+	Rows []siteRow
+	Leak bool
+}
+
+// siteRow is one row of a top-sites table, with the stack of its largest
+// block.
+type siteRow struct {
+	Label     string
+	Kind      string
+	Bytes     int64
+	Requested int64
+	Blocks    int
+	Share     float64
+	PerStep   int64 // leak tables: bytes per step
+	Steps     int
+	Frames    []frameRow
+	More      int  // frames left out
+	FreeStack bool // the stack is where the block was freed
+}
+
+type frameRow struct {
+	Where string // file:line
+	Func  string
+	User  bool
+}
+
+type stepRow struct {
+	Gap           bool // a run of steps left out
+	Step          int
+	Floor, After  int64
+	Peaks         []string // per PhaseNames, formatted; "–" when absent
+	PeakIn        string
+	HoldsPeak     bool
+	StepPeak      int64
+	StepPeakPhase string
+}
+
+// categoryColors are the fixed colors of the categories, in Category order,
+// shared by the header bar and the stacked chart.
+var categoryColors = [attribution.NumCategories]string{
+	attribution.Unknown:        "#bab0ac",
+	attribution.Parameter:      "#4e79a7",
+	attribution.OptimizerState: "#f28e2b",
+	attribution.Gradient:       "#e15759",
+	attribution.Activation:     "#76b7b2",
+	attribution.Input:          "#59a14f",
+	attribution.Temporary:      "#edc948",
+}
+
+func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *deviceSection {
+	d := dv.Device
+	s := &dv.Summary
+	notes := v.Options.Notes
+	ds := &deviceSection{ID: id, Device: d.Device, S: s, Findings: boundFindings(s.Findings, notes),
+		Warnings: boundStrings(warningStrings(s.Warnings), notes, 400), Events: s.Events, Leak: d.Leak}
+	ds.PeakWhen = peakWhen(s)
+	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
+	x := newTimeAxis(dv)
+	ds.Timeline = timelineChart(id, dv, x)
+	ds.ByCategory = categoryChart(id, x, dv.Series)
+	ds.BySite = siteChart(id, x, v.Stacks, dv.Series)
+	ds.Focused = x.focus > 0
+	ds.SeriesNote = seriesNote(dv.Series)
+	ds.Tree = treeChart(id, dv.PeakTree)
+	for _, site := range s.TopSites {
+		ds.Sites = append(ds.Sites, newSiteRow(v, site))
+	}
+	ds.SiteTable = siteTable{Rows: ds.Sites}
+	ds.SitesTotal = len(d.Peak.Sites)
+	ds.stepTable(d, dv.StepRows)
+	if len(dv.LeakSteps) > 0 {
+		c := leakChart(id, dv.LeakSteps, dv.LeakFloors)
+		ds.LeakChart = &c
+	}
+	for _, ls := range dv.LeakSites {
+		r := newSiteRow(v, ls.SiteBytes)
+		r.PerStep, r.Steps = ls.BytesPerStep, ls.Steps
+		ds.LeakTable.Rows = append(ds.LeakTable.Rows, r)
+	}
+	ds.LeakTable.Leak = true
+	for k, f := range dv.Frag {
+		ds.Frag = append(ds.Frag, fragPanel{Frag: f.Fragmentation, Segments: segmentChart(fmt.Sprintf("%s-seg%d", id, k), f),
+			RestCount: f.Segments.RestCount, Rest: f.Segments.Rest})
+	}
+	if h := histogramChart(id, dv.Frag); h != nil {
+		ds.Histogram = h
+	}
+	for _, o := range dv.OOMs {
+		ds.OOMs = append(ds.OOMs, newOOMPanel(v, dv, o))
+	}
+	ds.OOMsLeft = len(d.OOMs) - len(dv.OOMs)
+	return ds
+}
+
+func peakWhen(s *attribution.DeviceSummary) string {
+	if s.PeakAllocated.Index < 0 {
+		return "before the first recorded event"
+	}
+	w := fmt.Sprintf("at +%s of %s (event %d)", units.Duration(s.PeakOffsetUS), units.Duration(s.DurationUS), s.PeakAllocated.Index)
+	if s.PeakStep != nil {
+		w += fmt.Sprintf(", step %d %s", *s.PeakStep, s.PeakPhase)
+	} else if s.PeakPhase != "" {
+		w += ", in " + clip(s.PeakPhase, 80)
+	}
+	return w
+}
+
+func newSiteRow(v *attribution.View, site attribution.SiteBytes) siteRow {
+	r := siteRow{Label: clip(site.Label, 160), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
+		Blocks: site.Count, Share: site.Share, FreeStack: site.FreeStack}
+	frames := v.Stacks.Stack(site.Stack)
+	limit := v.Options.StackFrames
+	for i, fid := range frames {
+		if i == limit {
+			r.More = len(frames) - limit
+			break
+		}
+		r.Frames = append(r.Frames, frameText(v.Stacks.Frame(fid), v.Filter))
+	}
+	return r
+}
+
+func frameText(fr *snapshot.Frame, f *attribution.Filter) frameRow {
+	where := clip(fr.Filename, 120)
+	if fr.Line > 0 {
+		where += fmt.Sprintf(":%d", fr.Line)
+	}
+	return frameRow{Where: where, Func: clip(fr.Name, 60), User: f.User(fr)}
+}
+
+// shortSite is a site's label with its file's directory dropped, for
+// legends.
+func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
+	if s.Site.Kind != "user" && s.Site.Kind != "python" {
+		return clip(s.Label, 60)
+	}
+	fr := st.Frame(s.Site.Frame)
+	return clip(fmt.Sprintf("%s:%d %s", path.Base(fr.Filename), fr.Line, fr.Name), 60)
+}
+
+func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
+	p := d.Phases
+	ds.PhaseSource = p.Source
+	seen := map[string]bool{}
+	for _, si := range rows {
+		if si < 0 {
+			continue
+		}
+		for _, pi := range p.Steps[si].Phases {
+			if n := p.List[pi].Name; !seen[n] && len(ds.PhaseNames) < 8 {
+				seen[n] = true
+				ds.PhaseNames = append(ds.PhaseNames, clip(n, 24))
+			}
+		}
+	}
+	if p.PeakPhase >= 0 {
+		ph := p.List[p.PeakPhase]
+		ds.PeakStep = fmt.Sprintf("step %d %s", ph.Step, clip(ph.Name, 40))
+	}
+	for _, si := range rows {
+		if si < 0 {
+			ds.Steps = append(ds.Steps, stepRow{Gap: true})
+			continue
+		}
+		s := &p.Steps[si]
+		peaks := map[string]int64{}
+		for _, pi := range s.Phases {
+			ph := &p.List[pi]
+			peaks[clip(ph.Name, 24)] = max(peaks[clip(ph.Name, 24)], ph.Peak.Allocated)
+		}
+		r := stepRow{Step: s.Step, Floor: s.FloorStart, After: s.FloorEnd, PeakIn: clip(s.PeakPhase, 24),
+			StepPeak: s.Peak, HoldsPeak: p.PeakPhase >= 0 && p.List[p.PeakPhase].Step == s.Step}
+		for _, n := range ds.PhaseNames {
+			if v, ok := peaks[n]; ok {
+				r.Peaks = append(r.Peaks, units.Bytes(v))
+			} else {
+				r.Peaks = append(r.Peaks, "–")
+			}
+		}
+		ds.Steps = append(ds.Steps, r)
+	}
+}
+
+// boundStrings keeps at most n strings of at most runes runes each.
+func boundStrings(in []string, n, runes int) []string {
+	out := []string{}
+	for i, s := range in {
+		if i == n {
+			out = append(out, fmt.Sprintf("(%d more)", len(in)-i))
+			break
+		}
+		out = append(out, clip(s, runes))
+	}
+	return out
+}
+
+// boundFindings keeps at most n findings of at most 600 runes each.
+func boundFindings(in []attribution.Finding, n int) []attribution.Finding {
+	out := []attribution.Finding{}
+	for i, f := range in {
+		if i == n {
+			out = append(out, attribution.Finding{Kind: "more", Text: fmt.Sprintf("(%d more findings, not shown)", len(in)-i)})
+			break
+		}
+		f.Text = clip(f.Text, 600)
+		out = append(out, f)
+	}
+	return out
+}
