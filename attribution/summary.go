@@ -10,6 +10,7 @@ import (
 	"github.com/memscope/memscope/internal/units"
 
 	"github.com/memscope/memscope/snapshot"
+	"github.com/memscope/memscope/trace"
 )
 
 // Summary is what 'memscope summary' reports for one snapshot file.
@@ -51,6 +52,13 @@ type DeviceSummary struct {
 	// Categories holds the allocated bytes at the peak by category.
 	Categories [NumCategories]Bytes
 	Findings   []Finding
+
+	// With a joined profiler trace: the peak's bytes by operator (top
+	// rows), and the share of the bytes allocated in the trace's window
+	// that found their operator.
+	Ops        []OpBytes
+	OpsCovered float64
+	Joined     bool
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
 
@@ -137,6 +145,21 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 	ds.Categories = dev.Peak.Categories
 	ds.Findings = dev.Findings()
 	return ds
+}
+
+// JoinTrace adds the peak's bytes by operator from the profiler trace of
+// the same run, keeping the top rows.
+func (s *Summary) JoinTrace(a *Analysis, tr *trace.Trace, top int) {
+	for i := range s.Devices {
+		ds := &s.Devices[i]
+		for _, d := range a.Devices {
+			if d.Device != ds.Device {
+				continue
+			}
+			rows, covered := d.JoinTrace(tr).ByOp(d.Peak)
+			ds.Ops, ds.OpsCovered, ds.Joined = rows[:min(top, len(rows))], covered, true
+		}
+	}
 }
 
 // Findings lists the device's verdicts: leak, fragmentation at the peak,

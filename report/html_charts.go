@@ -261,7 +261,7 @@ func oomMarks(d *attribution.Device, timed bool) []charts.SeriesOpts {
 // categories that are never non-zero are left out.
 func categoryChart(prefix string, x timeAxis, s *attribution.Series) chartView {
 	timed := x.timed
-	c := timeChart(prefix+"-cat", x, opts.Legend{Top: "8", Left: "0", Width: "82%", Type: "scroll"})
+	c := timeChart(prefix+"-cat", x, opts.Legend{Top: "8"})
 	var cats []attribution.Category
 	for k := range attribution.NumCategories {
 		for i := range s.Points {
@@ -297,7 +297,9 @@ var siteColors = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 // points, every other site in one series.
 func siteChart(prefix string, x timeAxis, st *snapshot.Stacks, s *attribution.Series) chartView {
 	timed := x.timed
-	c := timeChart(prefix+"-site", x, opts.Legend{Top: "8", Left: "0", Width: "82%", Type: "scroll"})
+	// Site names are long: the legend is a column on the right.
+	c := timeChart(prefix+"-site", x, opts.Legend{Type: "scroll", Orient: "vertical", Right: "10", Top: "40", Bottom: "20", Width: "340"})
+	c.GridList = []opts.Grid{{Left: "80", Right: "380", Top: "40", Bottom: "80"}}
 	rows := make([][]any, 0, len(s.Points))
 	for i := range s.Points {
 		p := &s.Points[i]

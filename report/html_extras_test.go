@@ -3,11 +3,14 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/trace"
 )
 
 // testSweep is a made-up sweep of two precisions (no sweep run is
@@ -127,5 +130,24 @@ func TestHTMLCaptureRanks(t *testing.T) {
 	}
 	if !strings.Contains(page, `href="#run"`) {
 		t.Error("the run section is not in the navigation")
+	}
+}
+
+// TestHTMLOps: the operator table of a profiler trace lists its largest
+// operators with their bytes, and says how many it left out.
+func TestHTMLOps(t *testing.T) {
+	tr, err := trace.Open("../fixtures/llama-profiled/trace.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := tr.OpTable(tr.PeakDevice(), false)
+	page := html.UnescapeString(renderHTML(t, nil, HTMLOptions{Ops: &OpsView{Source: "trace.json.gz", Table: tb, Top: 5}}))
+	for _, r := range tb.Rows[:5] {
+		if !strings.Contains(page, "<td>"+r.Name+"</td>") || !strings.Contains(page, units.Bytes(r.SelfAlloc)) {
+			t.Errorf("operator table lacks %s with %s self", r.Name, units.Bytes(r.SelfAlloc))
+		}
+	}
+	if want := fmt.Sprintf("(%d more operators)", len(tb.Rows)-5); !strings.Contains(page, want) {
+		t.Errorf("operator table does not say %q", want)
 	}
 }

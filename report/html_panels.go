@@ -50,7 +50,7 @@ func treeChart(prefix string, root *attribution.TreeNode) chartView {
 		s.Data = data
 		s.LeafDepth = 3
 		s.Levels = levels
-		s.Top, s.Bottom, s.Left, s.Right = "10", "40", "10", "10"
+		s.Top, s.Bottom, s.Left, s.Right = "36", "40", "10", "10"
 		s.UpperLabel = &opts.UpperLabel{Show: opts.Bool(true)}
 	}))
 	return newChart(prefix+"-tree", "tree", 520, c)

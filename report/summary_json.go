@@ -89,6 +89,8 @@ type SummaryDevice struct {
 	OOMs             int                 `json:"ooms"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
 	Findings         []FindingJSON       `json:"findings"`
+	Ops              []OpBytesJSON       `json:"ops_at_peak,omitempty"`
+	OpsCovered       *float64            `json:"ops_covered,omitempty"`
 	Warnings         []string            `json:"warnings"`
 }
 
@@ -124,6 +126,9 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		sd.Categories = map[string]int64{}
 		for c := attribution.Category(0); c < attribution.NumCategories; c++ {
 			sd.Categories[c.String()] = d.Categories[c].Bytes
+		}
+		if d.Joined {
+			sd.Ops, sd.OpsCovered = OpRows(d.Ops, -1), &d.OpsCovered
 		}
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {

@@ -104,6 +104,12 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		}
 		tw.Flush()
 	}
+	if d.Joined {
+		ew.printf("\ntop operators live at peak (profiler trace joined: %.1f%% of its window's bytes matched):\n", 100*d.OpsCovered)
+		for _, r := range d.Ops {
+			ew.printf("  %10s  %5d  %s\n", units.Bytes(r.Bytes.Bytes), r.Count, clipTail(r.Label, 80))
+		}
+	}
 	var cats []string
 	for c := attribution.Category(0); c < attribution.NumCategories; c++ {
 		if b := d.Categories[c]; b.Bytes > 0 {

@@ -168,6 +168,26 @@ func TestOpsAndPeakTrace(t *testing.T) {
 	if d.Covered == nil || *d.Covered < 0.95 || len(d.Ops) == 0 {
 		t.Fatalf("peak --trace: covered %v, %d op rows; want ≥ 0.95 and rows", d.Covered, len(d.Ops))
 	}
+	r = runMemscope("summary", "--json", "--trace", tr, "../../fixtures/llama-profiled/snapshot.pickle")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var sum struct {
+		Files []struct {
+			Devices []struct {
+				Ops []struct {
+					Op string `json:"op"`
+				} `json:"ops_at_peak"`
+				Covered *float64 `json:"ops_covered"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sd := sum.Files[0].Devices[0]; sd.Covered == nil || *sd.Covered < 0.95 || len(sd.Ops) == 0 {
+		t.Errorf("summary --trace: covered %v, %d op rows; want ≥ 0.95 and rows", sd.Covered, len(sd.Ops))
+	}
 	// A trace without memory events is refused with the fix in the message.
 	dir := t.TempDir()
 	empty := dir + "/t.json"

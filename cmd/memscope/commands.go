@@ -262,6 +262,7 @@ type summaryOptions struct {
 	device int    // CUDA device to report; -1 for all
 	stacks bool   // print each top site's full stack
 	run    string // a capture or sweep run directory to summarize
+	trace  string // a profiler trace of the same run, joined by operator
 }
 
 func summaryFlags(fs *pflag.FlagSet) runFunc {
@@ -271,6 +272,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
 	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
+	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator too")
 	return func(cc *cmdContext, paths []string) error {
 		if o.run != "" {
 			return runSummaryRun(cc, o, paths)

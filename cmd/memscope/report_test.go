@@ -49,6 +49,12 @@ func TestReportCommand(t *testing.T) {
 		{name: "too-many-devices", args: slices.Repeat([]string{oom}, 17), code: 2, stderr: "at most 16"},
 		{name: "trace", args: []string{"--trace", "../../fixtures/llama-profiled/trace.json.gz", "../../fixtures/llama-profiled/snapshot.pickle"},
 			in: []string{`id="ops"`, "Operators (profiler trace)", "aten::"}},
+		{name: "sweep-run-alone", args: []string{"--run", "../../fixtures/sweep-llama"},
+			in: []string{`id="run-sweep"`, "Batch-size sweep"}, notIn: []string{`id="f0d0-timeline"`}},
+		{name: "capture-run", args: []string{"--run", "../../capture/testdata/run-fake-2ranks", llama},
+			in: []string{`id="run-ranks"`, "Capture run", `id="f0d0-timeline"`}},
+		{name: "no-input", args: []string{}, code: 2, stderr: "missing SNAP"},
+		{name: "not-a-run", args: []string{"--run", "../../fixtures/oom", oom}, code: 2, stderr: "not a memscope run directory"},
 		{name: "unreadable", args: []string{"no-such.pickle"}, code: 2, stderr: "no-such.pickle"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

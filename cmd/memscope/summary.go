@@ -6,6 +6,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
+	"github.com/memscope/memscope/trace"
 )
 
 // runSummary runs 'memscope summary'. It is a variable so that tests can see
@@ -15,6 +16,13 @@ var runSummary = summary
 // summary prints, for each snapshot in paths, the summary described in the
 // command's usage, as text or (opts.json) JSON, to cc.stdout.
 func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
+	var tr *trace.Trace
+	if opts.trace != "" {
+		var err error
+		if tr, err = trace.Open(opts.trace); err != nil {
+			return badInput(err)
+		}
+	}
 	var sums []*attribution.Summary
 	for i, path := range paths {
 		s, err := snapshot.Open(path)
@@ -23,6 +31,9 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		}
 		an := attribution.Analyze(s, attribution.Options{Device: opts.device})
 		sum := attribution.Summarize(an, opts.top)
+		if tr != nil {
+			sum.JoinTrace(an, tr, opts.top)
+		}
 		if opts.json {
 			sums = append(sums, sum)
 			continue
