@@ -38,6 +38,7 @@ type Device struct {
 	an    *Analysis
 	class *classifier
 	churn churn
+	pools []poolRange // end-state segments by address, for poolOf
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -117,7 +118,34 @@ type Bytes struct {
 // StreamBytes is what one stream and pool hold.
 type StreamBytes struct {
 	Stream int64
+	// Pool is the segment_pool_id of the block's segment: (0,0) the
+	// default pool, others CUDA-graph or MemPool pools. Blocks in segments
+	// freed before the end of the trace count in the default pool.
+	Pool snapshot.PoolID
 	Bytes
+}
+
+// poolOf returns the pool of the end-state segment holding addr.
+func (d *Device) poolOf(addr uint64) snapshot.PoolID {
+	if d.pools == nil {
+		for i := range d.an.Snapshot.Segments {
+			seg := &d.an.Snapshot.Segments[i]
+			if seg.Device == d.Device {
+				d.pools = append(d.pools, poolRange{seg.Address, seg.End(), seg.Pool})
+			}
+		}
+		sort.Slice(d.pools, func(i, j int) bool { return d.pools[i].addr < d.pools[j].addr })
+	}
+	i := sort.Search(len(d.pools), func(i int) bool { return d.pools[i].end > addr })
+	if i < len(d.pools) && d.pools[i].addr <= addr {
+		return d.pools[i].pool
+	}
+	return snapshot.PoolID{}
+}
+
+type poolRange struct {
+	addr, end uint64
+	pool      snapshot.PoolID
 }
 
 // At attributes what was live after event index.
@@ -129,7 +157,11 @@ func (d *Device) At(index int, label string) *Moment {
 	}
 	m.Numbers, m.Live, m.Ranges = t.At(index)
 	m.Category = make([]Category, len(m.Live))
-	streams := map[int64]*StreamBytes{}
+	type streamPool struct {
+		stream int64
+		pool   snapshot.PoolID
+	}
+	streams := map[streamPool]*StreamBytes{}
 	var allocated []snapshot.LiveBlock
 	for i := range m.Live {
 		b := &m.Live[i]
@@ -140,10 +172,11 @@ func (d *Device) At(index int, label string) *Moment {
 		m.Category[i] = c
 		m.Categories[c].Bytes += b.Size
 		m.Categories[c].Count++
-		sb := streams[b.Stream]
+		key := streamPool{b.Stream, d.poolOf(b.Addr)}
+		sb := streams[key]
 		if sb == nil {
-			sb = &StreamBytes{Stream: b.Stream}
-			streams[b.Stream] = sb
+			sb = &StreamBytes{Stream: key.stream, Pool: key.pool}
+			streams[key] = sb
 		}
 		sb.Bytes.Bytes += b.Size
 		sb.Count++

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -108,4 +109,31 @@ func fixtureByName(t *testing.T, name string) *fixture {
 	}
 	t.Fatalf("fixture %s not found", name)
 	return nil
+}
+
+// TestTraceTimeline: the trace's series in the replay's shape peaks where
+// the snapshot's replay does, at torch's max_memory_allocated.
+func TestTraceTimeline(t *testing.T) {
+	f := fixtureByName(t, "llama-profiled")
+	tr, err := trace.Open("../fixtures/llama-profiled/trace.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := TraceTimeline(tr, tr.PeakDevice())
+	var peak snapshot.Point
+	for _, p := range pts {
+		if p.Allocated > peak.Allocated {
+			peak = p
+		}
+		if p.Requested != NotRecorded || p.Active != NotRecorded {
+			t.Fatalf("point %d: requested/active = %d/%d, want NotRecorded", p.Index, p.Requested, p.Active)
+		}
+	}
+	d := f.an.Devices[0]
+	if peak.Allocated != f.truth.Window.MaxAllocated || peak.Allocated != d.Timeline.PeakAllocated.Bytes {
+		t.Errorf("trace timeline peak = %d, want %d (torch) = replay's %d", peak.Allocated, f.truth.Window.MaxAllocated, d.Timeline.PeakAllocated.Bytes)
+	}
+	if gap := peak.TimeUS - d.Timeline.PeakAllocated.TimeUS; gap < -1000 || gap > 1000 {
+		t.Errorf("trace peak at %d µs, replay's at %d µs", peak.TimeUS, d.Timeline.PeakAllocated.TimeUS)
+	}
 }

@@ -58,9 +58,10 @@ func OpRows(rows []attribution.OpBytes, top int) []OpBytesJSON {
 }
 
 type StreamJSON struct {
-	Stream int64 `json:"stream"`
-	Bytes  int64 `json:"bytes"`
-	Blocks int   `json:"blocks"`
+	Stream int64    `json:"stream"`
+	Pool   [2]int64 `json:"pool"` // segment_pool_id; [0,0] is the default pool
+	Bytes  int64    `json:"bytes"`
+	Blocks int      `json:"blocks"`
 }
 
 // Moment converts a moment, keeping the top sites (all when top < 0).
@@ -75,7 +76,7 @@ func Moment(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
 		j.Sites = append(j.Sites, siteJSON(st, s))
 	}
 	for _, s := range m.Streams {
-		j.Streams = append(j.Streams, StreamJSON{s.Stream, s.Bytes.Bytes, s.Count})
+		j.Streams = append(j.Streams, StreamJSON{s.Stream, [2]int64{s.Pool.A, s.Pool.B}, s.Bytes.Bytes, s.Count})
 	}
 	return j
 }

@@ -83,9 +83,9 @@ func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 	sitesText(ew, m.Sites, m.Allocated, top, "sites (first user frame)")
 	categoriesText(ew, m.Categories, m.Allocated)
 	if len(m.Streams) > 1 {
-		ew.printf("\nby stream:\n")
+		ew.printf("\nby stream and pool:\n")
 		for _, s := range m.Streams {
-			ew.printf("  %12s  stream %d (%d blocks)\n", units.Bytes(s.Bytes.Bytes), s.Stream, s.Count)
+			ew.printf("  %12s  stream %d, pool (%d,%d) (%d blocks)\n", units.Bytes(s.Bytes.Bytes), s.Stream, s.Pool.A, s.Pool.B, s.Count)
 		}
 	}
 	return ew.err
