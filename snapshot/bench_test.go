@@ -1,9 +1,6 @@
 package snapshot_test
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -11,37 +8,6 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// benchFile returns the snapshot to decode: $MEMSCOPE_BENCH_SNAPSHOT, or a
-// ~64 MB file generated from a fixture into a temporary folder.
-func benchFile(b *testing.B) (string, int64) {
-	path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT")
-	if path == "" {
-		src, err := snapshot.Open(snapgen.DefaultSource(".."))
-		if err != nil {
-			b.Fatal(err)
-		}
-		path = filepath.Join(b.TempDir(), "bench.pickle")
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := bufio.NewWriter(f)
-		if _, err := snapgen.Write(w, src, 64<<20); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return path, st.Size()
-}
 
 // BenchmarkDecode decodes a large snapshot. Targets (DESIGN.md): ≥ 250 MB/s
 // on one core (-cpu 1) and a retained heap ≤ 1.5 × the file size. Run on a
@@ -50,7 +16,7 @@ func benchFile(b *testing.B) (string, int64) {
 //	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GB
 //	MEMSCOPE_BENCH_SNAPSHOT=$PWD/bench-data/big.pickle go test ./snapshot -run '^$' -bench Decode -cpu 1 -benchtime 3x
 func BenchmarkDecode(b *testing.B) {
-	path, size := benchFile(b)
+	path, size := snapgen.BenchFile(b, "..")
 	b.SetBytes(size)
 	b.ReportAllocs()
 	events := 0
