@@ -8,7 +8,6 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-
 // BenchmarkDecode decodes a large snapshot. Targets (DESIGN.md): ≥ 250 MB/s
 // on one core (-cpu 1) and a retained heap ≤ 1.5 × the file size. Run on a
 // 1 GB file with:
