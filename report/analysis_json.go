@@ -24,8 +24,16 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// FileJSON is one input file's part of a document: its path and one entry
+// per device.
+type FileJSON struct {
+	Source  string `json:"source"`
+	Devices any    `json:"devices"`
+}
+
 // MomentJSON is the attribution at one moment.
 type MomentJSON struct {
+	Device      int              `json:"device"`
 	Label       string           `json:"label"`
 	EventIndex  int              `json:"event_index"`
 	TimeEpochUS int64            `json:"time_epoch_us"`
@@ -64,9 +72,16 @@ type StreamJSON struct {
 	Blocks int      `json:"blocks"`
 }
 
-// Moment converts a moment, keeping the top sites (all when top < 0).
+func momentOf(st *snapshot.Stacks, device int, m *attribution.Moment, top int) MomentJSON {
+	j := Moment(st, m, top)
+	j.Device = device
+	return j
+}
+
+// Moment converts a moment, keeping the top sites (all when top < 0). Its
+// Device is -1 until the caller sets it.
 func Moment(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
-	j := MomentJSON{Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
+	j := MomentJSON{Device: -1, Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
 		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories),
 		Streams: []StreamJSON{}}
 	for i, s := range m.Sites {
@@ -151,6 +166,13 @@ type FragJSON struct {
 	Verdict                string                   `json:"verdict"`
 }
 
+// DeviceFragJSON is the fragmentation of one device at each moment: the
+// peak, the end, and every OOM.
+type DeviceFragJSON struct {
+	Device  int        `json:"device"`
+	Moments []FragJSON `json:"moments"`
+}
+
 // Frag converts one fragmentation result.
 func Frag(f *attribution.Fragmentation) FragJSON {
 	h := f.Histogram
@@ -182,7 +204,7 @@ type OOMJSON struct {
 func OOM(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
 	return OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request, DeviceFree: o.DeviceFree,
 		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: Frag(o.Frag),
-		Live: Moment(st, o.At, top)}
+		Live: momentOf(st, d.Device, o.At, top)}
 }
 
 // DiffJSON is a comparison of two snapshots.

@@ -62,7 +62,7 @@ type OpRowJSON struct {
 
 // Ops converts a table, keeping the first top rows (all when top < 0).
 func Ops(tb *trace.Table, top int) OpsJSON {
-	j := OpsJSON{Device: tb.Device.String(), PeakBytes: tb.Peak.Allocated, Events: tb.Events,
+	j := OpsJSON{Device: tb.Device.String(), PeakBytes: tb.Peak.Allocated, PeakEpochUS: float64(tb.Peak.Time) / 1e3, Events: tb.Events,
 		NoOp: tb.NoOp, Unattributed: tb.Unattributed, Rows: []OpRowJSON{}}
 	for i, r := range tb.Rows {
 		if top >= 0 && i == top {

@@ -62,7 +62,7 @@ func (o *analysisOptions) eachFile(cc *cmdContext, kind string, paths []string, 
 			return err
 		}
 		if o.json {
-			doc.Files = append(doc.Files, map[string]any{"source": p, "devices": v})
+			doc.Files = append(doc.Files, report.FileJSON{Source: p, Devices: v})
 		}
 	}
 	if o.json {
@@ -99,6 +99,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				}
 				if o.json {
 					mj := report.Moment(an.Snapshot.Stacks, m, o.top)
+					mj.Device = d.Device
 					if tr != nil {
 						mj.Ops, mj.OpsCovered = report.OpRows(ops, o.top), &covered
 					}
@@ -151,7 +152,7 @@ func fragFlags(fs *pflag.FlagSet) runFunc {
 	o.define(fs)
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, "frag", paths, func(an *attribution.Analysis) (any, error) {
-			out := map[string][]report.FragJSON{}
+			out := []report.DeviceFragJSON{}
 			for _, d := range an.Devices {
 				if !o.json {
 					if err := report.FragText(cc.stdout, d); err != nil {
@@ -159,10 +160,11 @@ func fragFlags(fs *pflag.FlagSet) runFunc {
 					}
 					continue
 				}
-				key := fmt.Sprint(d.Device)
+				df := report.DeviceFragJSON{Device: d.Device, Moments: []report.FragJSON{}}
 				for _, f := range d.Frag {
-					out[key] = append(out[key], report.Frag(f))
+					df.Moments = append(df.Moments, report.Frag(f))
 				}
+				out = append(out, df)
 			}
 			return out, nil
 		})
