@@ -7,8 +7,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 )
 
 func main() {
@@ -19,5 +21,25 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
 	}
-	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr)))
+	os.Exit(exitCode(profiled(func() error { return run(os.Args[1:], os.Stdout, os.Stderr) })))
+}
+
+// profiled runs fn, writing a CPU profile of it to $MEMSCOPE_CPUPROFILE when
+// that is set (for profiling memscope itself; cmd/memscope/default.pgo was
+// made this way).
+func profiled(fn func() error) error {
+	path := os.Getenv("MEMSCOPE_CPUPROFILE")
+	if path == "" {
+		return fn()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("MEMSCOPE_CPUPROFILE: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("MEMSCOPE_CPUPROFILE: %w", err)
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
 }
