@@ -31,7 +31,8 @@ type TreeNode struct {
 // nodes, none smaller than minShare of the total; what is cut adds up in
 // one "(N smaller)" node per parent, and bytes allocated by a frame that
 // also has children shown go to a "(self)" child, so children always sum to
-// their parent.
+// their parent. A chain of frames that pass all their bytes to one callee
+// is one node, named by the innermost.
 func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 	st := d.an.Snapshot.Stacks
 	f := d.an.Filter
@@ -139,7 +140,27 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		}
 		return out
 	}
-	return build(root)
+	out := build(root)
+	for i, c := range out.Children {
+		out.Children[i] = collapse(c)
+	}
+	return out
+}
+
+// collapse merges each run of frames that pass all their bytes to one
+// callee (main → train → step) into its innermost node, whose Path then
+// names the callers, so that the treemap's first levels are where memory
+// divides.
+func collapse(n *TreeNode) *TreeNode {
+	for len(n.Children) == 1 && n.Children[0].Bytes == n.Bytes {
+		c := n.Children[0]
+		c.Path = n.Path + " › " + c.Path
+		n = c
+	}
+	for i, c := range n.Children {
+		n.Children[i] = collapse(c)
+	}
+	return n
 }
 
 // SegmentFill is how full one reserved segment is at a moment.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 )
 
 // The browser test opens reports in headless Chromium (Debian's chromium,
@@ -90,8 +91,9 @@ var (
 )
 
 // TestChromium opens, with the library inlined, the report of a training
-// run (llama-bf16), of the OOM run, and of a batch-size sweep (the
-// sweep-llama run with the snapshot of its first batch that failed): every
+// run (llama-bf16), of the OOM run, of a two-rank capture (both ranks'
+// snapshots and the run's table) and of a batch-size sweep (the sweep-llama
+// run with the snapshot of its first batch that failed): every
 // chart must be initialised with data and nothing may reach the console;
 // then it takes a screenshot.
 func TestChromium(t *testing.T) {
@@ -111,6 +113,17 @@ func TestChromium(t *testing.T) {
 	}{
 		{"llama-bf16", fixture("llama-bf16")},
 		{"oom", fixture("oom")},
+		{"capture-ddp", func(t *testing.T) string { // two ranks: two sections and the run
+			a, err := capture.ReadRun("../fixtures/capture-ddp")
+			if err != nil {
+				t.Skipf("no multi-rank capture to report on: %v", err)
+			}
+			o := opt
+			o.Run = &RunView{Capture: a}
+			_, v0 := fixtureView(t, "capture-ddp/snapshot.rank0.pickle#")
+			_, v1 := fixtureView(t, "capture-ddp/snapshot.rank1.pickle#")
+			return renderHTML(t, []*attribution.View{v0, v1}, o)
+		}},
 		{"sweep-llama", func(t *testing.T) string {
 			o := opt
 			o.Run = &RunView{Sweep: sweepFixture(t)}

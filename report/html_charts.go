@@ -89,6 +89,9 @@ func timeChart(id string, x timeAxis, legend opts.Legend) *charts.Line {
 	c := charts.NewLine()
 	xa := xAxis(x.timed)
 	xa.Min, xa.Max = 0, x.max
+	if !x.timed {
+		xa.Min = -1 // the state before the first event is at event -1
+	}
 	c.SetGlobalOptions(append(common(id),
 		charts.WithXAxisOpts(xa),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "bytes"}),
@@ -252,7 +255,7 @@ func oomMarks(d *attribution.Device, timed bool) []charts.SeriesOpts {
 	return []charts.SeriesOpts{
 		charts.WithMarkLineNameXAxisItemOpts(items...),
 		charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
-			Label:     &opts.Label{Show: opts.Bool(true), Formatter: "{b}", Color: "#c0392b"},
+			Label:     &opts.Label{Show: opts.Bool(len(items) <= 3), Formatter: "{b}", Color: "#c0392b"},
 			LineStyle: &opts.LineStyle{Color: "#c0392b", Width: 2, Type: "solid"}}),
 	}
 }
@@ -270,6 +273,9 @@ func categoryChart(prefix string, x timeAxis, s *attribution.Series) chartView {
 				break
 			}
 		}
+	}
+	if len(cats) == 0 {
+		cats = []attribution.Category{attribution.Unknown} // nothing allocated: a line at zero
 	}
 	rows := make([][]any, 0, len(s.Points))
 	for i := range s.Points {

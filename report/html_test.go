@@ -13,10 +13,15 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// fixtureView analyses a fixture and makes its one-section view.
+// fixtureView analyses a fixture's snapshot.pickle (or, for a name ending
+// in "#", the file it names) and makes its view as one section.
 func fixtureView(t testing.TB, name string) (*attribution.Analysis, *attribution.View) {
 	t.Helper()
-	s, err := snapshot.Open("../fixtures/" + name + "/snapshot.pickle")
+	path := "../fixtures/" + name + "/snapshot.pickle"
+	if f, ok := strings.CutSuffix(name, "#"); ok {
+		path = "../fixtures/" + f
+	}
+	s, err := snapshot.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

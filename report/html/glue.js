@@ -128,6 +128,8 @@
       try {
         var opt = JSON.parse(document.getElementById(el.id + "-option").textContent);
         (decorate[el.dataset.kind] || function () {})(opt, el);
+        // Draw at once; keep the animation of zooms and drills.
+        opt.animationDuration = 0;
         var c = echarts.init(el, null, { renderer: "canvas" });
         c.setOption(opt);
         if (el.dataset.group) {
