@@ -1,9 +1,11 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -180,5 +182,47 @@ func BenchmarkHTMLLarge(b *testing.B) {
 	b.ReportMetric(float64(st.Size()), "snapshot-bytes")
 	if page > maxPage {
 		b.Errorf("page = %d bytes, want ≤ %d", page, maxPage)
+	}
+}
+
+// TestHTMLBound1GB: the page of a report on a 1 GB snapshot (the Llama
+// fixture's trace repeated by the repository's generator) stays under the
+// bound. It writes 1 GB to a temporary folder and needs about 2 GB of
+// memory, so it runs under CI (CI=true) or with MEMSCOPE_BIG_TESTS=1.
+func TestHTMLBound1GB(t *testing.T) {
+	if os.Getenv("CI") != "true" && os.Getenv("MEMSCOPE_BIG_TESTS") != "1" {
+		t.Skip("writes and reports a 1 GB snapshot: set MEMSCOPE_BIG_TESTS=1 (CI runs it)")
+	}
+	src, err := snapshot.Open("../fixtures/llama-bf16/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "big.pickle")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	st, err := snapgen.Write(w, src, 1<<30)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := pageFor(t, s)
+	t.Logf("generated snapshot %d bytes, %d events: page %d bytes without the library", st.Bytes, st.Events, len(page))
+	if st.Bytes < 1<<30 {
+		t.Fatalf("generated %d bytes, want ≥ 1 GiB", st.Bytes)
+	}
+	if len(page) > maxPage {
+		t.Errorf("page of a %d-byte snapshot = %d bytes, want ≤ %d", st.Bytes, len(page), maxPage)
 	}
 }
