@@ -31,7 +31,7 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 		}
 	}
 	ew.printf("steps (phases from %s; peak allocated per phase):\n", p.Source)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "step\tfloor\t")
 	for _, n := range names {
 		fmt.Fprintf(tw, "%s\t", n)
@@ -96,7 +96,7 @@ func sitesText(ew *errWriter, sites []attribution.SiteBytes, total int64, top in
 		return
 	}
 	ew.printf("\n%s, top %d of %d:\n", title, min(top, len(sites)), len(sites))
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	tw := newTable(ew, 0)
 	fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site")
 	for i, s := range sites {
 		if i == top {
@@ -166,7 +166,7 @@ func LeakText(w io.Writer, d *attribution.Device) error {
 	}
 	if len(l.Sites) > 0 {
 		ew.printf("\nsites of blocks born in steady steps and live at the end:\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw := newTable(ew, 0)
 		fmt.Fprintf(tw, "  %10s\t%10s\t%5s\t%s\n", "live", "per step", "steps", "site")
 		for _, s := range l.Sites {
 			fmt.Fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, clip(s.Label, 66))
@@ -187,7 +187,7 @@ func signed(n int64) string {
 func FragText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d: free memory inside reserved segments\n\n", d.Device)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "moment\treserved\tallocated\treserved-alloc\tfree\tinactive split\tholes\tlargest small\tlargest large\t\n")
 	for _, f := range d.Frag {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", f.Label, units.Bytes(f.Reserved), units.Bytes(f.Allocated),
@@ -253,7 +253,7 @@ func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 			ew.printf(" (only in B)")
 		}
 		ew.printf("\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := newTable(ew, tabwriter.AlignRight)
 		fmt.Fprintf(tw, "\tA\tB\tB − A\t\n")
 		row := func(name string, a, b int64) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Bytes(a), units.Bytes(b), signed(b-a))
@@ -275,7 +275,7 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 		return
 	}
 	ew.printf("\n%s, largest change first:\n", title)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	tw := newTable(ew, 0)
 	fmt.Fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", "A", "B", "B − A", "")
 	for i, r := range rows {
 		if i == top {

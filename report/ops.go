@@ -18,7 +18,7 @@ func OpsText(w io.Writer, name string, tb *trace.Table, top int) error {
 		ew.printf("%d events outside any op charged to their Python function, %d to none\n", tb.NoOp, tb.Unattributed)
 	}
 	ew.printf("\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
 	for i, r := range tb.Rows {
 		if i == top {

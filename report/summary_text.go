@@ -47,7 +47,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	}
 	ew.printf("\n\n")
 
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\trequested\tallocated\tactive\treserved\tdevice used\t\n")
 	used := "not recorded"
 	if d.DeviceUsed != nil {
@@ -86,7 +86,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 
 	if len(d.TopSites) > 0 {
 		ew.printf("\ntop sites live at peak (%d blocks, %s allocated):\n", d.LiveAtPeak, units.Bytes(d.AtPeak.Allocated))
-		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw = newTable(ew, 0)
 		fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site (first user frame)")
 		for _, s := range d.TopSites {
 			label := s.Label

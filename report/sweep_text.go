@@ -36,7 +36,7 @@ func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
 		r.Warmup, plural(r.Warmup), r.Steps)
 
 	ew.printf("\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "precision\tbatch\tresult\tforward\tbackward\toptimizer\tallocated\trequested\treserved\tstep time\tretries\t\n")
 	for _, p := range a.Rows {
 		res := "fits"
@@ -166,7 +166,7 @@ func RunText(w io.Writer, a *capture.RunAnalysis) error {
 	}
 	if len(a.Ranks) > 0 {
 		ew.printf("\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := newTable(ew, tabwriter.AlignRight)
 		fmt.Fprintf(tw, "rank\tpeak allocated\trequested\treserved\tdevice used\tsteps\texit\tOOM events\t\n")
 		for _, r := range a.Ranks {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Rank, units.Bytes(r.Peak.Allocated),
@@ -182,7 +182,7 @@ func RunText(w io.Writer, a *capture.RunAnalysis) error {
 	}
 	if len(a.Phases) > 0 {
 		ew.printf("\nphases of the measured steps (highest over steps and ranks):\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := newTable(ew, tabwriter.AlignRight)
 		fmt.Fprintf(tw, "phase\tsteps\tpeak allocated\trequested\treserved\t\n")
 		for _, p := range a.Phases {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", p.Phase, p.Steps, units.Bytes(p.Peak.Allocated),
