@@ -111,12 +111,29 @@ type segRange struct {
 // layout tracks the reserved ranges and where active blocks sit in them.
 type layout struct {
 	segs []*segRange // sorted by addr, non-overlapping
+	last int         // index of the range find returned last: a hint
 }
 
+// find returns the index of the range holding addr, or -1. Consecutive
+// lookups often land in one segment, so the last hit is tried first.
 func (l *layout) find(addr uint64) int {
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > addr })
-	if i < len(l.segs) && l.segs[i].addr <= addr {
-		return i
+	if l.last < len(l.segs) {
+		if s := l.segs[l.last]; s.addr <= addr && addr < s.end {
+			return l.last
+		}
+	}
+	lo, hi := 0, len(l.segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l.segs[m].end <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(l.segs) && l.segs[lo].addr <= addr {
+		l.last = lo
+		return lo
 	}
 	return -1
 }
