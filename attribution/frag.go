@@ -81,9 +81,49 @@ type hole struct {
 	split bool
 }
 
-// holes lists the free blocks of a moment: the gaps between active blocks
-// inside each reserved range (adjacent mapped ranges of expandable segments
-// are one).
+// segmentView is one reserved segment at a moment: a cudaMalloc'd range, or
+// the adjacent mapped ranges of an expandable segment taken as one (free
+// blocks span them). Live holds its active blocks by address, Holes the
+// gaps between them: free space is one free block per maximal gap.
+type segmentView struct {
+	Addr, End  uint64
+	Expandable bool
+	Live       []snapshot.LiveBlock // aliases the moment's
+	Holes      []int64
+}
+
+// segments walks the reserved segments of moment m in address order.
+func (m *Moment) segments(fn func(s *segmentView)) {
+	li := 0
+	for ri := 0; ri < len(m.Ranges); ri++ {
+		r := m.Ranges[ri]
+		s := segmentView{Addr: r.Addr, End: r.End, Expandable: r.Expandable}
+		for r.Expandable && ri+1 < len(m.Ranges) && m.Ranges[ri+1].Expandable && m.Ranges[ri+1].Addr == s.End {
+			ri++
+			s.End = m.Ranges[ri].End
+		}
+		for li < len(m.Live) && m.Live[li].Addr < s.Addr {
+			li++
+		}
+		first := li
+		at := s.Addr
+		for ; li < len(m.Live) && m.Live[li].Addr < s.End; li++ {
+			b := &m.Live[li]
+			if b.Addr > at {
+				s.Holes = append(s.Holes, int64(b.Addr-at))
+			}
+			at = max(at, b.Addr+uint64(b.Size))
+		}
+		if at < s.End {
+			s.Holes = append(s.Holes, int64(s.End-at))
+		}
+		s.Live = m.Live[first:li]
+		fn(&s)
+	}
+}
+
+// holes lists the free blocks of a moment with their pool and whether they
+// count as split (torch's inactive_split).
 func (d *Device) holes(m *Moment) []hole {
 	small := map[uint64]bool{}
 	for i := range d.an.Snapshot.Segments {
@@ -93,41 +133,17 @@ func (d *Device) holes(m *Moment) []hole {
 		}
 	}
 	var out []hole
-	li := 0
-	for ri := 0; ri < len(m.Ranges); ri++ {
-		r := m.Ranges[ri]
-		start, end := r.Addr, r.End
-		for r.Expandable && ri+1 < len(m.Ranges) && m.Ranges[ri+1].Expandable && m.Ranges[ri+1].Addr == end {
-			ri++
-			end = m.Ranges[ri].End
-		}
-		isSmall, known := small[start]
+	m.segments(func(s *segmentView) {
+		isSmall, known := small[s.Addr]
 		if !known {
-			isSmall = !r.Expandable && end-start == smallSegment
+			isSmall = !s.Expandable && s.End-s.Addr == smallSegment
 		}
-		var gaps []int64
-		at := start
-		active := false
-		for li < len(m.Live) && m.Live[li].Addr < start {
-			li++
-		}
-		for ; li < len(m.Live) && m.Live[li].Addr < end; li++ {
-			b := &m.Live[li]
-			if b.Addr > at {
-				gaps = append(gaps, int64(b.Addr-at))
-			}
-			at = max(at, b.Addr+uint64(b.Size))
-			active = true
-		}
-		if at < end {
-			gaps = append(gaps, int64(end-at))
-		}
-		for _, g := range gaps {
+		for _, g := range s.Holes {
 			// torch leaves expandable segments out of inactive_split: their
 			// fully free pages can always be unmapped.
-			out = append(out, hole{size: g, large: !isSmall, split: active && !r.Expandable})
+			out = append(out, hole{size: g, large: !isSmall, split: len(s.Live) > 0 && !s.Expandable})
 		}
-	}
+	})
 	return out
 }
 

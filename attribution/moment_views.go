@@ -189,41 +189,22 @@ type SegmentFills struct {
 // maxShown.
 func (d *Device) SegmentFills(m *Moment, maxShown int) SegmentFills {
 	var all []SegmentFill
-	li := 0
-	for ri := 0; ri < len(m.Ranges); ri++ {
-		r := m.Ranges[ri]
-		start, end := r.Addr, r.End
-		for r.Expandable && ri+1 < len(m.Ranges) && m.Ranges[ri+1].Expandable && m.Ranges[ri+1].Addr == end {
-			ri++
-			end = m.Ranges[ri].End
-		}
-		sf := SegmentFill{Addr: start, Size: int64(end - start), Expandable: r.Expandable}
-		for li < len(m.Live) && m.Live[li].Addr < start {
-			li++
-		}
-		at := start
-		gap := func(to uint64) {
-			if to > at {
-				g := int64(to - at)
-				sf.Free += g
-				sf.Holes++
-				sf.LargestHole = max(sf.LargestHole, g)
-			}
-		}
-		for ; li < len(m.Live) && m.Live[li].Addr < end; li++ {
-			b := &m.Live[li]
-			gap(b.Addr)
-			if b.PendingFree {
+	m.segments(func(s *segmentView) {
+		sf := SegmentFill{Addr: s.Addr, Size: int64(s.End - s.Addr), Expandable: s.Expandable,
+			Blocks: len(s.Live), Holes: len(s.Holes)}
+		for i := range s.Live {
+			if b := &s.Live[i]; b.PendingFree {
 				sf.PendingFree += b.Size
 			} else {
 				sf.Allocated += b.Size
 			}
-			sf.Blocks++
-			at = max(at, b.Addr+uint64(b.Size))
 		}
-		gap(end)
+		for _, g := range s.Holes {
+			sf.Free += g
+			sf.LargestHole = max(sf.LargestHole, g)
+		}
 		all = append(all, sf)
-	}
+	})
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Size != all[j].Size {
 			return all[i].Size > all[j].Size
