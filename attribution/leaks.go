@@ -39,6 +39,10 @@ const minLeakSteps = 3
 // is lazy), so the first step found is skipped.
 func (d *Device) findLeak() *Leak {
 	l := &Leak{}
+	if len(d.Timeline.Events) == 0 {
+		l.Reason = "no allocation history recorded (record it with torch.cuda.memory._record_memory_history)"
+		return l
+	}
 	steps := d.Phases.Steps
 	if len(steps) < minLeakSteps+1 {
 		l.Reason = "too few steps to tell (need a first step and at least 3 steady ones)"

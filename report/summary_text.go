@@ -65,7 +65,9 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	tw.Flush()
 
 	ew.printf("\npeak allocated %s ", units.Bytes(d.PeakAllocated.Bytes))
-	if d.PeakAllocated.Index < 0 {
+	if d.Events == 0 {
+		ew.printf("is the snapshot's end state: no allocation history was recorded\n")
+	} else if d.PeakAllocated.Index < 0 {
 		ew.printf("was already live before the first recorded event\n")
 	} else {
 		ew.printf("at +%s of %s (event %d)", units.Duration(d.PeakOffsetUS), units.Duration(d.DurationUS), d.PeakAllocated.Index)
