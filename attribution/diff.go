@@ -57,7 +57,7 @@ func Compare(a, b *Analysis) *Diff {
 			dd.PeakB, dd.EndB = p[1].Peak.Numbers, p[1].End.Numbers
 			sb, cb, pb = p[1].groups()
 		}
-		dd.Sites, dd.Categories, dd.Phases = deltas(sa, sb), deltas(ca, cb), deltas(pa, pb)
+		dd.Sites, dd.Categories, dd.Phases = Deltas(sa, sb), Deltas(ca, cb), Deltas(pa, pb)
 		out.Devices = append(out.Devices, dd)
 	}
 	return out
@@ -81,7 +81,8 @@ func (d *Device) groups() (sites, cats, phases map[string]int64) {
 	return sites, cats, phases
 }
 
-func deltas(a, b map[string]int64) []Delta {
+// Deltas pairs the values of a and b by name, largest |change| first.
+func Deltas(a, b map[string]int64) []Delta {
 	names := map[string]bool{}
 	for k := range a {
 		names[k] = true

@@ -197,11 +197,25 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs)
 	return func(cc *cmdContext, paths []string) error {
-		a, err := o.analyze(paths[0])
+		pa, sweepA, err := diffInput(paths[0])
 		if err != nil {
 			return err
 		}
-		b, err := o.analyze(paths[1])
+		pb, sweepB, err := diffInput(paths[1])
+		if err != nil {
+			return err
+		}
+		switch {
+		case sweepA && sweepB:
+			return runDiffSweeps(cc, &o, paths[0], paths[1])
+		case sweepA || sweepB:
+			return usageErrorf("diff compares two sweep runs, or two snapshots (files or capture run directories), not one of each")
+		}
+		a, err := o.analyze(pa)
+		if err != nil {
+			return err
+		}
+		b, err := o.analyze(pb)
 		if err != nil {
 			return err
 		}

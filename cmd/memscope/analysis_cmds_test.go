@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
 )
 
@@ -196,5 +198,59 @@ func TestOpsAndPeakTrace(t *testing.T) {
 	}
 	if r := runMemscope("ops", empty); r.code != 2 || !strings.Contains(r.err.Error(), "profile_memory=True") {
 		t.Errorf("ops on a trace without memory events: exit %d, %v; want 2 and the profile_memory hint", r.code, r.err)
+	}
+}
+
+// TestDiffRuns: diff takes run directories. Two sweeps compare point by
+// point with values from their results.json; a capture run directory
+// stands for its snapshot.
+func TestDiffRuns(t *testing.T) {
+	const ddp, fsdp = "../../fixtures/sweep-paths/ddp", "../../fixtures/sweep-paths/fsdp"
+	r := runMemscope("diff", "--json", ddp, fsdp)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var doc struct {
+		Result struct {
+			Sweep struct {
+				Points []struct {
+					Name string `json:"name"`
+					A    int64  `json:"a"`
+					B    int64  `json:"b"`
+				} `json:"points"`
+			} `json:"sweep"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]int64{}
+	for i, dir := range []string{ddp, fsdp} {
+		res, err := capture.ReadResults(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range res.Points {
+			if p.Fits {
+				k := fmt.Sprintf("%s batch %d", p.Precision, p.Batch)
+				v := want[k]
+				v[i] = p.Peak.Allocated
+				want[k] = v
+			}
+		}
+	}
+	if len(doc.Result.Sweep.Points) != len(want) {
+		t.Fatalf("diff rows = %d, want %d", len(doc.Result.Sweep.Points), len(want))
+	}
+	for _, p := range doc.Result.Sweep.Points {
+		if w := want[p.Name]; p.A != w[0] || p.B != w[1] {
+			t.Errorf("diff %s = %d → %d, want %d → %d (results.json)", p.Name, p.A, p.B, w[0], w[1])
+		}
+	}
+	if r := runMemscope("diff", "../../fixtures/capture-oom", "../../fixtures/capture-train"); r.err != nil || !strings.Contains(r.stdout, "peak allocated") {
+		t.Errorf("diff of two capture run directories: %v", r.err)
+	}
+	if r := runMemscope("diff", ddp, mlpSnap); r.code != 2 {
+		t.Errorf("diff of a sweep and a snapshot: exit %d, want 2", r.code)
 	}
 }
