@@ -33,6 +33,9 @@ type DeviceSummary struct {
 	// DeviceUsed is nil ("not recorded") unless a run recorded it.
 	Start, AtPeak, End snapshot.Numbers
 	DeviceUsed         *int64
+	// DeviceUsedPeak is the highest device used a capture run sampled (per
+	// step, with torch.cuda.mem_get_info); nil outside a capture run.
+	DeviceUsedPeak *int64
 	// Each quantity's own peak.
 	PeakRequested, PeakAllocated, PeakActive, PeakReserved snapshot.Peak
 

@@ -73,8 +73,9 @@ type SummaryDevice struct {
 	Start            Numbers             `json:"start"`
 	AtPeak           Numbers             `json:"at_peak"`
 	End              Numbers             `json:"end"`
-	DeviceUsed       *int64              `json:"device_used"` // null: not recorded
-	Peaks            map[string]PeakJSON `json:"peaks"`       // requested, allocated, active, reserved
+	DeviceUsed       *int64              `json:"device_used"`      // null: not recorded
+	DeviceUsedPeak   *int64              `json:"device_used_peak"` // null outside a capture run
+	Peaks            map[string]PeakJSON `json:"peaks"`            // requested, allocated, active, reserved
 	PeakOffsetUS     int64               `json:"peak_offset_us"`
 	DurationUS       int64               `json:"duration_us"`
 	PeakRanges       []RangeJSON         `json:"peak_ranges"`
@@ -112,7 +113,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		d := &s.Devices[i]
 		sd := SummaryDevice{
 			Device: d.Device, Start: numbers(d.Start), AtPeak: numbers(d.AtPeak), End: numbers(d.End),
-			DeviceUsed: d.DeviceUsed,
+			DeviceUsed: d.DeviceUsed, DeviceUsedPeak: d.DeviceUsedPeak,
 			Peaks: map[string]PeakJSON{
 				"requested": peak(d.PeakRequested), "allocated": peak(d.PeakAllocated),
 				"active": peak(d.PeakActive), "reserved": peak(d.PeakReserved),

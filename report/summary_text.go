@@ -60,9 +60,16 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	row("at start", d.Start, "")
 	row("at peak", d.AtPeak, used)
 	row("at end", d.End, "")
-	fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t\t\n", "own peak", units.Bytes(d.PeakRequested.Bytes),
-		units.Bytes(d.PeakAllocated.Bytes), units.Bytes(d.PeakActive.Bytes), units.Bytes(d.PeakReserved.Bytes))
+	usedPeak := ""
+	if d.DeviceUsedPeak != nil {
+		usedPeak = units.Bytes(*d.DeviceUsedPeak)
+	}
+	fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", "own peak", units.Bytes(d.PeakRequested.Bytes),
+		units.Bytes(d.PeakAllocated.Bytes), units.Bytes(d.PeakActive.Bytes), units.Bytes(d.PeakReserved.Bytes), usedPeak)
 	tw.Flush()
+	if d.DeviceUsedPeak != nil {
+		ew.printf("(device used: the highest the capture run sampled per step, from its steps file)\n")
+	}
 
 	ew.printf("\npeak allocated %s ", units.Bytes(d.PeakAllocated.Bytes))
 	if d.Events == 0 {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
@@ -34,6 +36,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		if tr != nil {
 			sum.JoinTrace(an, tr, opts.top)
 		}
+		addDeviceUsed(sum, path)
 		if opts.json {
 			sums = append(sums, sum)
 			continue
@@ -49,4 +52,24 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		return report.SummaryJSON(cc.stdout, sums)
 	}
 	return nil
+}
+
+// addDeviceUsed fills in the device used the capture run sampled, when the
+// snapshot at path sits in a 'memscope capture' run directory.
+func addDeviceUsed(sum *attribution.Summary, path string) {
+	run, err := capture.ReadRun(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	for _, r := range run.Ranks {
+		if filepath.Base(r.Files["snapshot"]) != filepath.Base(path) {
+			continue
+		}
+		for i := range sum.Devices {
+			if sum.Devices[i].Device == r.Device && r.DeviceUsed > 0 {
+				used := r.DeviceUsed
+				sum.Devices[i].DeviceUsedPeak = &used
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 )
 
@@ -154,5 +155,38 @@ func TestSummaryTextGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSummaryDeviceUsedFromRun: a snapshot in a capture run directory gets
+// the device used its run sampled (capture.json), and nothing is invented
+// for a bare snapshot.
+func TestSummaryDeviceUsedFromRun(t *testing.T) {
+	run, err := capture.ReadRun("../../fixtures/capture-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		snap string
+		want *int64
+	}{
+		{"../../fixtures/capture-train/snapshot.pickle", &run.Ranks[0].DeviceUsed},
+		{"../../fixtures/mlp-adamw/snapshot.pickle", nil},
+	} {
+		r := runMemscope("summary", "--json", tt.snap)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		var doc report.SummaryDoc
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := doc.Files[0].Devices[0].DeviceUsedPeak
+		switch {
+		case tt.want == nil && got != nil:
+			t.Errorf("%s: device_used_peak = %d, want null", tt.snap, *got)
+		case tt.want != nil && (got == nil || *got != *tt.want):
+			t.Errorf("%s: device_used_peak = %v, want %d (capture.json)", tt.snap, got, *tt.want)
+		}
 	}
 }
