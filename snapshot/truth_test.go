@@ -139,3 +139,49 @@ func TestReplayEndMatchesSegments(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayMatchesCaptureRuns holds replay to the peaks torch's counters
+// reported in 'memscope capture' runs (capture*.json), whose recording
+// covers the whole script, rank by rank.
+func TestReplayMatchesCaptureRuns(t *testing.T) {
+	files, _ := filepath.Glob("../fixtures/*/capture*.json")
+	if len(files) == 0 {
+		t.Skip("no capture run fixtures")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
+			var c struct {
+				Device int `json:"device"`
+				Peak   struct {
+					Allocated, Requested, Reserved, Active int64
+				} `json:"peak"`
+				Files map[string]string `json:"files"`
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(filepath.Join(filepath.Dir(f), c.Files["snapshot"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := Replay(s, c.Device, ReplayOptions{})
+			for _, ch := range []struct {
+				name      string
+				got, want int64
+			}{
+				{"peak allocated", tl.PeakAllocated.Bytes, c.Peak.Allocated},
+				{"peak requested", tl.PeakRequested.Bytes, c.Peak.Requested},
+				{"peak reserved", tl.PeakReserved.Bytes, c.Peak.Reserved},
+				{"peak active", tl.PeakActive.Bytes, c.Peak.Active},
+			} {
+				if ch.got != ch.want {
+					t.Errorf("Replay %s = %d, want %d (torch, %s)", ch.name, ch.got, ch.want, filepath.Base(f))
+				}
+			}
+		})
+	}
+}
