@@ -1,6 +1,11 @@
 package snapgen
 
 import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+
 	"github.com/memscope/memscope/internal/pickle"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -150,13 +155,32 @@ func (g *writer) event(e *snapshot.Event, shift int64, share bool) {
 	})
 }
 
+var stepName = regexp.MustCompile(`^memscope/step/(-?\d+)/(\w+)$`)
+
 // annotations writes external_annotations, repeated like the traces.
-// torch makes new "stage" and "name" key strings for every entry.
+// torch makes new "stage" and "name" key strings for every entry. The
+// capture harness's step ranges ("memscope/step/N/PHASE") are renumbered in
+// each repetition, so the generated run has as many steps as it repeats.
 func (g *writer) annotations(reps int) {
 	p := g.p
 	p.Raw(pickle.EmptyList)
 	p.Memoize()
 	as := g.s.Annotations
+	lo, hi := math.MaxInt, math.MinInt
+	for _, a := range as {
+		if m := stepName.FindStringSubmatch(a.Name); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			lo, hi = min(lo, n), max(hi, n)
+		}
+	}
+	name := func(a *snapshot.Annotation, rep int) string {
+		m := stepName.FindStringSubmatch(a.Name)
+		if m == nil || rep == 0 {
+			return a.Name
+		}
+		n, _ := strconv.Atoi(m[1])
+		return fmt.Sprintf("memscope/step/%d/%s", n+rep*(hi-lo+1), m[2])
+	}
 	p.List(len(as)*reps, func(i int) {
 		a := &as[i%len(as)]
 		p.Raw(pickle.EmptyDict)
@@ -172,7 +196,7 @@ func (g *writer) annotations(reps int) {
 				g.fresh(stage)
 			case 1:
 				g.fresh("name")
-				g.fresh(a.Name)
+				g.fresh(name(a, i/len(as)))
 			case 2:
 				g.item("device", g.int(int64(a.Device)))
 			case 3:
