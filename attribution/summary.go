@@ -2,9 +2,7 @@ package attribution
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/memscope/memscope/internal/units"
@@ -130,10 +128,9 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		if t.PeakAllocated.Index >= 0 {
 			ds.PeakOffsetUS = t.PeakAllocated.TimeUS - first
 			ds.PeakRanges = snapshot.RangesAt(s.Ranges(d), t.PeakAllocated.TimeUS)
-			ds.PeakStep, ds.PeakPhase = stepPhase(ds.PeakRanges)
 		}
 	}
-	if ds.PeakStep == nil && dev.Phases.PeakPhase >= 0 {
+	if dev.Phases.PeakPhase >= 0 {
 		ph := dev.Phases.List[dev.Phases.PeakPhase]
 		if ph.Step >= 0 {
 			n := ph.Step
@@ -188,23 +185,6 @@ func (d *Device) Findings() []Finding {
 		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d): %s", o.N, o.Index, o.Verdict)})
 	}
 	return out
-}
-
-var stepPhaseRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
-
-// stepPhase reads the step and phase from the innermost range that names
-// them; with none, the phase is the innermost range's name.
-func stepPhase(ranges []snapshot.Range) (*int, string) {
-	for i := len(ranges) - 1; i >= 0; i-- {
-		if m := stepPhaseRE.FindStringSubmatch(ranges[i].Name); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return &n, m[2]
-		}
-	}
-	if len(ranges) > 0 {
-		return nil, ranges[len(ranges)-1].Name
-	}
-	return nil, ""
 }
 
 // TopSites groups the allocated (not pending-free) blocks of live by site

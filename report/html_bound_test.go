@@ -152,7 +152,7 @@ func hostileSnapshot(devices, allocs int) *snapshot.Snapshot {
 // BenchmarkHTMLLarge reports the page of a large snapshot: set
 // MEMSCOPE_BENCH_SNAPSHOT, or make ../bench-data/big.pickle with
 //
-//	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GB -from fixtures/llama-bf16/snapshot.pickle
+//	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GiB -from fixtures/llama-bf16/snapshot.pickle
 //	go test ./report -run '^$' -bench HTMLLarge -benchtime 1x
 func BenchmarkHTMLLarge(b *testing.B) {
 	path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT")

@@ -12,7 +12,7 @@ import (
 // on one core (-cpu 1) and a retained heap ≤ 1.5 × the file size. Run on a
 // 1 GB file with:
 //
-//	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GB
+//	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GiB
 //	MEMSCOPE_BENCH_SNAPSHOT=$PWD/bench-data/big.pickle go test ./snapshot -run '^$' -bench Decode -cpu 1 -benchtime 3x
 func BenchmarkDecode(b *testing.B) {
 	path, size := snapgen.BenchFile(b, "..")

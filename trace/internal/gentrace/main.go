@@ -4,7 +4,7 @@
 // External ids shifted too, so the result is a long but well-formed trace
 // of the same JSON shape (object form, one event per line, Kineto spacing).
 //
-//	go run ./trace/internal/gentrace -o bench-data/trace-1g.json -size 1GB \
+//	go run ./trace/internal/gentrace -o bench-data/trace-1g.json -size 1GiB \
 //	    -from fixtures/llama-profiled/trace.json.gz
 package main
 
@@ -15,9 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/trace/internal/gentrace/scale"
 )
 
@@ -31,7 +30,7 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gentrace", flag.ContinueOnError)
 	out := fs.String("o", "", "output file (required)")
-	size := fs.String("size", "64MB", "target size: bytes, or with a KB, MB or GB suffix (binary units)")
+	size := fs.String("size", "64MiB", "target size (e.g. 64MiB, 1GiB)")
 	from := fs.String("from", "fixtures/llama-profiled/trace.json.gz", "trace to repeat (.json or .json.gz)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,7 +38,7 @@ func run(args []string, stdout io.Writer) error {
 	if *out == "" {
 		return errors.New("-o is required")
 	}
-	target, err := parseSize(*size)
+	target, err := units.ParseBytes(*size)
 	if err != nil {
 		return err
 	}
@@ -69,24 +68,4 @@ func run(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d copies of %d events\n", *out, n, copies, tmpl.Events())
 	return nil
-}
-
-// parseSize reads "1GB", "64MB", "512KB" or a byte count.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	u := strings.ToUpper(s)
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(u, suf.s) {
-			mult, u = suf.m, strings.TrimSuffix(u, suf.s)
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(u, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad -size %q", s)
-	}
-	return int64(n * float64(mult)), nil
 }
