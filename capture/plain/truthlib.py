@@ -1,0 +1,189 @@
+"""What torch measured, written beside a snapshot made the way users make
+them: plain torch.cuda.memory._record_memory_history / _snapshot, no
+memscope harness and no annotation of ours in the snapshot.
+
+The fixture scripts in this folder import this module. Nothing here
+allocates device memory or records a function range, so the snapshot holds
+only what the script and the libraries it calls did. Truth is kept with
+torch's own counters: reset_peak_memory_stats() at every phase boundary (the
+phases partition the recorded window, so the window's peak is the max of
+the phase peaks), memory_stats() at each boundary.
+
+Phase boundaries follow the definitions memscope reads from a plain
+snapshot: a step's forward runs from the end of the previous step to the
+call of backward; backward from that call to its return; optimizer from
+there through optimizer.step() and the zero_grad that follows (a zero_grad
+at the top of a loop belongs to the step before: it frees that step's
+gradients). Inference steps have one phase, forward.
+
+Written schema: memscope-truth/v1 (capture/harness.py), with "plain": true
+and, per fixture, steps (floor at the end of each step and its peak),
+param_bytes, optimizer_state_bytes, leak, sites and oom facts.
+"""
+
+import json
+import os
+import pickle
+import sys
+import sysconfig
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import harness  # noqa: E402  (path rewriting only: the harness is not run)
+
+INDUCTOR_PREFIX = "/tmp/torchinductor_user/"
+
+
+def marked_line(path, marker):
+    """The 1-based line of path holding marker (a comment such as # LEAK)."""
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if marker in line and "marked_line" not in line:
+                return i
+    raise ValueError("%s: no line marked %r" % (path, marker))
+
+
+def tensor_bytes(t):
+    return t.numel() * t.element_size()
+
+
+def param_bytes(model):
+    return sum(tensor_bytes(p) for p in model.parameters())
+
+
+def round512(n):
+    return (n + 511) // 512 * 512
+
+
+def optimizer_state_bytes(opt):
+    """Bytes of every device tensor in opt.state, and the same rounded up to
+    the allocator's 512-byte blocks."""
+    raw = rounded = 0
+    for st in opt.state.values():
+        for v in st.values():
+            if torch.is_tensor(v) and v.is_cuda:
+                raw += tensor_bytes(v)
+                rounded += round512(tensor_bytes(v))
+    return raw, rounded
+
+
+class Truth(object):
+    def __init__(self, name, script, **facts):
+        props = torch.cuda.get_device_properties(0)
+        self.script = os.path.abspath(script)
+        self.t = {
+            "schema": harness.TRUTH_SCHEMA,
+            "scenario": name,
+            "plain": True,
+            "script": self.script,
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "device_name": props.name,
+            "device_total": props.total_memory,
+            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+            "phases": [],
+        }
+        self.t.update(facts)
+        self.cur = None
+        self.start = None
+
+    def stats(self):
+        torch.cuda.synchronize()
+        return torch.cuda.memory_stats()
+
+    def begin_window(self):
+        """Call right after _record_memory_history."""
+        s = self.stats()
+        torch.cuda.reset_peak_memory_stats()
+        self.start = {
+            "allocated_start": s["allocated_bytes.all.current"],
+            "requested_start": s["requested_bytes.all.current"],
+            "reserved_start": s["reserved_bytes.all.current"],
+            "active_start": s["active_bytes.all.current"],
+        }
+
+    def phase(self, step, name):
+        """Close the open phase and open (step, name)."""
+        self.close()
+        torch.cuda.reset_peak_memory_stats()
+        self.cur = (step, name)
+
+    def close(self):
+        if self.cur is None:
+            return
+        s = self.stats()
+        step, name = self.cur
+        self.t["phases"].append({
+            "step": step,
+            "phase": name,
+            "peak_allocated": s["allocated_bytes.all.peak"],
+            "peak_requested": s["requested_bytes.all.peak"],
+            "peak_reserved": s["reserved_bytes.all.peak"],
+            "peak_active": s["active_bytes.all.peak"],
+            "allocated_end": s["allocated_bytes.all.current"],
+            "reserved_end": s["reserved_bytes.all.current"],
+        })
+        self.cur = None
+
+    def finish(self, out):
+        """Close the window, take the snapshot as _dump_snapshot does (with
+        frame paths rewritten to neutral prefixes) and write truth.json."""
+        self.close()
+        s = self.stats()
+        end = {
+            "allocated_end": s["allocated_bytes.all.current"],
+            "requested_end": s["requested_bytes.all.current"],
+            "reserved_end": s["reserved_bytes.all.current"],
+            "active_end": s["active_bytes.all.current"],
+        }
+        rows = self.t["phases"]
+        self.t["window"] = harness.window_summary(self.start, rows, end)
+        self.t["memory_stats_end"] = dict(s)
+        steps = {}
+        for r in rows:
+            if r["step"] < 0:
+                continue
+            st = steps.setdefault(r["step"], {"step": r["step"], "peak_allocated": 0})
+            st["floor_end"] = r["allocated_end"]
+            if r["peak_allocated"] > st["peak_allocated"]:
+                st["peak_allocated"] = r["peak_allocated"]
+                st["peak_phase"] = r["phase"]
+        self.t["steps"] = [steps[k] for k in sorted(steps)]
+        self.t["steps_recorded"] = len(steps)
+
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        rules = neutral_rules()
+        harness.rewrite_snapshot_paths(snap, rules)
+        self.t["script"] = harness.rewrite_path(self.script, rules)
+        for key in ("leak", "oom"):
+            v = self.t.get(key)
+            if isinstance(v, dict) and "file" in v:
+                v["file"] = harness.rewrite_path(v["file"], rules)
+        for site in self.t.get("sites", {}).values():
+            site["file"] = harness.rewrite_path(site["file"], rules)
+        os.makedirs(out, exist_ok=True)
+        # _dump_snapshot is pickle.dump(_snapshot(), f) with the default protocol.
+        with open(os.path.join(out, "snapshot.pickle"), "wb") as f:
+            pickle.dump(snap, f)
+        with open(os.path.join(out, "truth.json"), "w") as f:
+            json.dump(self.t, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+def neutral_rules():
+    """This machine's prefixes → <repo>/, <site-packages>/, <python>/ and a
+    neutral inductor cache folder."""
+    repo = os.path.dirname(os.path.dirname(HERE))
+    site = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    site.add(os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__))))
+    py = {sysconfig.get_paths()["stdlib"]}
+    extra = []
+    import tempfile
+    tmp = tempfile.gettempdir()
+    for d in os.listdir(tmp) if os.path.isdir(tmp) else ():
+        if d.startswith("torchinductor_"):
+            extra.append((os.path.join(tmp, d), INDUCTOR_PREFIX))
+    return harness.path_rules(repo, sorted(site), sorted(py), extra)
