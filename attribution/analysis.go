@@ -63,13 +63,13 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	if d < len(s.Traces) {
 		events = s.Traces[d]
 	}
-	phases := findPhases(s, d, events)
+	k := newKinds(s.Stacks, events)
+	phases := findPhases(s, d, events, k)
 	acc := newPhaseAccumulator(phases, len(events))
 	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe, Lifetimes: true})
 	acc.finish(t)
 	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events)}
-	dev.class = &classifier{st: s.Stacks, phases: phases, owner: acc.owner,
-		life: &lifetimes{death: t.Death, preDeath: t.PreDeath}, kinds: map[snapshot.StackID]string{}}
+	dev.class = newClassifier(s, d, events, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")

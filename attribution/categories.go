@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -18,10 +19,13 @@ const (
 	Activation
 	Input
 	Temporary
+	// BeforeRecording is memory that predates the recording and that
+	// neither its sizes nor its lifetime assign to a category.
+	BeforeRecording
 	NumCategories
 )
 
-var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary"}
+var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary", "before recording"}
 
 func (c Category) String() string {
 	if c < NumCategories {
@@ -51,14 +55,56 @@ func (l *lifetimes) deathOf(b *snapshot.LiveBlock) int {
 // classifier assigns categories to blocks.
 type classifier struct {
 	st     *snapshot.Stacks
+	events []snapshot.Event
 	phases *Phases
 	owner  []int32 // event → phase index
 	life   *lifetimes
-	kinds  map[snapshot.StackID]string
-	// preParams says, for blocks live before the first event and never
+	kinds  *kinds
+	// steps and zeros are the Optimizer.step and Optimizer.zero_grad
+	// ranges, by start time.
+	steps, zeros []snapshot.Range
+	// firstModule holds, per phase index, the first allocation of a
+	// forward phase that calls an nn.Module (-1: none); what the phase
+	// allocates before it is the batch.
+	firstModule []int
+	// pre says, for blocks live before the first event and never
 	// freed, which are parameters and which optimizer state (see
 	// splitPreexisting).
 	pre map[uint64]Category
+}
+
+func newClassifier(s *snapshot.Snapshot, device int, events []snapshot.Event, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
+	c := &classifier{st: s.Stacks, events: events, phases: p, owner: owner, life: life, kinds: k}
+	for _, r := range s.Ranges(device) {
+		switch {
+		case strings.HasPrefix(r.Name, "Optimizer.step#"):
+			c.steps = append(c.steps, r)
+		case strings.HasPrefix(r.Name, "Optimizer.zero_grad#"):
+			c.zeros = append(c.zeros, r)
+		}
+	}
+	c.firstModule = make([]int, len(p.List))
+	for pi := range p.List {
+		ph := &p.List[pi]
+		c.firstModule[pi] = -1
+		if ph.Name != "forward" {
+			continue
+		}
+		for i := max(ph.First, 0); i <= ph.Last && i < len(events); i++ {
+			if events[i].Action == snapshot.ActionAlloc && k.event(&events[i])&kindModule != 0 {
+				c.firstModule[pi] = i
+				break
+			}
+		}
+	}
+	return c
+}
+
+// inRange reports whether time t falls in one of rs (sorted by start, not
+// overlapping each other).
+func inRange(rs []snapshot.Range, t int64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].StartUS > t }) - 1
+	return i >= 0 && rs[i].Contains(t)
 }
 
 // phaseName returns the phase name of event i ("" outside phases).
@@ -70,18 +116,32 @@ func (c *classifier) phaseName(i int) (string, int) {
 	return ph.Name, int(c.owner[i])
 }
 
-// Classify returns the category of one live block.
+// timeOf returns the time of event i, 0 when there is none.
+func (c *classifier) timeOf(i int) int64 {
+	if i < 0 || i >= len(c.events) {
+		return 0
+	}
+	return c.events[i].TimeUS
+}
+
+// Classify returns the category of one live block, from its lifetime
+// relative to the phases and the optimizer's ranges, and from its stack.
 //
-// The rules, in order: born and dead inside one phase is a temporary; a
-// stack through torch/optim/, or born in the optimizer phase and never
-// freed, is optimizer state (other optimizer-phase blocks are
-// temporaries); born in backward and outliving it is a gradient; born in
-// forward and freed later is an activation (saved for backward), never
-// freed unknown (a workspace, a cache or a leak); born in the data phase is
-// an input; born before the first step and kept is a parameter, freed an
-// input. Blocks that predate the trace are parameters or optimizer state by
-// the gradient-size match (splitPreexisting) when they live to the end, a
-// gradient when zero_grad frees them, else unknown.
+// Blocks born in the recording: born and dead inside one phase is a
+// temporary. Born in the optimizer phase and never freed, or born inside
+// an Optimizer.step range and freed in a later step's optimizer phase
+// (state replaced out of place), or allocated under torch/optim and kept,
+// is optimizer state; other optimizer-phase blocks are temporaries. Born in
+// backward and outliving it is a gradient. Born in forward before the
+// step's first call of an nn.Module is the batch (input); born in forward
+// and freed later an activation; never freed unknown (a workspace, a cache
+// or a leak). Born in setup and kept is a parameter.
+//
+// Blocks that predate the recording: never freed, parameters or optimizer
+// state by sizes (splitPreexisting), else before recording; freed inside
+// zero_grad, or by the loop after the optimizer step, a gradient; freed
+// inside Optimizer.step, optimizer state it replaced; freed in backward, an
+// activation saved before recording began; else before recording.
 func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	death := c.life.deathOf(b)
 	if b.AllocIndex < 0 {
@@ -89,35 +149,44 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 			if cat, ok := c.pre[b.Addr]; ok {
 				return cat
 			}
-			return Unknown
+			return BeforeRecording
 		}
-		if name, _ := c.phaseName(death); name == "optimizer" {
-			return Gradient // freed by zero_grad
+		t := c.timeOf(death)
+		switch name, _ := c.phaseName(death); {
+		case inRange(c.zeros, t):
+			return Gradient
+		case inRange(c.steps, t):
+			return OptimizerState
+		case name == "optimizer":
+			return Gradient
+		case name == "backward":
+			return Activation
 		}
-		return Unknown
+		return BeforeRecording
 	}
 	born, bornPhase := c.phaseName(b.AllocIndex)
-	_, diedPhase := c.phaseName(death)
-	kind, ok := c.kinds[b.Stack]
-	if !ok {
-		kind = stackKind(c.st, b.Stack)
-		c.kinds[b.Stack] = kind
-	}
+	died, diedPhase := c.phaseName(death)
 	switch {
 	case death >= 0 && bornPhase >= 0 && bornPhase == diedPhase:
 		return Temporary
-	case kind == "optimizer", born == "optimizer" && death < 0:
+	case born == "optimizer" && death < 0,
+		born == "optimizer" && died == "optimizer" && inRange(c.steps, c.timeOf(b.AllocIndex)),
+		death < 0 && c.kinds.stack(b.Stack)&kindOptimizer != 0:
 		return OptimizerState
 	case born == "optimizer":
 		return Temporary
 	case born == "backward":
 		return Gradient
+	case born == "forward" && bornPhase >= 0 && b.AllocIndex < c.firstModule[bornPhase]:
+		return Input
 	case born == "forward" && death >= 0:
 		return Activation
 	case born == "forward":
 		return Unknown // never freed: a workspace, a cache, or a leak
 	case born == "data":
 		return Input
+	case born == "after":
+		return Unknown
 	case death < 0:
 		return Parameter // built before the first step and kept
 	}
@@ -132,7 +201,9 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 // for each gradient size with g gradients per step, the k pre-existing
 // blocks of that size hold g parameters and k-g optimizer states (the g
 // lowest addresses are taken as the parameters: models are built before
-// their optimizers). Sizes with no gradient stay unknown.
+// their optimizers). Sizes with no gradient stay "before recording". A
+// recording with no backward and no optimizer (inference) holds no
+// gradients to match: everything it never frees is taken as the weights.
 func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []snapshot.Event) {
 	c.pre = map[uint64]Category{}
 	// Gradients per size in the first step that has any.
@@ -165,8 +236,17 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		}
 		bySize[b.Requested] = append(bySize[b.Requested], b.Addr)
 	}
+	training := len(c.steps) > 0
+	for _, ph := range c.phases.List {
+		training = training || ph.Name == "backward" || ph.Name == "optimizer"
+	}
 	for size, addrs := range bySize {
 		g := grads[size]
+		if !training {
+			// No backward and no optimizer: what lives from before the
+			// recording to its end is the model's weights and buffers.
+			g = len(addrs)
+		}
 		if g == 0 {
 			continue
 		}

@@ -37,11 +37,14 @@ type Step struct {
 
 // Phases is how a device's trace divides into steps and phases.
 type Phases struct {
-	// Source says where the boundaries came from: "harness" (memscope's own
-	// memscope/step/N/PHASE annotations), "optimizer" (the optimizer's
-	// Optimizer.step annotations, forward and backward told apart by
-	// stacks), or "heuristic" (stacks alone), or "none".
+	// Source says where the step boundaries came from: "harness"
+	// (memscope's own memscope/step/N/PHASE annotations), "optimizer"
+	// (Optimizer.step ranges, by their times), "profiler" (ProfilerStep#N
+	// ranges), "record_function" (a repeated user range), "dataloader"
+	// (DataLoader fetches), "pattern" (the period of the allocation stream
+	// itself) or "none". From says the same in words.
 	Source string
+	From   string
 	List   []Phase
 	Steps  []Step
 	// PeakPhase indexes List: the phase holding the device's allocated
@@ -49,67 +52,134 @@ type Phases struct {
 	PeakPhase int
 }
 
-var (
-	harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
-	optimRE   = regexp.MustCompile(`(^|/)torch/optim/`)
-)
+var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
 
-// findPhases divides t's events into phases. It needs no numbers: a
-// phaseAccumulator adds them during the one replay pass.
+// findPhases divides t's events into steps and phases. It needs no
+// numbers: a phaseAccumulator adds them during the one replay pass.
 //
-// In order of preference: the capture harness's annotations; else the
-// optimizer's Optimizer.step/zero_grad annotations, with forward and backward
-// told apart by stacks; else stacks alone. The stack heuristic: an
-// allocation whose stack has a frame in torch/optim/ belongs to the
-// optimizer; one with no Python frame at all was made by the autograd
-// engine's thread (backward: it runs no Python); any other is forward. A
-// step starts at a forward allocation that follows optimizer work.
-func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event) *Phases {
+// The capture harness's annotations are read as they are. Otherwise steps
+// come from findSteps and each step divides by the stacks of its events
+// (kinds): backward runs from the first to the last event of autograd's
+// backward (no Python frame, or under a backward or checkpoint-recompute
+// frame of torch); forward is what comes before it, optimizer what comes
+// after it (gradient clipping, the update, zero_grad). A step with no
+// backward is forward alone (inference), or forward then optimizer from
+// the first allocation under torch/optim or the Optimizer.step range's
+// start. Inside backward, an allocation that calls an nn.Module starts a
+// micro-batch's forward. Events before the first step are setup; events
+// after the last are "after", or a partial step when they hold backward
+// work.
+func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, k *kinds) *Phases {
 	ranges := s.Ranges(device)
 	if p := harnessPhases(events, ranges); p != nil {
+		p.From = "memscope's step annotations"
 		return p
 	}
-	labels := labelEvents(s, events, ranges)
-	p := &Phases{Source: "heuristic", PeakPhase: -1}
+	spans, src := findSteps(s, device, events)
+	p := &Phases{Source: src.key, From: src.text, PeakPhase: -1}
+	if len(spans) == 0 {
+		return p
+	}
+	b := phaseBuilder{p: p, events: events, k: k}
 	for _, r := range ranges {
 		if strings.HasPrefix(r.Name, "Optimizer.step#") {
-			p.Source = "optimizer"
+			b.optStarts = append(b.optStarts, r.StartUS)
 		}
 	}
-	step := -1
-	prev := ""
-	for i, l := range labels {
-		if l == "" {
-			continue
-		}
-		if l == prev {
-			p.List[len(p.List)-1].Last = i
-			continue
-		}
-		if l == "forward" && (prev == "optimizer" || prev == "") {
-			step++
-		}
-		if n := len(p.List); n > 0 {
-			p.List[n-1].Last = i - 1 // frees up to here belong to the phase before
-		}
-		p.List = append(p.List, Phase{Step: step, Name: l, First: i, Last: i})
-		prev = l
+	if spans[0].first > 0 {
+		b.add(-1, "setup", 0, spans[0].first-1)
 	}
-	if n := len(p.List); n > 0 {
-		p.List[n-1].Last = len(events) - 1
-		p.List[0].First = 0
-	} else {
-		p.Source = "none"
+	for si, sp := range spans {
+		b.step(si, sp)
+	}
+	if last := spans[len(spans)-1].last; last < len(events)-1 {
+		tail := span{last + 1, len(events) - 1}
+		if fb, _ := b.backwardIn(tail); fb >= 0 {
+			b.step(len(spans), tail)
+		} else {
+			b.add(-1, "after", tail.first, tail.last)
+		}
 	}
 	for i := range p.List {
 		ph := &p.List[i]
-		ph.StartUS = events[ph.First].TimeUS
-		ph.EndUS = events[ph.Last].TimeUS
-		if ph.Step < 0 {
-			ph.Name = "setup"
-		}
+		at := min(max(ph.First, ph.Last, 0), len(events)-1)
+		ph.StartUS, ph.EndUS = events[min(ph.First, at)].TimeUS, events[at].TimeUS
 	}
 	return p
+}
+
+type phaseBuilder struct {
+	p         *Phases
+	events    []snapshot.Event
+	k         *kinds
+	optStarts []int64 // Optimizer.step START times, in order
+}
+
+// add appends a phase; last < first makes an empty one (at first-1).
+func (b *phaseBuilder) add(step int, name string, first, last int) {
+	b.p.List = append(b.p.List, Phase{Step: step, Name: name, First: first, Last: last})
+}
+
+// backwardIn returns the first and last backward event of sp, or -1, -1.
+func (b *phaseBuilder) backwardIn(sp span) (int, int) {
+	fb, lb := -1, -1
+	for i := sp.first; i <= sp.last; i++ {
+		if b.k.event(&b.events[i])&kindBackward != 0 {
+			if fb < 0 {
+				fb = i
+			}
+			lb = i
+		}
+	}
+	return fb, lb
+}
+
+// step divides one step's events into its phases.
+func (b *phaseBuilder) step(step int, sp span) {
+	ev := b.events
+	fb, lb := b.backwardIn(sp)
+	if fb < 0 {
+		fo := -1
+		for i := sp.first; i <= sp.last && fo < 0; i++ {
+			if ev[i].Action == snapshot.ActionAlloc && b.k.event(&ev[i])&kindOptimizer != 0 {
+				fo = i
+			}
+		}
+		if fo < 0 {
+			j := sort.Search(len(b.optStarts), func(j int) bool { return b.optStarts[j] >= ev[sp.first].TimeUS })
+			if j < len(b.optStarts) && b.optStarts[j] <= ev[sp.last].TimeUS {
+				fo = sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS >= b.optStarts[j] })
+				fo = max(fo, sp.first)
+			}
+		}
+		switch {
+		case fo < 0:
+			b.add(step, "forward", sp.first, sp.last)
+		case fo == sp.first:
+			b.add(step, "optimizer", sp.first, sp.last)
+		default:
+			b.add(step, "forward", sp.first, fo-1)
+			b.add(step, "optimizer", fo, sp.last)
+		}
+		return
+	}
+	if fb > sp.first {
+		b.add(step, "forward", sp.first, fb-1)
+	}
+	cur, start := "backward", fb
+	for i := fb; i <= lb; i++ {
+		kd := b.k.event(&ev[i])
+		switch {
+		case cur == "backward" && ev[i].Action == snapshot.ActionAlloc && kd&kindBackward == 0 && kd&kindModule != 0:
+			b.add(step, cur, start, i-1)
+			cur, start = "forward", i
+		case cur == "forward" && kd&kindBackward != 0:
+			b.add(step, cur, start, i-1)
+			cur, start = "backward", i
+		}
+	}
+	b.add(step, cur, start, lb)
+	b.add(step, "optimizer", lb+1, sp.last)
 }
 
 // harnessPhases reads memscope/step/N/PHASE ranges; nil when there are none.
@@ -135,65 +205,16 @@ func harnessPhases(events []snapshot.Event, ranges []snapshot.Range) *Phases {
 	return p
 }
 
-// labelEvents labels each alloc event forward, backward or optimizer (other
-// events get ""): by the optimizer's annotations where present, else by the
-// allocation's stack.
-func labelEvents(s *snapshot.Snapshot, events []snapshot.Event, ranges []snapshot.Range) []string {
-	var optim []snapshot.Range
-	for _, r := range ranges {
-		if strings.HasPrefix(r.Name, "Optimizer.step#") || strings.HasPrefix(r.Name, "Optimizer.zero_grad#") {
-			optim = append(optim, r)
-		}
-	}
-	kind := map[snapshot.StackID]string{}
-	labels := make([]string, len(events))
-	for i := range events {
-		ev := &events[i]
-		if ev.Action != snapshot.ActionAlloc {
-			continue
-		}
-		for _, r := range optim {
-			if r.Contains(ev.TimeUS) {
-				labels[i] = "optimizer"
-				break
-			}
-		}
-		if labels[i] != "" {
-			continue
-		}
-		k, ok := kind[ev.Stack]
-		if !ok {
-			k = stackKind(s.Stacks, ev.Stack)
-			kind[ev.Stack] = k
-		}
-		labels[i] = k
-	}
-	return labels
-}
-
-// stackKind classifies an allocation stack for the phase heuristic.
-func stackKind(st *snapshot.Stacks, id snapshot.StackID) string {
-	python := false
-	for _, fid := range st.Stack(id) {
-		fr := st.Frame(fid)
-		if optimRE.MatchString(fr.Filename) {
-			return "optimizer"
-		}
-		if isPython(fr) {
-			python = true
-		}
-	}
-	if !python {
-		return "backward"
-	}
-	return "forward"
-}
-
 // phaseAccumulator collects per-phase numbers during the replay pass.
 type phaseAccumulator struct {
 	p     *Phases
 	owner []int32 // event index → phase index, -1 for none
 	prev  snapshot.Numbers
+	// empties are the phases with no event, by First; the state after
+	// event First-1 is kept for each as the replay passes it.
+	empties []int
+	next    int
+	emptyAt map[int]snapshot.Numbers
 }
 
 func newPhaseAccumulator(p *Phases, nEvents int) *phaseAccumulator {
@@ -207,12 +228,40 @@ func newPhaseAccumulator(p *Phases, nEvents int) *phaseAccumulator {
 			a.owner[i] = int32(pi)
 		}
 		ph.PeakIndex = ph.First - 1
+		if ph.Last < ph.First {
+			a.empties = append(a.empties, pi)
+		}
 	}
+	sort.SliceStable(a.empties, func(i, j int) bool { return p.List[a.empties[i]].First < p.List[a.empties[j]].First })
+	a.emptyAt = map[int]snapshot.Numbers{}
 	return a
+}
+
+// keepEmpty stores the state after event i for the empty phases at i+1.
+func (a *phaseAccumulator) keepEmpty(i int, n snapshot.Numbers) {
+	for a.next < len(a.empties) && a.p.List[a.empties[a.next]].First-1 <= i {
+		a.emptyAt[a.empties[a.next]] = n
+		a.next++
+	}
+}
+
+// stateBefore returns the state an empty phase sits at: after its First-1
+// event, or the last state when that is past the end.
+func (a *phaseAccumulator) stateBefore(pi int, t *snapshot.Timeline) snapshot.Numbers {
+	if n, ok := a.emptyAt[pi]; ok {
+		return n
+	}
+	if a.p.List[pi].First <= 0 {
+		return t.Start
+	}
+	return a.prev
 }
 
 // observe takes the state after event i (before the first event at -1).
 func (a *phaseAccumulator) observe(i int, n snapshot.Numbers) {
+	if a.next < len(a.empties) {
+		a.keepEmpty(i, n)
+	}
 	if i < 0 {
 		a.prev = n
 		return
@@ -237,10 +286,7 @@ func (a *phaseAccumulator) finish(t *snapshot.Timeline) {
 	for pi := range p.List {
 		ph := &p.List[pi]
 		if ph.Last < ph.First {
-			st := t.Start
-			if ph.First > 0 && ph.First-1 < len(t.Events) {
-				st = t.StateAt(ph.First - 1)
-			}
+			st := a.stateBefore(pi, t)
 			ph.Start, ph.Peak, ph.End, ph.PeakIndex = st, st, st, ph.First-1
 		}
 		if t.PeakAllocated.Index >= ph.First && t.PeakAllocated.Index <= ph.Last {

@@ -114,13 +114,14 @@ type stepRow struct {
 // categoryColors are the fixed colors of the categories, in Category order,
 // shared by the header bar and the stacked chart.
 var categoryColors = [attribution.NumCategories]string{
-	attribution.Unknown:        "#bab0ac",
-	attribution.Parameter:      "#4e79a7",
-	attribution.OptimizerState: "#f28e2b",
-	attribution.Gradient:       "#e15759",
-	attribution.Activation:     "#76b7b2",
-	attribution.Input:          "#59a14f",
-	attribution.Temporary:      "#edc948",
+	attribution.Unknown:         "#bab0ac",
+	attribution.Parameter:       "#4e79a7",
+	attribution.OptimizerState:  "#f28e2b",
+	attribution.Gradient:        "#e15759",
+	attribution.Activation:      "#76b7b2",
+	attribution.Input:           "#59a14f",
+	attribution.Temporary:       "#edc948",
+	attribution.BeforeRecording: "#9c755f",
 }
 
 func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *deviceSection {

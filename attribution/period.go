@@ -1,0 +1,146 @@
+package attribution
+
+import (
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// periodSteps finds steps in a stream with no annotation (an inference
+// loop, a bare training loop) from the stream itself: a loop of N steps
+// allocates most of its (stack, size) keys a multiple of N times, and each
+// step allocates each of them the same number of times.
+//
+// Candidates are the counts N ≥ 2 of keys such that the keys whose counts
+// are multiples of N hold at least 90% of the allocations of repeated keys.
+// For a candidate, the boundary is the key allocated exactly N times that
+// comes first; the stream is cut at its N occurrences, and the cut is
+// accepted when at least 90% of those allocations fall evenly (a key of
+// count m·N has m in every step). The smallest accepted N wins: a model's
+// repeated layers repeat within a step too, and the step is the largest
+// unit that repeats. Events before the first cut are setup; the last step
+// runs to the end.
+//
+// It returns nil when no candidate is accepted: the stream does not say.
+func periodSteps(events []snapshot.Event) []span {
+	type key struct {
+		stack snapshot.StackID
+		size  int64
+	}
+	ids := map[key]int32{}
+	seq := make([]int32, 0, len(events)/2) // key id per alloc
+	pos := make([]int32, 0, len(events)/2) // event index per alloc
+	var count []int32
+	for i := range events {
+		ev := &events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		k := key{ev.Stack, ev.Size}
+		id, ok := ids[k]
+		if !ok {
+			id = int32(len(count))
+			ids[k] = id
+			count = append(count, 0)
+		}
+		count[id]++
+		seq = append(seq, id)
+		pos = append(pos, int32(i))
+	}
+	// Allocations per count value, over repeated keys.
+	byCount := map[int32]int{}
+	repeated := 0
+	for _, c := range count {
+		if c >= 2 {
+			byCount[c] += int(c)
+			repeated += int(c)
+		}
+	}
+	if repeated == 0 {
+		return nil
+	}
+	var cands []int32
+	for n := range byCount {
+		cov := 0
+		for c, a := range byCount {
+			if c%n == 0 {
+				cov += a
+			}
+		}
+		if 10*cov >= 9*repeated {
+			cands = append(cands, n)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
+	const maxTries = 16
+	for t, n := range cands {
+		if t == maxTries {
+			break
+		}
+		if sp := tryPeriod(events, seq, pos, count, n); sp != nil {
+			return sp
+		}
+	}
+	return nil
+}
+
+// tryPeriod cuts the stream into n steps at the first key allocated
+// exactly n times and checks that the keys of counts m·n fall m to a step.
+func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span {
+	boundary := int32(-1)
+	for _, id := range seq {
+		if count[id] == n {
+			boundary = id
+			break
+		}
+	}
+	if boundary < 0 {
+		return nil
+	}
+	var cuts []int // indexes into seq
+	for j, id := range seq {
+		if id == boundary {
+			cuts = append(cuts, j)
+		}
+	}
+	// step of each allocation (-1 before the first cut)
+	per := map[int64]int32{} // key id · steps + step → count
+	total, even := 0, 0
+	step := -1
+	for j, id := range seq {
+		if step+1 < len(cuts) && j == cuts[step+1] {
+			step++
+		}
+		if count[id] < 2 || count[id]%n != 0 {
+			continue
+		}
+		if step >= 0 {
+			per[int64(id)*int64(n)+int64(step)]++
+		}
+	}
+	for id, c := range count {
+		if c < 2 || c%n != 0 {
+			continue
+		}
+		m := c / n
+		total += int(c)
+		for s := int32(0); s < n; s++ {
+			if per[int64(id)*int64(n)+int64(s)] == m {
+				even += int(m)
+			}
+		}
+	}
+	if total == 0 || 10*even < 9*total {
+		return nil
+	}
+	out := make([]span, len(cuts))
+	for k, c := range cuts {
+		out[k].first = int(pos[c])
+		if k+1 < len(cuts) {
+			out[k].last = int(pos[cuts[k+1]]) - 1
+		} else {
+			out[k].last = len(events) - 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package attribution
+
+import (
+	"strings"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// kind says what an event's stack tells of the work that made it, for the
+// phase and category rules. The bits are decided once per frame and once
+// per stack (kinds), never per event.
+type kind uint8
+
+const (
+	// kindBackward: autograd's backward. The engine's own thread runs no
+	// Python, so its allocations and frees have no Python frame; Python
+	// work it calls back into is under a torch frame that names backward
+	// (Tensor.backward, CompiledFunctionBackward's runtime wrappers, a
+	// custom Function's backward) or under checkpoint's recomputation
+	// (torch/utils/checkpoint.py unpack_hook, recompute_fn).
+	kindBackward kind = 1 << iota
+	// kindOptimizer: under torch/optim, and not inside a closure the
+	// optimizer calls (optimizer.step(closure) runs the forward and
+	// backward inside the step: Lightning, LBFGS).
+	kindOptimizer
+	// kindModule: calls an nn.Module (torch/nn/modules/module.py) or enters
+	// a compiled region (torch/_dynamo): model work, as a micro-batch's
+	// forward is.
+	kindModule
+	// kindPython: the stack has a Python frame.
+	kindPython
+	kindDone // the stack's bits are computed
+)
+
+// frame bits, cached per FrameID.
+const (
+	fPython uint8 = 1 << iota
+	fBackward
+	fOptim
+	fClosure
+	fModule
+	fDone
+)
+
+// kinds computes and caches stack kinds for one snapshot's stack table.
+type kinds struct {
+	st     *snapshot.Stacks
+	frames []uint8
+	stacks []kind
+	// emptyAlloc and emptyFree are the kind of an empty stack on an alloc
+	// and on a free: backward when the recording has Python frames for
+	// the events of that action elsewhere (the engine's thread has none),
+	// else nothing (stacks were not recorded).
+	emptyAlloc, emptyFree kind
+}
+
+func newKinds(st *snapshot.Stacks, events []snapshot.Event) *kinds {
+	k := &kinds{st: st, frames: make([]uint8, len(st.Frames)), stacks: make([]kind, st.Len())}
+	var allocPy, freePy bool
+	for i := range events {
+		ev := &events[i]
+		if ev.Stack == 0 || (allocPy && freePy) {
+			continue
+		}
+		switch ev.Action {
+		case snapshot.ActionAlloc:
+			allocPy = allocPy || k.stack(ev.Stack)&kindPython != 0
+		case snapshot.ActionFreeRequested:
+			freePy = freePy || k.stack(ev.Stack)&kindPython != 0
+		}
+	}
+	if allocPy {
+		k.emptyAlloc = kindBackward
+	}
+	if freePy {
+		k.emptyFree = kindBackward
+	}
+	return k
+}
+
+// event returns the kind of an alloc or free_requested event; other
+// actions have none.
+func (k *kinds) event(ev *snapshot.Event) kind {
+	switch ev.Action {
+	case snapshot.ActionAlloc:
+		if ev.Stack == 0 {
+			return k.emptyAlloc
+		}
+	case snapshot.ActionFreeRequested:
+		if ev.Stack == 0 {
+			return k.emptyFree
+		}
+	default:
+		return 0
+	}
+	return k.stack(ev.Stack)
+}
+
+// stack returns the kind bits of stack id.
+func (k *kinds) stack(id snapshot.StackID) kind {
+	if int(id) >= len(k.stacks) {
+		return 0
+	}
+	if b := k.stacks[id]; b&kindDone != 0 {
+		return b &^ kindDone
+	}
+	var b kind
+	optimDone := false
+	for _, fid := range k.st.Stack(id) { // innermost first
+		f := k.frame(fid)
+		if f&fPython != 0 {
+			b |= kindPython
+		}
+		if f&fBackward != 0 {
+			b |= kindBackward
+		}
+		if f&fModule != 0 {
+			b |= kindModule
+		}
+		if !optimDone {
+			switch {
+			case f&fClosure != 0:
+				optimDone = true
+			case f&fOptim != 0:
+				b |= kindOptimizer
+				optimDone = true
+			}
+		}
+	}
+	if b&kindPython == 0 {
+		b |= kindBackward
+	}
+	k.stacks[id] = b | kindDone
+	return b
+}
+
+func (k *kinds) frame(id snapshot.FrameID) uint8 {
+	if int(id) >= len(k.frames) {
+		return 0
+	}
+	if f := k.frames[id]; f&fDone != 0 {
+		return f
+	}
+	f := frameBits(k.st.Frame(id)) | fDone
+	k.frames[id] = f
+	return f
+}
+
+// checkpointRecompute names checkpoint.py's functions that run in
+// backward (non-reentrant recomputation).
+var checkpointRecompute = map[string]bool{"unpack_hook": true, "recompute_fn": true, "unpack": true}
+
+func frameBits(fr *snapshot.Frame) uint8 {
+	var f uint8
+	if isPython(fr) {
+		f |= fPython
+	}
+	path := slashPath(fr.Filename)
+	if strings.Contains(strings.ToLower(fr.Name), "closure") {
+		f |= fClosure
+	}
+	torch := inTorch(path)
+	switch {
+	case !torch:
+	case strings.Contains(path, "torch/optim/"):
+		f |= fOptim
+	case strings.HasSuffix(path, "torch/utils/checkpoint.py"):
+		if checkpointRecompute[fr.Name] || strings.Contains(strings.ToLower(fr.Name), "backward") {
+			f |= fBackward
+		}
+	case strings.Contains(strings.ToLower(fr.Name), "backward"):
+		f |= fBackward
+	case strings.HasSuffix(path, "torch/autograd/__init__.py") && (fr.Name == "grad" || fr.Name == "_make_grads"):
+		f |= fBackward
+	case strings.HasSuffix(path, "torch/nn/modules/module.py"), strings.Contains(path, "torch/_dynamo/"):
+		f |= fModule
+	}
+	return f
+}
+
+// slashPath turns a Windows path's backslashes into slashes.
+func slashPath(p string) string {
+	if strings.IndexByte(p, '\\') < 0 {
+		return p
+	}
+	return strings.ReplaceAll(p, `\`, "/")
+}
+
+// inTorch reports whether a slash path is inside the torch package.
+func inTorch(path string) bool {
+	return strings.HasPrefix(path, "torch/") || strings.Contains(path, "/torch/")
+}

@@ -1,0 +1,232 @@
+package attribution
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// span is one step's events, first..last inclusive.
+type span struct{ first, last int }
+
+// stepSource says where step boundaries came from.
+type stepSource struct {
+	key  string // optimizer, profiler, record_function, dataloader, pattern, none
+	text string // "Optimizer.step annotations"
+}
+
+// Step boundaries, in order of preference (the harness's marks are read
+// before this, by harnessPhases):
+//   - the END of each Optimizer.step range, by time (an END whose START
+//     predates the recording counts): a step ends there even when nothing
+//     was allocated inside (fused AdamW, SGD);
+//   - the END of each ProfilerStep#N range;
+//   - the END of each range of a repeated top-level record_function name;
+//   - the START of each enumerate(DataLoader)#…__next__ range;
+//   - the period of the allocation stream itself (periodSteps).
+//
+// A step that ends at a range's END also keeps the frees that follow it up
+// to the next allocation (zero_grad, a gradient freed by the loop), so
+// the next step starts with its first allocation.
+func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event) ([]span, stepSource) {
+	if len(events) == 0 {
+		return nil, stepSource{"none", "no events"}
+	}
+	timed := events[len(events)-1].TimeUS != 0
+	if timed {
+		ends, _ := annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "Optimizer.step#") })
+		if sp := spansFromEnds(events, ends); len(sp) > 0 {
+			return trimSetup(events, sp), stepSource{"optimizer", "Optimizer.step annotations"}
+		}
+		ends, starts := annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "ProfilerStep#") })
+		if sp := spansFromEnds(events, ends); len(sp) > 0 {
+			return startAt(events, sp, starts), stepSource{"profiler", "ProfilerStep annotations"}
+		}
+		if name := repeatedRange(s.Ranges(device)); name != "" {
+			ends, starts := annotationTimes(s, device, func(n string) bool { return n == name })
+			if sp := spansFromEnds(events, ends); len(sp) > 0 {
+				return startAt(events, sp, starts), stepSource{"record_function", fmt.Sprintf("repeated %q ranges", name)}
+			}
+		}
+		_, starts = annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "enumerate(DataLoader)#") })
+		if sp := spansFromStarts(events, starts); len(sp) > 1 {
+			return sp, stepSource{"dataloader", "DataLoader fetches"}
+		}
+	}
+	if sp := periodSteps(events); len(sp) > 1 {
+		return sp, stepSource{"pattern", "the allocation pattern, which repeats"}
+	}
+	return nil, stepSource{"none", "no annotation and no repeating allocation pattern"}
+}
+
+// annotationTimes returns the END and START times of device's annotations
+// whose name passes match, each in time order.
+func annotationTimes(s *snapshot.Snapshot, device int, match func(string) bool) (ends, starts []int64) {
+	for i := range s.Annotations {
+		a := &s.Annotations[i]
+		if a.Device != device || !match(a.Name) {
+			continue
+		}
+		if a.Start {
+			starts = append(starts, a.TimeUS)
+		} else {
+			ends = append(ends, a.TimeUS)
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	return ends, starts
+}
+
+// spansFromEnds cuts events at each end time: a step is the events after
+// the previous step up to the end time, plus the frees that follow up to
+// the next allocation. Steps with no allocation merge into the next. The
+// events after the last end stay outside steps (setup comes first; what
+// follows the last step is left to the caller), except a partial step that
+// holds work of its own (see tailStep).
+func spansFromEnds(events []snapshot.Event, ends []int64) []span {
+	var out []span
+	first := 0
+	hasAlloc := false
+	j := 0
+	for _, e := range ends {
+		// Events up to time e.
+		for j < len(events) && events[j].TimeUS <= e {
+			hasAlloc = hasAlloc || events[j].Action == snapshot.ActionAlloc
+			j++
+		}
+		for j < len(events) && trailing(events[j].Action) {
+			j++
+		}
+		if !hasAlloc || j == first {
+			continue
+		}
+		out = append(out, span{first, j - 1})
+		first, hasAlloc = j, false
+	}
+	return out
+}
+
+// spansFromStarts cuts events at each start time: a step runs from one
+// start to the next; the last to the end of the events, when it holds an
+// allocation.
+func spansFromStarts(events []snapshot.Event, starts []int64) []span {
+	var cuts []int
+	for _, st := range starts {
+		i := sort.Search(len(events), func(i int) bool { return events[i].TimeUS >= st })
+		if i < len(events) && (len(cuts) == 0 || i > cuts[len(cuts)-1]) {
+			cuts = append(cuts, i)
+		}
+	}
+	var out []span
+	for k, c := range cuts {
+		end := len(events) - 1
+		if k+1 < len(cuts) {
+			end = cuts[k+1] - 1
+		}
+		if hasAllocIn(events, c, end) {
+			out = append(out, span{c, end})
+		}
+	}
+	return out
+}
+
+// trailing reports whether an event after a step's end range still
+// belongs to the step: frees, and segments the allocator gives back.
+func trailing(a snapshot.Action) bool {
+	switch a {
+	case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionSegmentFree,
+		snapshot.ActionSegmentUnmap, snapshot.ActionSnapshot, snapshot.ActionAnnotate:
+		return true
+	}
+	return false
+}
+
+func hasAllocIn(events []snapshot.Event, first, last int) bool {
+	for i := first; i <= last; i++ {
+		if events[i].Action == snapshot.ActionAlloc {
+			return true
+		}
+	}
+	return false
+}
+
+// trimSetup moves the start of the first step past the setup that precedes
+// it (building the model, the optimizer): the first step starts at the
+// first allocation of the same stack and size as the second step's first
+// allocation, else of the same stack, when there is one.
+func trimSetup(events []snapshot.Event, sp []span) []span {
+	if len(sp) < 2 {
+		return sp
+	}
+	k := firstAlloc(events, sp[1].first, sp[1].last)
+	if k < 0 {
+		return sp
+	}
+	// The same stack and size, else the same stack (the batch may grow).
+	for _, sized := range []bool{true, false} {
+		for i := sp[0].first; i <= sp[0].last; i++ {
+			ev := &events[i]
+			if ev.Action == snapshot.ActionAlloc && ev.Stack == events[k].Stack && (!sized || ev.Size == events[k].Size) {
+				sp[0].first = i
+				return sp
+			}
+		}
+	}
+	return sp
+}
+
+// startAt moves the first step's start to the first start time, when
+// ranges mark where steps begin.
+func startAt(events []snapshot.Event, sp []span, starts []int64) []span {
+	if len(starts) == 0 {
+		return sp
+	}
+	i := sort.Search(len(events), func(i int) bool { return events[i].TimeUS >= starts[0] })
+	if i > sp[0].first && i <= sp[0].last {
+		sp[0].first = i
+	}
+	return sp
+}
+
+func firstAlloc(events []snapshot.Event, first, last int) int {
+	for i := first; i <= last; i++ {
+		if events[i].Action == snapshot.ActionAlloc {
+			return i
+		}
+	}
+	return -1
+}
+
+// repeatedRange returns the top-level record_function name that repeats
+// most often (at least twice) and is none of torch's own names; "" when
+// there is none.
+func repeatedRange(ranges []snapshot.Range) string {
+	count := map[string]int{}
+	for _, r := range ranges {
+		if r.Depth != 0 || r.EndUS == 0 || ownRange(r.Name) {
+			continue
+		}
+		count[r.Name]++
+	}
+	best, n := "", 1
+	for name, c := range count {
+		if c > n || (c == n && name < best) {
+			best, n = name, c
+		}
+	}
+	return best
+}
+
+// ownRange reports whether a range name is one torch or memscope writes by
+// itself, not the user's.
+func ownRange(name string) bool {
+	for _, p := range []string{"Optimizer.", "enumerate(DataLoader)#", "ProfilerStep#", "memscope/", "##", "aten::"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
