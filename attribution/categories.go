@@ -67,6 +67,8 @@ type classifier struct {
 	// forward phase that calls an nn.Module (-1: none); what the phase
 	// allocates before it is the batch.
 	firstModule []int
+	// firstOOM holds, per phase index, its first oom event (-1: none).
+	firstOOM []int
 	// pre says, for blocks live before the first event and never
 	// freed, which are parameters and which optimizer state (see
 	// splitPreexisting).
@@ -84,9 +86,16 @@ func newClassifier(s *snapshot.Snapshot, device int, events []snapshot.Event, p 
 		}
 	}
 	c.firstModule = make([]int, len(p.List))
+	c.firstOOM = make([]int, len(p.List))
 	for pi := range p.List {
 		ph := &p.List[pi]
-		c.firstModule[pi] = -1
+		c.firstModule[pi], c.firstOOM[pi] = -1, -1
+		for i := max(ph.First, 0); i <= ph.Last && i < len(events); i++ {
+			if events[i].Action == snapshot.ActionOOM {
+				c.firstOOM[pi] = i
+				break
+			}
+		}
 		if ph.Name != "forward" {
 			continue
 		}
@@ -166,6 +175,12 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	}
 	born, bornPhase := c.phaseName(b.AllocIndex)
 	died, diedPhase := c.phaseName(death)
+	unwound := bornPhase >= 0 && bornPhase == diedPhase && b.AllocIndex < c.firstOOM[bornPhase] && death > c.firstOOM[bornPhase]
+	if unwound {
+		// Freed as the work unwound from an out-of-memory error: it
+		// was not a temporary of a phase that never finished.
+		died, diedPhase = "", -1
+	}
 	switch {
 	case death >= 0 && bornPhase >= 0 && bornPhase == diedPhase:
 		return Temporary

@@ -67,8 +67,8 @@ var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
 // the first allocation under torch/optim or the Optimizer.step range's
 // start. Inside backward, an allocation that calls an nn.Module starts a
 // micro-batch's forward. Events before the first step are setup; events
-// after the last are "after", or a partial step when they hold backward
-// work.
+// after the last are "after", or a partial step when they hold a step's
+// work (a step cut short by an OOM or by the dump).
 func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, k *kinds) *Phases {
 	ranges := s.Ranges(device)
 	if p := harnessPhases(events, ranges); p != nil {
@@ -94,7 +94,7 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, k *ki
 	}
 	if last := spans[len(spans)-1].last; last < len(events)-1 {
 		tail := span{last + 1, len(events) - 1}
-		if fb, _ := b.backwardIn(tail); fb >= 0 {
+		if b.work(tail) {
 			b.step(len(spans), tail)
 		} else {
 			b.add(-1, "after", tail.first, tail.last)
@@ -132,6 +132,18 @@ func (b *phaseBuilder) backwardIn(sp span) (int, int) {
 		}
 	}
 	return fb, lb
+}
+
+// work reports whether sp holds a step's work: backward, or an allocation
+// that calls an nn.Module (a step cut short, by an OOM say).
+func (b *phaseBuilder) work(sp span) bool {
+	for i := sp.first; i <= sp.last; i++ {
+		kd := b.k.event(&b.events[i])
+		if kd&kindBackward != 0 || (b.events[i].Action == snapshot.ActionAlloc && kd&kindModule != 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // step divides one step's events into its phases.
