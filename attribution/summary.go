@@ -45,6 +45,10 @@ type DeviceSummary struct {
 	PeakRanges   []snapshot.Range
 	PeakStep     *int
 	PeakPhase    string
+	// Steps is how many steps the trace holds; StepsSource and StepsFrom
+	// say where their boundaries came from (Phases.Source, Phases.From).
+	Steps                  int
+	StepsSource, StepsFrom string
 
 	// TopSites are the allocation sites holding the most block bytes at the
 	// peak, largest first; LiveAtPeak counts the blocks live then.
@@ -130,6 +134,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 			ds.PeakRanges = snapshot.RangesAt(s.Ranges(d), t.PeakAllocated.TimeUS)
 		}
 	}
+	ds.Steps, ds.StepsSource, ds.StepsFrom = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.From
 	if dev.Phases.PeakPhase >= 0 {
 		ph := dev.Phases.List[dev.Phases.PeakPhase]
 		if ph.Step >= 0 {

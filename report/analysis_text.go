@@ -17,7 +17,7 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	p := d.Phases
 	if len(p.Steps) == 0 {
-		ew.printf("no steps found (phases from %s)\n", p.Source)
+		ew.printf("%s\n", stepsLine(0, p.From))
 		return ew.err
 	}
 	var names []string
@@ -30,7 +30,7 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 			}
 		}
 	}
-	ew.printf("steps (phases from %s; peak allocated per phase):\n", p.Source)
+	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), p.From))
 	tw := newTable(ew, tabwriter.AlignRight)
 	fmt.Fprintf(tw, "step\tfloor\t")
 	for _, n := range names {

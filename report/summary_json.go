@@ -81,6 +81,9 @@ type SummaryDevice struct {
 	PeakRanges       []RangeJSON         `json:"peak_ranges"`
 	PeakStep         *int                `json:"peak_step"`
 	PeakPhase        string              `json:"peak_phase"`
+	Steps            int                 `json:"steps"`
+	StepsSource      string              `json:"steps_source"` // harness, optimizer, profiler, record_function, dataloader, pattern, none
+	StepsFrom        string              `json:"steps_from"`   // the same in words
 	TopSites         []SiteJSON          `json:"top_sites"`
 	LiveBlocksAtPeak int                 `json:"live_blocks_at_peak"`
 	Events           int                 `json:"events"`
@@ -120,6 +123,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			},
 			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS,
 			PeakRanges: []RangeJSON{}, PeakStep: d.PeakStep, PeakPhase: d.PeakPhase,
+			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: d.StepsFrom,
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 			OOMs: d.OOMs, Warnings: warningStrings(d.Warnings),

@@ -84,6 +84,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			ew.printf(", in %s", d.PeakPhase)
 		}
 		ew.printf("\n")
+		ew.printf("  %s\n", stepsLine(d.Steps, d.StepsFrom))
 		if len(d.PeakRanges) > 0 {
 			names := make([]string, len(d.PeakRanges))
 			for i, r := range d.PeakRanges {
@@ -201,4 +202,15 @@ func wrap(s string, width int, indent string) string {
 		col += n
 	}
 	return b.String()
+}
+
+// stepsLine says how many steps were found and from what.
+func stepsLine(n int, from string) string {
+	switch n {
+	case 0:
+		return "no steps found: " + from
+	case 1:
+		return "1 step, from " + from
+	}
+	return fmt.Sprintf("%d steps, from %s", n, from)
 }
