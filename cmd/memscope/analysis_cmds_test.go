@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,5 +253,51 @@ func TestDiffRuns(t *testing.T) {
 	}
 	if r := runMemscope("diff", ddp, mlpSnap); r.code != 2 {
 		t.Errorf("diff of a sweep and a snapshot: exit %d, want 2", r.code)
+	}
+}
+
+// TestCheckPlainFixtures: on every fixture made without the harness,
+// `check --max-leak 0` exits 1 exactly when truth.json plants a leak (or
+// the run holds an OOM), naming it, and 0 otherwise.
+func TestCheckPlainFixtures(t *testing.T) {
+	dirs, _ := filepath.Glob("../../fixtures/plain-*")
+	if len(dirs) < 9 {
+		t.Fatalf("%d plain fixtures, want 9", len(dirs))
+	}
+	for _, dir := range dirs {
+		name := dir[strings.LastIndex(dir, "/")+1:]
+		t.Run(name, func(t *testing.T) {
+			var tr struct {
+				Leak *struct {
+					BytesPerStep int64 `json:"bytes_per_step"`
+				} `json:"leak"`
+				OOM *struct{} `json:"oom"`
+			}
+			b, err := os.ReadFile(dir + "/truth.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &tr); err != nil {
+				t.Fatal(err)
+			}
+			r := runMemscope("check", "--max-leak", "0", dir+"/snapshot.pickle")
+			want, mention := 0, "ok"
+			switch {
+			case tr.Leak != nil:
+				want, mention = 1, "leak of "+units.Bytes(tr.Leak.BytesPerStep)+" per step"
+			case tr.OOM != nil:
+				want, mention = 1, "out of memory"
+			}
+			if r.code != want {
+				t.Fatalf("check --max-leak 0: exit %d, want %d (stdout %q, err %v)", r.code, want, r.stdout, r.err)
+			}
+			got := r.stdout
+			if r.err != nil {
+				got = r.err.Error()
+			}
+			if !strings.Contains(got, mention) {
+				t.Errorf("check --max-leak 0 = %q, want it to mention %q", got, mention)
+			}
+		})
 	}
 }
