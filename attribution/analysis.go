@@ -34,6 +34,11 @@ type Device struct {
 	Leak     *Leak
 	// Frag is fragmentation at the peak, at the end and at each OOM.
 	Frag []*Fragmentation
+	// Lost estimates what a wrapped ring buffer dropped; nil when it did
+	// not wrap or the steps cannot tell.
+	Lost *Lost
+	// Warnings are the replay's, with what the analysis adds to them.
+	Warnings []snapshot.Warning
 
 	an    *Analysis
 	class *classifier
@@ -81,6 +86,8 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.Frag = append(dev.Frag, o.Frag)
 	}
 	dev.Leak = dev.findLeak()
+	dev.Lost = dev.lostHistory()
+	dev.Warnings = dev.warnings()
 	return dev
 }
 
@@ -186,7 +193,7 @@ func (d *Device) At(index int, label string) *Moment {
 		m.Streams = append(m.Streams, *sb)
 	}
 	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
-	m.Sites = TopSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated))
+	m.Sites = topSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated), d.beforeSite())
 	m.Tree = callTree(d.an.Snapshot.Stacks, allocated)
 	return m
 }

@@ -65,13 +65,22 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 	return ew.err
 }
 
+// offset is a moment's time after the device's first event, "+1.23 ms",
+// or "time not recorded".
+func offset(d *attribution.Device, us int64) string {
+	if !d.Timeline.Timed || len(d.Timeline.Events) == 0 {
+		return "time not recorded"
+	}
+	return "+" + units.Duration(us-d.Timeline.Events[0].TimeUS)
+}
+
 // MomentText writes the attribution of one moment: the numbers, the top
 // sites, the categories and the streams, or the call tree.
 func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d at %s", d.Device, m.Label)
 	if m.Index >= 0 && len(d.Timeline.Events) > 0 {
-		ew.printf(" (event %d, +%s)", m.Index, units.Duration(m.TimeUS-d.Timeline.Events[0].TimeUS))
+		ew.printf(" (event %d, %s)", m.Index, offset(d, m.TimeUS))
 	}
 	ew.printf(": requested %s, allocated %s, active %s, reserved %s\n",
 		units.Bytes(m.Requested), units.Bytes(m.Allocated), units.Bytes(m.Active), units.Bytes(m.Reserved))
@@ -224,7 +233,7 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 	for _, o := range d.OOMs {
 		ew.printf("device %d, out of memory %d at event %d", d.Device, o.N, o.Index)
 		if len(d.Timeline.Events) > 0 {
-			ew.printf(" (+%s)", units.Duration(o.TimeUS-d.Timeline.Events[0].TimeUS))
+			ew.printf(" (%s)", offset(d, o.TimeUS))
 		}
 		ew.printf("\n  request %s; allocated %s, reserved %s (%s reserved but unallocated); device free %s\n",
 			units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),

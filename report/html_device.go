@@ -169,10 +169,16 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 }
 
 func peakWhen(s *attribution.DeviceSummary) string {
-	if s.PeakAllocated.Index < 0 {
+	switch {
+	case s.Events == 0:
+		return "in the snapshot's end state (no history recorded)"
+	case s.PeakAllocated.Index < 0:
 		return "before the first recorded event"
 	}
 	w := fmt.Sprintf("at +%s of %s (event %d)", units.Duration(s.PeakOffsetUS), units.Duration(s.DurationUS), s.PeakAllocated.Index)
+	if !s.Timed {
+		w = fmt.Sprintf("at event %d of %d (time not recorded)", s.PeakAllocated.Index, s.Events)
+	}
 	if s.PeakStep != nil {
 		w += fmt.Sprintf(", step %d %s", *s.PeakStep, s.PeakPhase)
 	} else if s.PeakPhase != "" {

@@ -177,7 +177,7 @@ type oomPanel struct {
 func newOOMPanel(v *attribution.View, dv *attribution.DeviceView, o *attribution.OOM) oomPanel {
 	p := oomPanel{O: o}
 	if ev := dv.Device.Timeline.Events; len(ev) > 0 {
-		p.When = fmt.Sprintf("+%s (event %d)", units.Duration(o.TimeUS-ev[0].TimeUS), o.Index)
+		p.When = fmt.Sprintf("%s (event %d)", offset(dv.Device, o.TimeUS), o.Index)
 	}
 	for i, s := range o.At.Sites {
 		if i == v.Options.TopSites {

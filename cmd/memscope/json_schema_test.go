@@ -96,8 +96,18 @@ func TestJSONMatchesText(t *testing.T) {
 		for _, s := range d.TopSites {
 			mustContain(t, "summary", text, b(s.Bytes), s.Label)
 		}
+		if !d.TimesRecorded {
+			t.Errorf("summary JSON: times_recorded false for a trace with time_us")
+		}
+		flat := strings.Join(strings.Fields(text), " ")
 		for _, f := range d.Findings {
-			mustContain(t, "summary", strings.Join(strings.Fields(text), " "), f.Text)
+			mustContain(t, "summary", flat, f.Text)
+		}
+		if len(d.Warnings) == 0 {
+			t.Errorf("summary JSON: no warnings; the llama fixture starts recording late")
+		}
+		for _, w := range d.Warnings {
+			mustContain(t, "summary", flat, w)
 		}
 	})
 	t.Run("peak", func(t *testing.T) {
