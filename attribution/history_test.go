@@ -90,7 +90,7 @@ func TestLostHistory(t *testing.T) {
 
 	for name, s := range map[string]*sg.Synth{
 		"a whole step lost, cut at a step boundary": harnessRun(5, 12, map[string]any{"trace_alloc_overflowed": true}),
-		"not wrapped":                               harnessRun(5, 8, map[string]any{"trace_alloc_overflowed": false}),
+		"not wrapped": harnessRun(5, 8, map[string]any{"trace_alloc_overflowed": false}),
 	} {
 		d := analyzeSynth(t, s).Devices[0]
 		switch name {
