@@ -42,8 +42,11 @@ type Device struct {
 
 	an    *Analysis
 	class *classifier
-	churn churn
-	pools []poolRange // end-state segments by address, for poolOf
+	// reservedBefore holds, for each oom event, the most reserved in any
+	// state up to it.
+	reservedBefore map[int]int64
+	churn          churn
+	pools          []poolRange // end-state segments by address, for poolOf
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -70,9 +73,18 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}
 	phases := findPhases(s, d, events)
 	acc := newPhaseAccumulator(phases, len(events))
-	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe, Lifetimes: true})
+	before := map[int]int64{}
+	var most int64
+	observe := func(i int, n snapshot.Numbers) {
+		acc.observe(i, n)
+		most = max(most, n.Reserved)
+		if i+1 < len(events) && events[i+1].Action == snapshot.ActionOOM {
+			before[i+1] = most
+		}
+	}
+	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, Lifetimes: true})
 	acc.finish(t)
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events)}
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events), reservedBefore: before}
 	dev.class = &classifier{st: s.Stacks, phases: phases, owner: acc.owner,
 		life: &lifetimes{death: t.Death, preDeath: t.PreDeath}, kinds: map[snapshot.StackID]string{}}
 	dev.class.splitPreexisting(t.Initial, events)

@@ -185,7 +185,8 @@ func (d *Device) Findings() []Finding {
 			Text: "at the peak, " + f.Verdict})
 	}
 	for _, o := range d.OOMs {
-		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d): %s", o.N, o.Index, o.Verdict)})
+		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
+			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, o.Verdict)})
 	}
 	return out
 }

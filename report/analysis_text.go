@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // PhasesText writes the per-step phase table: the floor at the step's
@@ -235,9 +236,14 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		if len(d.Timeline.Events) > 0 {
 			ew.printf(" (%s)", offset(d, o.TimeUS))
 		}
-		ew.printf("\n  request %s; allocated %s, reserved %s (%s reserved but unallocated); device free %s\n",
-			units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),
-			units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
+		ew.printf("\n  request %s from %s\n", units.Bytes(o.Request), clip(o.SiteLabel, 80))
+		stackText(ew, an, o.Stack)
+		ew.printf("  allocated %s, reserved %s (%s reserved but unallocated); device free %s",
+			units.Bytes(o.Allocated), units.Bytes(o.Reserved), units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
+		if o.Cap != nil {
+			ew.printf("; per-process cap between %s and %s", units.Bytes(o.Cap.Low), units.Bytes(o.Cap.High))
+		}
+		ew.printf("\n")
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
 		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
@@ -246,6 +252,30 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("\n")
 	}
 	return ew.err
+}
+
+// stackText writes a stack the way sites are chosen: the user's frames,
+// innermost first, with the frames folded away (torch, site-packages, the
+// standard library, C++) counted.
+func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
+	st := an.Snapshot.Stacks
+	frames := st.Stack(id)
+	if len(frames) == 0 {
+		ew.printf("    (no stack recorded)\n")
+		return
+	}
+	folded := 0
+	for _, fid := range frames {
+		fr := st.Frame(fid)
+		if !an.Filter.User(fr) {
+			folded++
+			continue
+		}
+		ew.printf("    %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
+	}
+	if folded > 0 {
+		ew.printf("    (%d frames in torch, libraries and C++ folded)\n", folded)
+	}
 }
 
 // DiffText writes a comparison: peak and end, then the largest changes by

@@ -284,7 +284,7 @@ func boundFindings(in []attribution.Finding, n int) []attribution.Finding {
 			out = append(out, attribution.Finding{Kind: "more", Text: fmt.Sprintf("(%d more findings, not shown)", len(in)-i)})
 			break
 		}
-		f.Text = clip(f.Text, 600)
+		f.Text = clip(f.Text, 900)
 		out = append(out, f)
 	}
 	return out

@@ -104,12 +104,16 @@ trace, with a verdict and the allocator setting to try.`,
 			name:  "oom",
 			short: "post-mortem of each out-of-memory event: capacity or fragmentation",
 			args:  "SNAP...",
-			long: `Oom explains each out-of-memory event the allocator recorded: the request,
-the device's free memory, allocated and reserved at that moment, what was
+			long: `Oom explains each out-of-memory event the allocator recorded: the request
+and where it was made (the oom entry's stack, folded like sites), the
+device's free memory, allocated and reserved at that moment, the
+per-process cap when one applied (set_per_process_memory_fraction: the
+device had room for the segment, the allocator refused it; the snapshot
+does not record the limit, so it is bracketed from the trace), what was
 live by site and category, the largest free block, and a verdict:
-capacity (the live set and the request do not fit) or fragmentation
-(enough memory was free in reserved segments, but no block was large
-enough).`,
+fragmentation when no free block could take the request but it would have
+fit in the free bytes stranded in split segments (which release cannot
+return) plus what could still be reserved; capacity otherwise.`,
 			flags: oomFlags,
 		},
 		{

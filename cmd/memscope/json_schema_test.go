@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -152,7 +153,17 @@ func TestJSONMatchesText(t *testing.T) {
 		var doc oomDoc
 		decodeStrict(t, js, &doc, "oom")
 		o := doc.Files[0].Devices[0]
-		mustContain(t, "oom", text, b(o.Request), b(o.Numbers.Allocated), b(o.Numbers.Reserved), b(o.DeviceFree))
+		mustContain(t, "oom", text, b(o.Request), b(o.Numbers.Allocated), b(o.Numbers.Reserved), b(o.DeviceFree),
+			"from "+o.RequestSite.Label)
+		if o.Cap == nil {
+			t.Fatalf("oom JSON: no cap; the oom fixture ran under a 1 GiB cap")
+		}
+		mustContain(t, "oom", text, "per-process cap between "+b(o.Cap.Low)+" and "+b(o.Cap.High))
+		for _, f := range o.RequestStack {
+			if !strings.Contains(f.Filename, "site-packages") {
+				mustContain(t, "oom", text, fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name))
+			}
+		}
 		mustContain(t, "oom", strings.Join(strings.Fields(text), " "), o.Verdict)
 	})
 }
