@@ -130,13 +130,14 @@ peak and each phase's) and their fits.`,
 		},
 		{
 			name:  "check",
-			short: "CI gate: exit 1 when a snapshot breaks a limit (peak, reserved, leak, fragmentation)",
+			short: "CI gate: exit 1 on a recorded OOM or a broken limit (peak, reserved, leak, fragmentation)",
 			args:  "SNAP...",
-			long: `Check analyses each snapshot and exits with status 1, naming every broken
-limit with its numbers, when the peak allocated exceeds --max-peak, the
-peak reserved exceeds --max-reserved, a leak grows by more than --max-leak
-per step, or more than --max-frag of reserved memory is free at the peak.
-It exits 0 when every limit holds.`,
+			long: `Check analyses each snapshot (or the snapshots of a capture run directory)
+and exits with status 1, naming every failure with its numbers, when an
+out-of-memory event was recorded (unless --allow-oom), the peak allocated
+exceeds --max-peak, the peak reserved exceeds --max-reserved, a leak grows by
+more than --max-leak per step, or more than --max-frag of reserved memory is
+free at the peak. It exits 0 when none of these holds.`,
 			flags: checkFlags,
 		},
 		{
