@@ -151,3 +151,50 @@ func warningTexts(d *Device) []string {
 	}
 	return out
 }
+
+// TestLeakHint: with only two steady steps there is no leak verdict, but a
+// hint of how the floor moved between them: 2 MiB per step where each step
+// keeps a 2 MiB block alive; not at all in llama-bf16, whose floor torch
+// measured equal after steps 2 and 3.
+func TestLeakHint(t *testing.T) {
+	var trace, annots []map[string]any
+	for s := range int64(3) {
+		base := 1_000_000 + 1000*s
+		for _, ph := range []string{"forward", "backward"} {
+			name := fmt.Sprintf("memscope/step/%d/%s", s, ph)
+			annots = append(annots, map[string]any{"stage": "START", "name": name, "device": 0, "time_us": base},
+				map[string]any{"stage": "END", "name": name, "device": 0, "time_us": base + 400})
+			base += 500
+		}
+		base -= 1000
+		keep := seg + 8*mib + 2*mib*s
+		trace = append(trace, sg.Ev("alloc", seg, 4*mib, base+100), sg.Ev("alloc", keep, 2*mib, base+200),
+			sg.Ev("free_requested", seg, 4*mib, base+600), sg.Ev("free_completed", seg, 4*mib, base+601))
+	}
+	live := func() map[string]any { return sg.Blk(2*mib, 2*mib, "active_allocated") }
+	an := analyzeSynth(t, &sg.Synth{
+		Segments: []map[string]any{sg.Seg(seg, sg.Blk(8*mib, 0, "inactive"), live(), live(), live(), sg.Blk(6*mib, 0, "inactive"))},
+		Traces:   [][]map[string]any{trace}, Annotations: annots,
+	})
+	want := "too few steps to tell (need a first step and at least 3 steady ones); over the 2 steady steps recorded, the floor grew 2.00 MiB per step"
+	if l := an.Devices[0].Leak; l.Found || l.Reason != want {
+		t.Errorf("Leak = found %v, %q; want no verdict, %q", l.Found, l.Reason, want)
+	}
+
+	for _, f := range loadFixtures(t) {
+		if f.name != "llama-bf16" {
+			continue
+		}
+		floors := map[int]int64{}
+		for _, p := range f.truth.Phases {
+			floors[p.Step] = p.AllocatedEnd // the last phase of each step is last
+		}
+		if floors[2] != floors[3] {
+			t.Fatalf("llama-bf16 truth: floors after steps 2 and 3 are %d and %d", floors[2], floors[3])
+		}
+		want := "too few steps to tell (need a first step and at least 3 steady ones); over the 2 steady steps recorded, the floor did not grow"
+		if l := f.an.Devices[0].Leak; l.Reason != want {
+			t.Errorf("llama-bf16 Leak.Reason = %q, want %q", l.Reason, want)
+		}
+	}
+}
