@@ -245,6 +245,7 @@ type DiffJSON struct {
 
 type DeviceDiffJSON struct {
 	Device     int                 `json:"device"`
+	DeviceB    int                 `json:"device_b"` // B's device: another one when the sole devices were paired
 	PeakA      Numbers             `json:"peak_a"`
 	PeakB      Numbers             `json:"peak_b"`
 	EndA       Numbers             `json:"end_a"`
@@ -258,7 +259,7 @@ type DeviceDiffJSON struct {
 func DiffDoc(d *attribution.Diff) []DeviceDiffJSON {
 	out := []DeviceDiffJSON{}
 	for _, dd := range d.Devices {
-		out = append(out, DeviceDiffJSON{Device: dd.Device, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
+		out = append(out, DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
 			EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
 			Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)})
 	}

@@ -285,6 +285,9 @@ func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 	ew.printf("A: %s\nB: %s\n", nameA, nameB)
 	for _, dd := range d.Devices {
 		ew.printf("\ndevice %d", dd.Device)
+		if dd.DeviceB != dd.Device {
+			ew.printf(" of A against device %d of B (the sole device of each)", dd.DeviceB)
+		}
 		switch {
 		case dd.OnlyA:
 			ew.printf(" (only in A)")

@@ -122,10 +122,11 @@ return) plus what could still be reserved; capacity otherwise.`,
 			args:  "A B",
 			long: `Diff compares snapshot B with snapshot A (e.g. fp32 against bf16, or before
 and after a fix): the peak and end numbers, then the largest changes at the
-peak by phase, category and site. A and B may also be run directories: a
-'memscope capture' run stands for its snapshot; two 'memscope sweep' runs
-compare point by point (each precision and batch measured in both: the
-peak and each phase's) and their fits.`,
+peak by phase, category and site, device by device (when each has one
+device, those two, whatever their indexes). A and B may also be run
+directories: a 'memscope capture' run stands for its snapshot; two
+'memscope sweep' runs compare point by point (each precision and batch
+measured in both: the peak and each phase's) and their fits.`,
 			flags: diffFlags,
 		},
 		{
