@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	sg "github.com/memscope/memscope/internal/snapgen"
+	"github.com/memscope/memscope/internal/units"
 )
 
 const (
@@ -103,5 +104,24 @@ func TestNoHistoryText(t *testing.T) {
 	}
 	if s := doc.Files[0].Devices[0].TopSites; len(s) != 1 || s[0].Kind != "unrecorded" || s[0].Label != "(no history recorded)" {
 		t.Errorf("JSON top sites %+v, want one of kind unrecorded", s)
+	}
+}
+
+// TestOOMPanel: the report's OOM post-mortem shows where the failing
+// request was made, with its stack, and the per-process cap's bracket.
+func TestOOMPanel(t *testing.T) {
+	an, v := fixtureView(t, "oom")
+	o := an.Devices[0].OOMs[0]
+	page := html.UnescapeString(renderHTML(t, []*attribution.View{v}, HTMLOptions{}))
+	for _, want := range []string{
+		`The request came from <details><summary class="site user">` + o.SiteLabel + `</summary>`,
+		`<li class="user"><code>&lt;repo&gt;/capture/harness.py:430</code> scenario_oom</li>`,
+		"<th>per-process cap, at least</th><td class=\"num\">" + units.Bytes(o.Cap.Low) + "</td><th>and below</th><td class=\"num\">" + units.Bytes(o.Cap.High),
+	} {
+		want = strings.ReplaceAll(want, "&lt;", "<")
+		want = strings.ReplaceAll(want, "&gt;", ">")
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }
