@@ -34,11 +34,19 @@ type Device struct {
 	Leak     *Leak
 	// Frag is fragmentation at the peak, at the end and at each OOM.
 	Frag []*Fragmentation
+	// Lost estimates what a wrapped ring buffer dropped; nil when it did
+	// not wrap or the steps cannot tell.
+	Lost *Lost
+	// Warnings are the replay's, with what the analysis adds to them.
+	Warnings []snapshot.Warning
 
 	an    *Analysis
 	class *classifier
-	churn churn
-	pools []poolRange // end-state segments by address, for poolOf
+	// reservedBefore holds, for each oom event, the most reserved in any
+	// state up to it.
+	reservedBefore map[int]int64
+	churn          churn
+	pools          []poolRange // end-state segments by address, for poolOf
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -66,9 +74,18 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	k := newKinds(s.Stacks, events)
 	phases := findPhases(s, d, events, k)
 	acc := newPhaseAccumulator(phases, len(events))
-	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: acc.observe, Lifetimes: true})
+	before := map[int]int64{}
+	var most int64
+	observe := func(i int, n snapshot.Numbers) {
+		acc.observe(i, n)
+		most = max(most, n.Reserved)
+		if i+1 < len(events) && events[i+1].Action == snapshot.ActionOOM {
+			before[i+1] = most
+		}
+	}
+	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, Lifetimes: true})
 	acc.finish(t)
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events)}
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events), reservedBefore: before}
 	dev.class = newClassifier(s, d, events, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
 
@@ -81,6 +98,8 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.Frag = append(dev.Frag, o.Frag)
 	}
 	dev.Leak = dev.findLeak()
+	dev.Lost = dev.lostHistory()
+	dev.Warnings = dev.warnings()
 	return dev
 }
 
@@ -186,7 +205,7 @@ func (d *Device) At(index int, label string) *Moment {
 		m.Streams = append(m.Streams, *sb)
 	}
 	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
-	m.Sites = TopSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated))
+	m.Sites = topSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated), d.beforeSite())
 	m.Tree = callTree(d.an.Snapshot.Stacks, allocated)
 	return m
 }

@@ -3,20 +3,23 @@ package attribution
 import "sort"
 
 // Diff compares two analyses device by device (device d of A with device d
-// of B): what grew at the peak and at the end, by site, category and phase.
+// of B, or the sole device of each when each has one): what grew at the
+// peak and at the end, by site, category and phase.
 type Diff struct {
 	Devices []DeviceDiff
 }
 
 // DeviceDiff is the comparison of one device.
 type DeviceDiff struct {
-	Device       int
-	PeakA, PeakB Numbers
-	EndA, EndB   Numbers
-	Sites        []Delta // at the peak, by site label, largest change first
-	Categories   []Delta // at the peak
-	Phases       []Delta // each phase name's highest peak over the steps
-	OnlyA, OnlyB bool    // the device is in one snapshot only
+	// Device is the device of A (of B when only B has it); DeviceB the
+	// device of B, another index when the sole devices were paired.
+	Device, DeviceB int
+	PeakA, PeakB    Numbers
+	EndA, EndB      Numbers
+	Sites           []Delta // at the peak, by site label, largest change first
+	Categories      []Delta // at the peak
+	Phases          []Delta // each phase name's highest peak over the steps
+	OnlyA, OnlyB    bool    // the device is in one snapshot only
 }
 
 // Delta is one row of a diff.
@@ -30,6 +33,11 @@ type Delta struct {
 // Compare diffs a against b.
 func Compare(a, b *Analysis) *Diff {
 	out := &Diff{}
+	if len(a.Devices) == 1 && len(b.Devices) == 1 && a.Devices[0].Device != b.Devices[0].Device {
+		// One device each (a job run on GPU 0, then on GPU 3): the same job.
+		out.Devices = append(out.Devices, compareDevices(a.Devices[0], b.Devices[0]))
+		return out
+	}
 	byDev := map[int][2]*Device{}
 	var devs []int
 	for _, d := range a.Devices {
@@ -47,20 +55,32 @@ func Compare(a, b *Analysis) *Diff {
 	sort.Ints(devs)
 	for _, n := range devs {
 		p := byDev[n]
-		dd := DeviceDiff{Device: n, OnlyA: p[1] == nil, OnlyB: p[0] == nil}
-		var sa, sb, ca, cb, pa, pb map[string]int64
-		if p[0] != nil {
-			dd.PeakA, dd.EndA = p[0].Peak.Numbers, p[0].End.Numbers
-			sa, ca, pa = p[0].groups()
-		}
-		if p[1] != nil {
-			dd.PeakB, dd.EndB = p[1].Peak.Numbers, p[1].End.Numbers
-			sb, cb, pb = p[1].groups()
-		}
-		dd.Sites, dd.Categories, dd.Phases = Deltas(sa, sb), Deltas(ca, cb), Deltas(pa, pb)
+		dd := compareDevices(p[0], p[1])
+		dd.Device, dd.DeviceB = n, n
 		out.Devices = append(out.Devices, dd)
 	}
 	return out
+}
+
+// compareDevices diffs device a against device b; either may be nil.
+func compareDevices(a, b *Device) DeviceDiff {
+	dd := DeviceDiff{OnlyA: b == nil, OnlyB: a == nil}
+	var sa, sb, ca, cb, pa, pb map[string]int64
+	if a != nil {
+		dd.Device, dd.DeviceB = a.Device, a.Device
+		dd.PeakA, dd.EndA = a.Peak.Numbers, a.End.Numbers
+		sa, ca, pa = a.groups()
+	}
+	if b != nil {
+		dd.DeviceB = b.Device
+		if a == nil {
+			dd.Device = b.Device
+		}
+		dd.PeakB, dd.EndB = b.Peak.Numbers, b.End.Numbers
+		sb, cb, pb = b.groups()
+	}
+	dd.Sites, dd.Categories, dd.Phases = Deltas(sa, sb), Deltas(ca, cb), Deltas(pa, pb)
+	return dd
 }
 
 // groups returns the peak's bytes by site label and by category, and each

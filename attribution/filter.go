@@ -60,7 +60,8 @@ type Site struct {
 	// Kind says how Frame was chosen: "user" (the innermost user frame),
 	// "python" (no user frame; the innermost Python frame), "none" (the
 	// stack has no Python frame: C++ or the autograd engine's thread), or
-	// "before" (no stack: the block predates recording).
+	// "before" (no stack: the block predates recording), or "unrecorded"
+	// (no stack on a device whose history was not recorded at all).
 	Kind string
 }
 
@@ -88,6 +89,8 @@ func (s Site) Label(st *snapshot.Stacks) string {
 		return "(no Python frame: C++ or autograd engine)"
 	case "before":
 		return "(allocated before recording began)"
+	case "unrecorded":
+		return "(no history recorded)"
 	}
 	fr := st.Frame(s.Frame)
 	return fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name)

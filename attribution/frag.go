@@ -33,8 +33,11 @@ type Fragmentation struct {
 	// [2^(k+9), 2^(k+10)) bytes, from 512 B up.
 	Histogram []HoleBucket
 	// Request is the failed request at an OOM (0 otherwise) and Unusable the
-	// free bytes in holes too small to serve it.
-	Request, Unusable int64
+	// free bytes in holes of its pool too small to serve it. Stranded is
+	// the free bytes of its pool in segments that also hold active blocks
+	// (release cannot return them), Headroom what the allocator could still
+	// reserve (under a per-process cap, else from the device).
+	Request, Unusable, Stranded, Headroom int64
 
 	// Churn over the whole trace.
 	churn
@@ -177,16 +180,40 @@ func (d *Device) fragmentation(m *Moment) *Fragmentation {
 	return f
 }
 
-// unusableFor sets Request and the free bytes that could not serve it.
-func (f *Fragmentation) unusableFor(d *Device, m *Moment, request int64) {
-	f.Request = request
+// unusableFor sets Request, the free bytes that could not serve it, and
+// what the verdict weighs: the bytes stranded in split segments of its pool
+// and the headroom left to reserve.
+func (f *Fragmentation) unusableFor(d *Device, m *Moment, request, headroom int64) {
+	f.Request, f.Headroom = request, max(headroom, 0)
 	large := request > smallRequest
 	for _, h := range d.holes(m) {
-		if h.large == large && h.size < request {
+		if h.large != large {
+			continue
+		}
+		if h.size < request {
 			f.Unusable += h.size
+		}
+		if h.split {
+			f.Stranded += h.size
 		}
 	}
 	f.Verdict = f.verdict()
+}
+
+// pool names the request's pool and gives its largest free block.
+func (f *Fragmentation) pool() (string, int64) {
+	if f.Request > smallRequest {
+		return "large", f.LargestFree[1]
+	}
+	return "small", f.LargestFree[0]
+}
+
+// fragmented decides a failed request: fragmentation when no single free
+// block of its pool could take it, yet it would have fit in the free bytes
+// stranded in split segments plus the headroom; capacity otherwise.
+func (f *Fragmentation) fragmented() bool {
+	_, largest := f.pool()
+	return f.Request > 0 && largest < f.Request && f.Request <= f.Headroom+f.Stranded
 }
 
 // verdict says in words whether the free memory is a problem and what to try.
@@ -197,11 +224,13 @@ func (f *Fragmentation) verdict() string {
 	share := float64(f.Free) / float64(f.Reserved)
 	largest := max(f.LargestFree[0], f.LargestFree[1])
 	switch {
-	case f.Request > 0 && f.Free >= f.Request && largest < f.Request:
-		return fmt.Sprintf("fragmentation: %s free in reserved segments, but the largest hole is %s, smaller than the %s request; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place, so free space stays contiguous)",
-			units.Bytes(f.Free), units.Bytes(largest), units.Bytes(f.Request))
+	case f.fragmented():
+		_, largest := f.pool()
+		return fmt.Sprintf("fragmentation: the %s request would fit in the %s stranded in split segments plus the %s headroom, but the largest hole of its pool is %s; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place, so free space stays contiguous)",
+			units.Bytes(f.Request), units.Bytes(f.Stranded), units.Bytes(f.Headroom), units.Bytes(largest))
 	case f.Request > 0:
-		return fmt.Sprintf("not fragmentation: only %s free in reserved segments for a %s request", units.Bytes(f.Free), units.Bytes(f.Request))
+		return fmt.Sprintf("not fragmentation: the %s request would not fit even in the %s stranded in split segments plus the %s headroom (%s free in reserved segments in all)",
+			units.Bytes(f.Request), units.Bytes(f.Stranded), units.Bytes(f.Headroom), units.Bytes(f.Free))
 	case share < 0.1:
 		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*share, units.Bytes(f.Free))
 	case f.Holes > 0 && float64(f.InactiveSplit) > 0.5*float64(f.Free) && largest < f.Free/2:

@@ -1,8 +1,10 @@
 package attribution
 
 import (
+	"fmt"
 	"sort"
 
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -46,6 +48,13 @@ func (d *Device) findLeak() *Leak {
 	steps := d.Phases.Steps
 	if len(steps) < minLeakSteps+1 {
 		l.Reason = "too few steps to tell (need a first step and at least 3 steady ones)"
+		if len(steps) == minLeakSteps { // two steady steps: a hint, not a verdict
+			if g := steps[2].FloorEnd - steps[1].FloorEnd; g > 0 {
+				l.Reason += fmt.Sprintf("; over the 2 steady steps recorded, the floor grew %s per step", units.Bytes(g))
+			} else {
+				l.Reason += "; over the 2 steady steps recorded, the floor did not grow"
+			}
+		}
 		return l
 	}
 	steady := steps[1:]

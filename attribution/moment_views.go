@@ -26,13 +26,13 @@ type TreeNode struct {
 // UserTree builds the call tree of the blocks allocated at m from the
 // user's frames only (the filter's view, as pprof shows it), outermost frame
 // at the root's children. A block with no user frame hangs from a node named
-// by its site ("(allocated before recording began)", "(no Python frame…)",
-// or its innermost Python frame). The tree keeps at most maxNodes frame
-// nodes, none smaller than minShare of the total; what is cut adds up in
-// one "(N smaller)" node per parent, and bytes allocated by a frame that
-// also has children shown go to a "(self)" child, so children always sum to
-// their parent. A chain of frames that pass all their bytes to one callee
-// is one node, named by the innermost.
+// by its site ("(allocated before recording began)", "(no history
+// recorded)", "(no Python frame…)", or its innermost Python frame). The
+// tree keeps at most maxNodes frame nodes, none smaller than minShare of
+// the total; what is cut adds up in one "(N smaller)" node per parent, and
+// bytes allocated by a frame that also has children shown go to a "(self)"
+// child, so children always sum to their parent. A chain of frames that
+// pass all their bytes to one callee is one node, named by the innermost.
 func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 	st := d.an.Snapshot.Stacks
 	f := d.an.Filter
@@ -78,7 +78,7 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		if len(frames) == 0 {
 			site := f.SiteOf(st, b.Stack)
 			if b.AllocIndex < 0 && b.Stack == 0 {
-				site = Site{Kind: "before"}
+				site = d.beforeSite()
 			}
 			label := site.Label(st)
 			n = child(n, "site:"+label, label, label)

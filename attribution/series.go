@@ -110,7 +110,7 @@ func newSweep(d *Device, sites []SiteBytes) *sweep {
 // siteOf returns the series of a block's site, as TopSites names sites.
 func (sw *sweep) siteOf(b *snapshot.LiveBlock) int {
 	if b.AllocIndex < 0 && b.Stack == 0 {
-		if k, ok := sw.siteIndex[Site{Kind: "before"}]; ok {
+		if k, ok := sw.siteIndex[sw.d.beforeSite()]; ok {
 			return k
 		}
 		return sw.other

@@ -42,9 +42,12 @@ type DeviceSummary struct {
 	// when a range names them ("memscope/step/3/forward").
 	PeakOffsetUS int64
 	DurationUS   int64
-	PeakRanges   []snapshot.Range
-	PeakStep     *int
-	PeakPhase    string
+	// Timed is false when the trace records no time_us (torch before 2.2,
+	// torch_npu): then events have an order and the offsets are 0.
+	Timed      bool
+	PeakRanges []snapshot.Range
+	PeakStep   *int
+	PeakPhase  string
 	// Steps is how many steps the trace holds; StepsSource and StepsFrom
 	// say where their boundaries came from (Phases.Source, Phases.From).
 	Steps                  int
@@ -111,7 +114,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		Device: d, Start: t.Start, AtPeak: dev.Peak.Numbers, End: t.End,
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
-		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: t.Warnings,
+		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Timed: t.Timed,
 	}
 	for i := range s.Segments {
 		seg := &s.Segments[i]
@@ -187,7 +190,8 @@ func (d *Device) Findings() []Finding {
 			Text: "at the peak, " + f.Verdict})
 	}
 	for _, o := range d.OOMs {
-		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d): %s", o.N, o.Index, o.Verdict)})
+		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
+			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, o.Verdict)})
 	}
 	return out
 }
@@ -195,6 +199,22 @@ func (d *Device) Findings() []Finding {
 // TopSites groups the allocated (not pending-free) blocks of live by site
 // and returns the top n by block bytes, with their share of total.
 func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int) []SiteBytes {
+	return topSites(st, live, f, total, n, Site{Kind: "before"})
+}
+
+// beforeSite is the site of blocks with neither an allocation in the trace
+// nor a stack: allocated before recording began, or, on a device with no
+// recorded history at all, simply not recorded.
+func (d *Device) beforeSite() Site {
+	if len(d.Timeline.Events) == 0 {
+		return Site{Kind: "unrecorded"}
+	}
+	return Site{Kind: "before"}
+}
+
+// topSites is TopSites with the site of blocks that have no stack and no
+// allocation in the trace.
+func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int, before Site) []SiteBytes {
 	type acc struct {
 		SiteBytes
 		largest int64
@@ -207,7 +227,7 @@ func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total i
 		}
 		site := f.SiteOf(st, b.Stack)
 		if b.AllocIndex < 0 && b.Stack == 0 {
-			site = Site{Kind: "before"}
+			site = before
 		}
 		a := by[site]
 		if a == nil {

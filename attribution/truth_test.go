@@ -19,6 +19,7 @@ type truth struct {
 		Step          int    `json:"step"`
 		Phase         string `json:"phase"`
 		PeakAllocated int64  `json:"peak_allocated"`
+		AllocatedEnd  int64  `json:"allocated_end"`
 	} `json:"phases"`
 	Window struct {
 		MaxAllocated int64 `json:"max_allocated"`

@@ -159,6 +159,8 @@ type FragJSON struct {
 	Histogram              []attribution.HoleBucket `json:"histogram"`
 	Request                int64                    `json:"request,omitempty"`
 	Unusable               int64                    `json:"unusable_for_request,omitempty"`
+	Stranded               int64                    `json:"stranded_for_request,omitempty"`
+	Headroom               int64                    `json:"headroom_for_request,omitempty"`
 	SegmentAllocs          int                      `json:"segment_allocs"`
 	SegmentFrees           int                      `json:"segment_frees"`
 	Maps                   int                      `json:"segment_maps"`
@@ -182,29 +184,57 @@ func Frag(f *attribution.Fragmentation) FragJSON {
 	return FragJSON{Label: f.Label, EventIndex: f.Index, Reserved: f.Reserved, Allocated: f.Allocated,
 		Active: f.Active, ReservedMinusAllocated: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
 		Holes: f.Holes, LargestFreeSmall: f.LargestFree[0], LargestFreeLarge: f.LargestFree[1],
-		Histogram: h, Request: f.Request, Unusable: f.Unusable, SegmentAllocs: f.SegmentAllocs,
-		SegmentFrees: f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: f.Verdict}
+		Histogram: h, Request: f.Request, Unusable: f.Unusable, Stranded: f.Stranded, Headroom: f.Headroom,
+		SegmentAllocs: f.SegmentAllocs,
+		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: f.Verdict}
 }
 
 // OOMJSON is the post-mortem of one OOM.
 type OOMJSON struct {
-	Device     int        `json:"device"`
-	N          int        `json:"n"`
-	EventIndex int        `json:"event_index"`
-	Request    int64      `json:"request"`
-	DeviceFree int64      `json:"device_free"`
-	Numbers    Numbers    `json:"numbers"`
-	Capacity   bool       `json:"capacity"`
-	Verdict    string     `json:"verdict"`
-	Frag       FragJSON   `json:"fragmentation"`
-	Live       MomentJSON `json:"live"`
+	Device       int             `json:"device"`
+	N            int             `json:"n"`
+	EventIndex   int             `json:"event_index"`
+	Request      int64           `json:"request"`
+	RequestSite  RequestSiteJSON `json:"request_site"`
+	RequestStack []FrameJSON     `json:"request_stack"` // innermost first; [] when none was recorded
+	AllocSize    int64           `json:"alloc_size"`
+	DeviceFree   int64           `json:"device_free"`
+	Cap          *CapJSON        `json:"cap"` // null: no per-process cap applied
+	Numbers      Numbers         `json:"numbers"`
+	Capacity     bool            `json:"capacity"`
+	Verdict      string          `json:"verdict"`
+	Frag         FragJSON        `json:"fragmentation"`
+	Live         MomentJSON      `json:"live"`
+}
+
+// RequestSiteJSON is the site of a failed request, named like a Site.
+type RequestSiteJSON struct {
+	Label string     `json:"label"`
+	Kind  string     `json:"kind"`
+	Frame *FrameJSON `json:"frame"`
+}
+
+// CapJSON brackets a per-process memory limit: low ≤ limit < high.
+type CapJSON struct {
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
 }
 
 // OOM converts one post-mortem.
 func OOM(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
-	return OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request, DeviceFree: o.DeviceFree,
+	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
+		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
+		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
 		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: Frag(o.Frag),
 		Live: momentOf(st, d.Device, o.At, top)}
+	if o.Site.Kind == "user" || o.Site.Kind == "python" {
+		fr := frameJSON(st.Frame(o.Site.Frame))
+		j.RequestSite.Frame = &fr
+	}
+	if o.Cap != nil {
+		j.Cap = &CapJSON{o.Cap.Low, o.Cap.High}
+	}
+	return j
 }
 
 // DiffJSON is a comparison of two snapshots.
@@ -215,6 +245,7 @@ type DiffJSON struct {
 
 type DeviceDiffJSON struct {
 	Device     int                 `json:"device"`
+	DeviceB    int                 `json:"device_b"` // B's device: another one when the sole devices were paired
 	PeakA      Numbers             `json:"peak_a"`
 	PeakB      Numbers             `json:"peak_b"`
 	EndA       Numbers             `json:"end_a"`
@@ -228,7 +259,7 @@ type DeviceDiffJSON struct {
 func DiffDoc(d *attribution.Diff) []DeviceDiffJSON {
 	out := []DeviceDiffJSON{}
 	for _, dd := range d.Devices {
-		out = append(out, DeviceDiffJSON{Device: dd.Device, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
+		out = append(out, DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
 			EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
 			Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)})
 	}

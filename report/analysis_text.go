@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // PhasesText writes the per-step phase table: the floor at the step's
@@ -65,13 +66,22 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 	return ew.err
 }
 
+// offset is a moment's time after the device's first event, "+1.23 ms",
+// or "time not recorded".
+func offset(d *attribution.Device, us int64) string {
+	if !d.Timeline.Timed || len(d.Timeline.Events) == 0 {
+		return "time not recorded"
+	}
+	return "+" + units.Duration(us-d.Timeline.Events[0].TimeUS)
+}
+
 // MomentText writes the attribution of one moment: the numbers, the top
 // sites, the categories and the streams, or the call tree.
 func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d at %s", d.Device, m.Label)
 	if m.Index >= 0 && len(d.Timeline.Events) > 0 {
-		ew.printf(" (event %d, +%s)", m.Index, units.Duration(m.TimeUS-d.Timeline.Events[0].TimeUS))
+		ew.printf(" (event %d, %s)", m.Index, offset(d, m.TimeUS))
 	}
 	ew.printf(": requested %s, allocated %s, active %s, reserved %s\n",
 		units.Bytes(m.Requested), units.Bytes(m.Allocated), units.Bytes(m.Active), units.Bytes(m.Reserved))
@@ -224,11 +234,16 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 	for _, o := range d.OOMs {
 		ew.printf("device %d, out of memory %d at event %d", d.Device, o.N, o.Index)
 		if len(d.Timeline.Events) > 0 {
-			ew.printf(" (+%s)", units.Duration(o.TimeUS-d.Timeline.Events[0].TimeUS))
+			ew.printf(" (%s)", offset(d, o.TimeUS))
 		}
-		ew.printf("\n  request %s; allocated %s, reserved %s (%s reserved but unallocated); device free %s\n",
-			units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),
-			units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
+		ew.printf("\n  request %s from %s\n", units.Bytes(o.Request), clip(o.SiteLabel, 80))
+		stackText(ew, an, o.Stack)
+		ew.printf("  allocated %s, reserved %s (%s reserved but unallocated); device free %s",
+			units.Bytes(o.Allocated), units.Bytes(o.Reserved), units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
+		if o.Cap != nil {
+			ew.printf("; per-process cap between %s and %s", units.Bytes(o.Cap.Low), units.Bytes(o.Cap.High))
+		}
+		ew.printf("\n")
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
 		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
@@ -239,6 +254,30 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 	return ew.err
 }
 
+// stackText writes a stack the way sites are chosen: the user's frames,
+// innermost first, with the frames folded away (torch, site-packages, the
+// standard library, C++) counted.
+func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
+	st := an.Snapshot.Stacks
+	frames := st.Stack(id)
+	if len(frames) == 0 {
+		ew.printf("    (no stack recorded)\n")
+		return
+	}
+	folded := 0
+	for _, fid := range frames {
+		fr := st.Frame(fid)
+		if !an.Filter.User(fr) {
+			folded++
+			continue
+		}
+		ew.printf("    %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
+	}
+	if folded > 0 {
+		ew.printf("    (%d frames in torch, libraries and C++ folded)\n", folded)
+	}
+}
+
 // DiffText writes a comparison: peak and end, then the largest changes by
 // site, category and phase.
 func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) error {
@@ -246,6 +285,9 @@ func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 	ew.printf("A: %s\nB: %s\n", nameA, nameB)
 	for _, dd := range d.Devices {
 		ew.printf("\ndevice %d", dd.Device)
+		if dd.DeviceB != dd.Device {
+			ew.printf(" of A against device %d of B (the sole device of each)", dd.DeviceB)
+		}
 		switch {
 		case dd.OnlyA:
 			ew.printf(" (only in A)")

@@ -170,10 +170,16 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 }
 
 func peakWhen(s *attribution.DeviceSummary) string {
-	if s.PeakAllocated.Index < 0 {
+	switch {
+	case s.Events == 0:
+		return "in the snapshot's end state (no history recorded)"
+	case s.PeakAllocated.Index < 0:
 		return "before the first recorded event"
 	}
 	w := fmt.Sprintf("at +%s of %s (event %d)", units.Duration(s.PeakOffsetUS), units.Duration(s.DurationUS), s.PeakAllocated.Index)
+	if !s.Timed {
+		w = fmt.Sprintf("at event %d of %d (time not recorded)", s.PeakAllocated.Index, s.Events)
+	}
 	if s.PeakStep != nil {
 		w += fmt.Sprintf(", step %d %s", *s.PeakStep, s.PeakPhase)
 	} else if s.PeakPhase != "" {
@@ -279,7 +285,7 @@ func boundFindings(in []attribution.Finding, n int) []attribution.Finding {
 			out = append(out, attribution.Finding{Kind: "more", Text: fmt.Sprintf("(%d more findings, not shown)", len(in)-i)})
 			break
 		}
-		f.Text = clip(f.Text, 600)
+		f.Text = clip(f.Text, 900)
 		out = append(out, f)
 	}
 	return out

@@ -170,14 +170,16 @@ func histogramChart(prefix string, frags []attribution.FragView) *chartView {
 type oomPanel struct {
 	O         *attribution.OOM
 	When      string
+	Request   siteRow // where the failing request was made
 	SiteTable siteTable
 	CatBar    catBar
 }
 
 func newOOMPanel(v *attribution.View, dv *attribution.DeviceView, o *attribution.OOM) oomPanel {
-	p := oomPanel{O: o}
+	p := oomPanel{O: o, Request: newSiteRow(v, attribution.SiteBytes{Site: o.Site, Label: o.SiteLabel,
+		Bytes: o.Request, Requested: o.Request, Count: 1, Stack: o.Stack})}
 	if ev := dv.Device.Timeline.Events; len(ev) > 0 {
-		p.When = fmt.Sprintf("+%s (event %d)", units.Duration(o.TimeUS-ev[0].TimeUS), o.Index)
+		p.When = fmt.Sprintf("%s (event %d)", offset(dv.Device, o.TimeUS), o.Index)
 	}
 	for i, s := range o.At.Sites {
 		if i == v.Options.TopSites {

@@ -28,9 +28,12 @@ func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attr
 			continue
 		}
 		phase, step := "", -1
-		if lb.AllocIndex >= 0 {
+		switch {
+		case lb.AllocIndex >= 0:
 			phase, step = d.PhaseOf(lb.AllocIndex)
-		} else {
+		case len(d.Timeline.Events) == 0:
+			phase = "no history recorded"
+		default:
 			phase = "before recording"
 		}
 		b.add(lb.Stack, sampleKey{category: m.Category[i].String(), phase: phase, step: step,

@@ -78,6 +78,7 @@ type SummaryDevice struct {
 	Peaks            map[string]PeakJSON `json:"peaks"`            // requested, allocated, active, reserved
 	PeakOffsetUS     int64               `json:"peak_offset_us"`
 	DurationUS       int64               `json:"duration_us"`
+	TimesRecorded    bool                `json:"times_recorded"` // false: no time_us, offsets are 0
 	PeakRanges       []RangeJSON         `json:"peak_ranges"`
 	PeakStep         *int                `json:"peak_step"`
 	PeakPhase        string              `json:"peak_phase"`
@@ -121,7 +122,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 				"requested": peak(d.PeakRequested), "allocated": peak(d.PeakAllocated),
 				"active": peak(d.PeakActive), "reserved": peak(d.PeakReserved),
 			},
-			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS,
+			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS, TimesRecorded: d.Timed,
 			PeakRanges: []RangeJSON{}, PeakStep: d.PeakStep, PeakPhase: d.PeakPhase,
 			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: d.StepsFrom,
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,

@@ -77,7 +77,11 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	} else if d.PeakAllocated.Index < 0 {
 		ew.printf("was already live before the first recorded event\n")
 	} else {
-		ew.printf("at +%s of %s (event %d)", units.Duration(d.PeakOffsetUS), units.Duration(d.DurationUS), d.PeakAllocated.Index)
+		if d.Timed {
+			ew.printf("at +%s of %s (event %d)", units.Duration(d.PeakOffsetUS), units.Duration(d.DurationUS), d.PeakAllocated.Index)
+		} else {
+			ew.printf("at event %d of %d (time not recorded)", d.PeakAllocated.Index, d.Events)
+		}
 		if d.PeakStep != nil {
 			ew.printf(", step %d %s", *d.PeakStep, d.PeakPhase)
 		} else if d.PeakPhase != "" {

@@ -52,10 +52,10 @@ func (d *decoder) release() {
 
 // topParts are the recognised values of the top-level dict.
 type topParts struct {
-	segments, traces, settings, annots value
-	hasSegments, hasTraces             bool
-	unknown                            []string
-	seen                               map[string]bool // unknown, as a set
+	segments, traces, settings, annots, stats value
+	hasSegments, hasTraces                    bool
+	unknown                                   []string
+	seen                                      map[string]bool // unknown, as a set
 }
 
 // finish turns the value left by STOP into the Snapshot.
@@ -107,6 +107,10 @@ func (d *decoder) topPairs(pairs []kv, parts *topParts) error {
 			if parts.seen == nil {
 				parts.seen = map[string]bool{}
 			}
+			if d.strs[p.k.n] == "memory_stats" {
+				parts.stats = p.v
+				break
+			}
 			if k := d.strs[p.k.n]; !parts.seen[k] {
 				parts.seen[k] = true
 				parts.unknown = append(parts.unknown, k)
@@ -139,6 +143,14 @@ func (d *decoder) assemble(s *Snapshot, parts *topParts) error {
 			return err
 		}
 		s.Settings = g.(map[string]any)
+	}
+	if parts.stats.tag != tNone {
+		// Not torch's: kept when it reads as plain data, ignored otherwise.
+		if v := d.resolve(parts.stats); v.tag == tObj && d.objs[v.n].kind == objDict {
+			if g, err := d.generic(v, 0); err == nil {
+				s.MemoryStats = g.(map[string]any)
+			}
+		}
 	}
 	if parts.annots.tag != tNone {
 		v := d.resolve(parts.annots)
@@ -360,7 +372,7 @@ func (d *decoder) salvage(at int64) *Snapshot {
 			lost += fmt.Sprintf(", %d complete device traces and the first %d entries of device %d's trace; later entries, devices and keys are lost", len(traces), len(ev), len(traces))
 		}
 	}
-	s.Warnings = append(s.Warnings, Warning{Device: -1, Message: lost})
+	s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost, Message: lost})
 	return s
 }
 

@@ -30,6 +30,22 @@
 // container is complete before it is stored in another one. A pickle that
 // changes a container after storing it is refused.
 //
+// # What a replay cannot know
+//
+// Replay says, as Warnings with a Kind, how much history the trace holds
+// and how far to trust it: blocks already live at the first entry (a late
+// start), a ring buffer that wrapped (allocator_settings'
+// trace_alloc_overflowed and trace_alloc_max_entries, also per device, or
+// a cut free pair at the start), a one-entry trace (torch ≈ 2.0, or
+// enabled="state") that did not, a true peak that likely predates the
+// trace (reserved at the first entry above every replayed state, or a
+// memory_stats entry's peaks above the replay's), entries without
+// time_us, and torch_npu's block rounding, recognised from the segments
+// and replayed. A trace that contradicts the segments (negative sizes,
+// frees of unknown blocks, allocated above reserved, an end state that is
+// not the segments) gets one warning listing it all and no other;
+// entries with impossible sizes are skipped, so no number goes negative.
+//
 // # Ownership
 //
 // A returned Snapshot owns all its memory: its slices, its Stacks and

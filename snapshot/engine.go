@@ -15,7 +15,7 @@ type engine struct {
 	slab []LiveBlock
 	free []int32 // reusable slab slots
 
-	estimated, unknownFrees, doubleAllocs int
+	estimated, unknownFrees, doubleAllocs, insane int
 
 	// With ReplayOptions.Lifetimes: the event that ended each block.
 	death    []int32
@@ -43,6 +43,20 @@ func (t *Timeline) newEngine() *engine {
 	return e
 }
 
+// sane reports whether an entry could be real: a block or segment entry
+// with a negative size, or whose range runs past the end of the address
+// space, cannot (random synthetic snapshots have them).
+func (ev *Event) sane() bool {
+	switch ev.Action {
+	case ActionAlloc, ActionFreeRequested, ActionFreeCompleted, ActionSegmentAlloc,
+		ActionSegmentFree, ActionSegmentMap, ActionSegmentUnmap:
+		return ev.Size >= 0 && ev.Addr+uint64(ev.Size) >= ev.Addr
+	case ActionOOM:
+		return ev.Size >= 0
+	}
+	return true
+}
+
 func (e *engine) put(b LiveBlock) {
 	var j int32
 	if n := len(e.free); n > 0 {
@@ -57,6 +71,10 @@ func (e *engine) put(b LiveBlock) {
 }
 
 func (e *engine) apply(i int, ev *Event) {
+	if !ev.sane() {
+		e.insane++
+		return
+	}
 	switch ev.Action {
 	case ActionAlloc:
 		if _, dup := e.live.get(ev.Addr); dup {
@@ -165,10 +183,18 @@ func (t *Timeline) initialState() {
 		if seg.Device != t.Device {
 			continue
 		}
+		if seg.TotalSize < 0 || seg.End() < seg.Address {
+			t.initInconsistent++
+			continue
+		}
 		t.init.add(seg.Address, seg.End(), seg.Expandable)
 		for bi := range seg.Blocks {
 			b := &seg.Blocks[bi]
 			if !b.State.Active() {
+				continue
+			}
+			if b.Size < 0 || b.RequestedSize < 0 {
+				t.initInconsistent++
 				continue
 			}
 			add(LiveBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize,
@@ -178,6 +204,9 @@ func (t *Timeline) initialState() {
 	}
 	for i := len(t.Events) - 1; i >= 0; i-- {
 		ev := &t.Events[i]
+		if !ev.sane() {
+			continue // Replay counts it
+		}
 		switch ev.Action {
 		case ActionAlloc:
 			if j, ok := live.get(ev.Addr); ok {

@@ -21,6 +21,7 @@ const (
 type rounding struct {
 	maxSplit  int64     // blocks at or above this are never split; max int64 when unlimited
 	divisions [16]int64 // roundup_power2_divisions per power-of-two MiB interval
+	npu       bool      // torch_npu's round_size: round512(size + 32)
 }
 
 func newRounding(settings map[string]any) rounding {
@@ -59,6 +60,13 @@ func parseUint(s string) (uint64, bool) {
 
 // round mirrors the caching allocator's round_size.
 func (r *rounding) round(size int64) int64 {
+	if r.npu {
+		return npuRound(size)
+	}
+	return r.cudaRound(size)
+}
+
+func (r *rounding) cudaRound(size int64) int64 {
 	if size < minBlockSize {
 		return minBlockSize
 	}
@@ -66,6 +74,43 @@ func (r *rounding) round(size int64) int64 {
 		return roundPow2Division(size, d)
 	}
 	return (size + minBlockSize - 1) / minBlockSize * minBlockSize
+}
+
+// npuRound is torch_npu's round_size (NPUCachingAllocator.cpp): 32 bytes
+// of padding, then up to a multiple of 512.
+func npuRound(size int64) int64 {
+	return (size + 32 + minBlockSize - 1) / minBlockSize * minBlockSize
+}
+
+// detectNPU reports whether device's end-state blocks are rounded the way
+// torch_npu rounds them. Only small-pool blocks count: they are always
+// split to the rounded request, so their size is round_size(requested)
+// exactly. It takes one block that only the NPU rule explains and none
+// that only CUDA's does.
+func (r *rounding) detectNPU(s *Snapshot, device int) bool {
+	var npu, cuda int
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if seg.Device != device || !seg.Small {
+			continue
+		}
+		for bi := range seg.Blocks {
+			b := &seg.Blocks[bi]
+			if !b.State.Active() || b.RequestedSize <= 0 || b.Size <= 0 {
+				continue
+			}
+			n, c := npuRound(b.RequestedSize), r.cudaRound(b.RequestedSize)
+			switch {
+			case n == c:
+			case b.Size == n:
+				npu++
+			case b.Size == c:
+				cuda++
+			}
+		}
+	}
+	r.npu = npu > 0 && cuda == 0
+	return r.npu
 }
 
 func (r *rounding) divisionsFor(size int64) int64 {

@@ -21,6 +21,10 @@ type Snapshot struct {
 	// Settings is allocator_settings as plain Go values (string, int64,
 	// float64, bool, map[string]any, []any); nil when absent.
 	Settings map[string]any
+	// MemoryStats is a "memory_stats" entry that some tools add beside
+	// torch's keys (torch.cuda.memory_stats(), flat or nested, for the one
+	// device or keyed by device), as plain Go values; nil when absent.
+	MemoryStats map[string]any
 	// UnknownKeys names top-level keys the decoder did not recognise; their
 	// values were skipped.
 	UnknownKeys []string
@@ -193,8 +197,22 @@ type Annotation struct {
 // carried with the result and shown next to the findings.
 type Warning struct {
 	Device  int    // -1 when not about one device
+	Kind    string // what it is about: see the Warn constants
 	Message string // lowercase, one line
 }
+
+// Warning kinds.
+const (
+	WarnLost          = "lost"          // part of the file could not be read
+	WarnLateStart     = "late-start"    // blocks were live at the first recorded entry
+	WarnWrapped       = "wrapped"       // the trace ring buffer dropped its oldest entries
+	WarnOneEntry      = "one-entry"     // a one-entry trace (torch ≈ 2.0, or enabled="state")
+	WarnPeakBefore    = "peak-before"   // the true peak likely predates the recording
+	WarnUntimed       = "untimed"       // no time_us: events have an order, not a time
+	WarnContradiction = "contradiction" // the trace contradicts the snapshot's segments
+	WarnSizes         = "sizes"         // block sizes differ between trace and segments
+	WarnNPURounding   = "npu-rounding"  // torch_npu's block rounding recognised
+)
 
 func (w Warning) String() string { return w.Message }
 

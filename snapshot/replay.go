@@ -1,11 +1,6 @@
 package snapshot
 
-import (
-	"fmt"
-	"sort"
-
-	"github.com/memscope/memscope/internal/units"
-)
+import "sort"
 
 // Numbers are the allocator's quantities at one moment on one device.
 // Device used (the driver's view) is not in a snapshot and is not here.
@@ -73,6 +68,17 @@ type Timeline struct {
 	Death    []int32
 	PreDeath map[uint64]int32
 
+	// What the trace holds, as far as the snapshot tells: Wrapped when the
+	// ring buffer dropped its oldest entries; MaxEntries the buffer's size
+	// when allocator_settings records it (0 otherwise); Timed when entries
+	// carry time_us (torch ≥ 2.2; not torch_npu).
+	Wrapped    bool
+	MaxEntries int64
+	Timed      bool
+	// NPURounding is true when the segments' blocks are rounded the way
+	// torch_npu rounds them (round512(request + 32)); replay then does too.
+	NPURounding bool
+
 	Warnings []Warning
 
 	snap             *Snapshot
@@ -121,6 +127,8 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	if device >= 0 && device < len(s.Traces) {
 		t.Events = s.Traces[device]
 	}
+	t.NPURounding = t.round.detectNPU(s, device)
+	t.Timed = timed(t.Events)
 	t.initialState()
 
 	e := t.newEngine()
@@ -142,10 +150,12 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	if opt.Observe != nil {
 		opt.Observe(-1, e.n)
 	}
+	var w watch
+	w.observe(-1, e.n)
 	for i := range t.Events {
 		ev := &t.Events[i]
 		e.apply(i, ev)
-		if ev.Action == ActionOOM {
+		if ev.Action == ActionOOM && ev.Size >= 0 {
 			t.OOMs = append(t.OOMs, i)
 		}
 		n := &e.n
@@ -161,6 +171,7 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 		if n.Reserved > t.PeakReserved.Bytes {
 			t.PeakReserved = Peak{n.Reserved, i, ev.TimeUS}
 		}
+		w.observe(i, *n)
 		if opt.Series {
 			t.Points = append(t.Points, Point{i, ev.TimeUS, *n})
 		}
@@ -170,8 +181,7 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	}
 	t.End = e.n
 	t.Death, t.PreDeath = e.death, e.preDeath
-	t.warnings(e)
-	t.checkEnd(e)
+	t.warnings(e, &w)
 	t.final = e
 	return t
 }
@@ -232,124 +242,4 @@ func (t *Timeline) StateAt(index int) Numbers {
 		e.apply(i, &t.Events[i])
 	}
 	return e.n
-}
-
-func (t *Timeline) warn(format string, args ...any) {
-	t.Warnings = append(t.Warnings, Warning{Device: t.Device, Message: fmt.Sprintf(format, args...)})
-}
-
-// warnings reports what the replay could not know exactly.
-func (t *Timeline) warnings(e *engine) {
-	var freedN int
-	var freedBytes int64
-	var estN int
-	for i := range t.Initial {
-		b := &t.Initial[i]
-		if b.FreeStack {
-			freedN++
-			freedBytes += b.Size
-		}
-		if b.Estimated {
-			estN++
-		}
-	}
-	if t.truncated() {
-		t.warn("device %d: the trace ring buffer wrapped (max_entries too small): %s in %d blocks was live before the first surviving entry, and anything allocated and freed before it is lost; peaks are over the surviving entries only",
-			t.Device, units.Bytes(t.Start.Allocated), len(t.Initial))
-	} else if freedN > 0 {
-		t.warn("device %d: %d blocks (%s) freed in the trace were allocated before its first entry: recording began late or the ring buffer wrapped; %s was live at the first entry",
-			t.Device, freedN, units.Bytes(freedBytes), units.Bytes(t.Start.Allocated))
-	}
-	if estN+e.estimated > 0 {
-		t.warn("device %d: block size of %d allocations estimated from the rounded request (segment layout unknown)", t.Device, estN+e.estimated)
-	}
-	if e.unknownFrees > 0 {
-		t.warn("device %d: %d frees of blocks the replay did not know (inconsistent trace)", t.Device, e.unknownFrees)
-	}
-	if e.doubleAllocs > 0 {
-		t.warn("device %d: %d allocations at an address already live (inconsistent trace)", t.Device, e.doubleAllocs)
-	}
-	if t.initInconsistent > 0 {
-		t.warn("device %d: %d trace entries contradict the end state while rebuilding the start", t.Device, t.initInconsistent)
-	}
-}
-
-// truncated reports signs that the ring buffer dropped its oldest entries,
-// as opposed to recording having started late.
-func (t *Timeline) truncated() bool {
-	if v, ok := t.snap.Settings["trace_alloc_overflowed"].(bool); ok && v {
-		return true
-	}
-	if v, ok := t.snap.Settings["trace_alloc_max_entries"].(int64); ok && v > 0 && int64(len(t.Events)) >= v {
-		return true
-	}
-	// A free_completed whose free_requested is not in the trace: the pair
-	// was cut by eviction (a late start cuts between actions, not pairs,
-	// only for pending frees, which are rare).
-	req := map[uint64]bool{}
-	for i := range t.Events {
-		ev := &t.Events[i]
-		switch ev.Action {
-		case ActionFreeRequested:
-			req[ev.Addr] = true
-		case ActionFreeCompleted:
-			if !req[ev.Addr] {
-				return true
-			}
-			delete(req, ev.Addr)
-		case ActionAlloc:
-			delete(req, ev.Addr)
-		}
-		if i > 64 {
-			break // eviction cuts at the very beginning
-		}
-	}
-	return false
-}
-
-// checkEnd compares the replay's final live set with the end-state segments.
-func (t *Timeline) checkEnd(e *engine) {
-	var missing, extra, sized, state int
-	var sizeDiff int64
-	seen := map[uint64]bool{}
-	var reserved int64
-	for si := range t.snap.Segments {
-		seg := &t.snap.Segments[si]
-		if seg.Device != t.Device {
-			continue
-		}
-		reserved += seg.TotalSize
-		for bi := range seg.Blocks {
-			b := &seg.Blocks[bi]
-			if !b.State.Active() {
-				continue
-			}
-			seen[b.Address] = true
-			j, ok := e.live.get(b.Address)
-			if !ok {
-				missing++
-				continue
-			}
-			lb := &e.slab[j]
-			if lb.Size != b.Size {
-				sized++
-				sizeDiff += lb.Size - b.Size
-			}
-			if lb.PendingFree != (b.State == BlockActivePendingFree) {
-				state++
-			}
-		}
-	}
-	e.live.each(func(addr uint64, _ int32) {
-		if !seen[addr] {
-			extra++
-		}
-	})
-	if missing+extra+sized+state > 0 {
-		t.warn("device %d: end of replay disagrees with the snapshot's segments: %d active blocks not live in the replay, %d live blocks not in segments, %d with another size (%+d bytes), %d in another state",
-			t.Device, missing, extra, sized, sizeDiff, state)
-	}
-	if reserved != e.n.Reserved {
-		t.warn("device %d: reserved at the end of replay is %d bytes, segments total %d bytes", t.Device, e.n.Reserved, reserved)
-	}
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -233,6 +236,7 @@ type checkOptions struct {
 	analysisOptions
 	maxPeak, maxReserved, maxLeak string
 	maxFrag                       float64
+	allowOOM                      bool
 }
 
 func checkFlags(fs *pflag.FlagSet) runFunc {
@@ -243,6 +247,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.maxReserved, "max-reserved", "", "fail when peak reserved exceeds `SIZE`")
 	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
 	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
+	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
 	return func(cc *cmdContext, paths []string) error {
 		limits := map[string]int64{}
 		for name, v := range map[string]string{"--max-peak": o.maxPeak, "--max-reserved": o.maxReserved, "--max-leak": o.maxLeak} {
@@ -255,8 +260,16 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			}
 			limits[name] = n
 		}
-		if len(limits) == 0 && o.maxFrag < 0 {
-			return usageErrorf("no limit given: set --max-peak, --max-reserved, --max-leak or --max-frag")
+		if len(limits) == 0 && o.maxFrag < 0 && o.allowOOM {
+			return usageErrorf("nothing to check: --allow-oom and no limit given; set --max-peak, --max-reserved, --max-leak or --max-frag")
+		}
+		var snaps []string
+		for _, p := range paths {
+			ps, err := checkInputs(p)
+			if err != nil {
+				return err
+			}
+			snaps = append(snaps, ps...)
 		}
 		var broken []string
 		type verdict struct {
@@ -264,14 +277,14 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			Broken []string `json:"broken"`
 		}
 		var verdicts []verdict
-		for _, p := range paths {
+		for _, p := range snaps {
 			an, err := o.analyze(p)
 			if err != nil {
 				return err
 			}
 			v := verdict{Source: p, Broken: []string{}}
 			for _, d := range an.Devices {
-				v.Broken = append(v.Broken, checkDevice(d, limits, o.maxFrag)...)
+				v.Broken = append(v.Broken, checkDevice(d, limits, o.maxFrag, o.allowOOM)...)
 			}
 			for _, b := range v.Broken {
 				broken = append(broken, p+": "+b)
@@ -284,7 +297,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		} else if len(broken) == 0 {
-			fmt.Fprintf(cc.stdout, "ok: %d snapshot(s) within every limit\n", len(paths))
+			fmt.Fprintf(cc.stdout, "ok: %d snapshot(s) within every limit\n", len(snaps))
 		}
 		if len(broken) > 0 {
 			return checkFailedf("%s", strings.Join(broken, "; "))
@@ -293,10 +306,47 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	}
 }
 
+// checkInputs resolves one argument of 'memscope check': a snapshot file,
+// or a capture run directory (its snapshot, or every rank's).
+func checkInputs(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	if fileExists(filepath.Join(path, "results.json")) {
+		return nil, usageErrorf("%s is a sweep run: check its points' snapshots (points/*/snapshot.pickle)", path)
+	}
+	if p := filepath.Join(path, "snapshot.pickle"); fileExists(p) {
+		return []string{p}, nil
+	}
+	ranks, _ := filepath.Glob(filepath.Join(path, "snapshot.rank*.pickle"))
+	if len(ranks) == 0 {
+		return nil, badInput(fmt.Errorf("%s: a directory with no snapshot.pickle (memscope capture)", path))
+	}
+	sort.Strings(ranks)
+	return ranks, nil
+}
+
 // checkDevice returns the limits one device breaks, each with its numbers.
-func checkDevice(d *attribution.Device, limits map[string]int64, maxFrag float64) []string {
+func checkDevice(d *attribution.Device, limits map[string]int64, maxFrag float64, allowOOM bool) []string {
 	var out []string
 	t := d.Timeline
+	if n := len(d.OOMs); n > 0 && !allowOOM {
+		o := d.OOMs[0]
+		kind := "capacity"
+		if !o.Capacity {
+			kind = "fragmentation"
+		}
+		events := "an out-of-memory event"
+		if n > 1 {
+			events = fmt.Sprintf("%d out-of-memory events", n)
+		}
+		out = append(out, fmt.Sprintf("device %d: %s recorded (the first at event %d: a %s request from %s failed, %s); --allow-oom accepts it",
+			d.Device, events, o.Index, units.Bytes(o.Request), o.SiteLabel, kind))
+	}
 	if lim, ok := limits["--max-peak"]; ok && t.PeakAllocated.Bytes > lim {
 		out = append(out, fmt.Sprintf("device %d: peak allocated %s exceeds --max-peak %s", d.Device, units.Bytes(t.PeakAllocated.Bytes), units.Bytes(lim)))
 	}

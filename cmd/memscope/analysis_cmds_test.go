@@ -36,7 +36,12 @@ func TestCheck(t *testing.T) {
 		{"leak", []string{"check", "--max-leak", "0", leakSnap}, 1, "leak of " + units.Bytes(leak) + " per step"},
 		{"no leak", []string{"check", "--max-leak", "0", mlpSnap}, 0, "ok"},
 		{"leak under limit", []string{"check", "--max-leak", itoa(2 * leak), leakSnap}, 0, "ok"},
-		{"no limit", []string{"check", mlpSnap}, 2, "no limit given"},
+		{"no limit, no OOM", []string{"check", mlpSnap}, 0, "ok: 1 snapshot(s)"},
+		{"OOM", []string{"check", oomSnap}, 1, "device 0: an out-of-memory event recorded (the first at event 618: a 128.00 MiB request from <repo>/capture/harness.py:271 train_steps failed, capacity); --allow-oom accepts it"},
+		{"OOM allowed, nothing else", []string{"check", "--allow-oom", "--max-peak", "1GiB", oomSnap}, 0, "ok"},
+		{"nothing to check", []string{"check", "--allow-oom", mlpSnap}, 2, "nothing to check"},
+		{"capture run", []string{"check", "../../fixtures/capture-oom"}, 1, "a 256.00 MiB request from (no Python frame: C++ or autograd engine) failed"},
+		{"sweep run", []string{"check", "../../fixtures/sweep-mlp"}, 2, "is a sweep run"},
 		{"bad size", []string{"check", "--max-peak", "40G", mlpSnap}, 2, "--max-peak"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +57,57 @@ func TestCheck(t *testing.T) {
 				t.Errorf("memscope %v = %q, want it to mention %q", tt.args, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckOOMFixtures: under default limits, check fails on every fixture
+// whose run recorded an OOM (torch's truth.json or the harness's
+// capture.json says so) and passes every other.
+func TestCheckOOMFixtures(t *testing.T) {
+	dirs, _ := filepath.Glob("../../fixtures/*")
+	n := 0
+	for _, dir := range dirs {
+		var files []string
+		for _, pat := range []string{"truth.json", "capture.json", "capture.rank*.json"} {
+			m, _ := filepath.Glob(filepath.Join(dir, pat))
+			files = append(files, m...)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		oom := false
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				OOM json.RawMessage `json:"oom"`
+			}
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if o := strings.TrimSpace(string(v.OOM)); o != "" && o != "null" && o != "[]" && o != "{}" {
+				oom = true
+			}
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			r := runMemscope("check", dir)
+			want := 0
+			if oom {
+				want = 1
+			}
+			if r.code != want {
+				t.Errorf("memscope check %s: exit %d, want %d (OOM recorded: %v); %v", dir, r.code, want, oom, r.err)
+			}
+			if oom && (r.err == nil || !strings.Contains(r.err.Error(), "out-of-memory event recorded")) {
+				t.Errorf("memscope check %s: %v, want it to name the OOM", dir, r.err)
+			}
+		})
+	}
+	if n < 10 {
+		t.Errorf("%d fixtures with torch's truth, want the repository's (≥ 10)", n)
 	}
 }
 
@@ -286,7 +342,7 @@ func TestCheckPlainFixtures(t *testing.T) {
 			case tr.Leak != nil:
 				want, mention = 1, "leak of "+units.Bytes(tr.Leak.BytesPerStep)+" per step"
 			case tr.OOM != nil:
-				want, mention = 1, "out of memory"
+				want, mention = 1, "out-of-memory event recorded"
 			}
 			if r.code != want {
 				t.Fatalf("check --max-leak 0: exit %d, want %d (stdout %q, err %v)", r.code, want, r.stdout, r.err)

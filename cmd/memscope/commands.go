@@ -104,12 +104,16 @@ trace, with a verdict and the allocator setting to try.`,
 			name:  "oom",
 			short: "post-mortem of each out-of-memory event: capacity or fragmentation",
 			args:  "SNAP...",
-			long: `Oom explains each out-of-memory event the allocator recorded: the request,
-the device's free memory, allocated and reserved at that moment, what was
+			long: `Oom explains each out-of-memory event the allocator recorded: the request
+and where it was made (the oom entry's stack, folded like sites), the
+device's free memory, allocated and reserved at that moment, the
+per-process cap when one applied (set_per_process_memory_fraction: the
+device had room for the segment, the allocator refused it; the snapshot
+does not record the limit, so it is bracketed from the trace), what was
 live by site and category, the largest free block, and a verdict:
-capacity (the live set and the request do not fit) or fragmentation
-(enough memory was free in reserved segments, but no block was large
-enough).`,
+fragmentation when no free block could take the request but it would have
+fit in the free bytes stranded in split segments (which release cannot
+return) plus what could still be reserved; capacity otherwise.`,
 			flags: oomFlags,
 		},
 		{
@@ -118,21 +122,23 @@ enough).`,
 			args:  "A B",
 			long: `Diff compares snapshot B with snapshot A (e.g. fp32 against bf16, or before
 and after a fix): the peak and end numbers, then the largest changes at the
-peak by phase, category and site. A and B may also be run directories: a
-'memscope capture' run stands for its snapshot; two 'memscope sweep' runs
-compare point by point (each precision and batch measured in both: the
-peak and each phase's) and their fits.`,
+peak by phase, category and site, device by device (when each has one
+device, those two, whatever their indexes). A and B may also be run
+directories: a 'memscope capture' run stands for its snapshot; two
+'memscope sweep' runs compare point by point (each precision and batch
+measured in both: the peak and each phase's) and their fits.`,
 			flags: diffFlags,
 		},
 		{
 			name:  "check",
-			short: "CI gate: exit 1 when a snapshot breaks a limit (peak, reserved, leak, fragmentation)",
+			short: "CI gate: exit 1 on a recorded OOM or a broken limit (peak, reserved, leak, fragmentation)",
 			args:  "SNAP...",
-			long: `Check analyses each snapshot and exits with status 1, naming every broken
-limit with its numbers, when the peak allocated exceeds --max-peak, the
-peak reserved exceeds --max-reserved, a leak grows by more than --max-leak
-per step, or more than --max-frag of reserved memory is free at the peak.
-It exits 0 when every limit holds.`,
+			long: `Check analyses each snapshot (or the snapshots of a capture run directory)
+and exits with status 1, naming every failure with its numbers, when an
+out-of-memory event was recorded (unless --allow-oom), the peak allocated
+exceeds --max-peak, the peak reserved exceeds --max-reserved, a leak grows by
+more than --max-leak per step, or more than --max-frag of reserved memory is
+free at the peak. It exits 0 when none of these holds.`,
 			flags: checkFlags,
 		},
 		{

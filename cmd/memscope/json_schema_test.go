@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -96,8 +97,18 @@ func TestJSONMatchesText(t *testing.T) {
 		for _, s := range d.TopSites {
 			mustContain(t, "summary", text, b(s.Bytes), s.Label)
 		}
+		if !d.TimesRecorded {
+			t.Errorf("summary JSON: times_recorded false for a trace with time_us")
+		}
+		flat := strings.Join(strings.Fields(text), " ")
 		for _, f := range d.Findings {
-			mustContain(t, "summary", strings.Join(strings.Fields(text), " "), f.Text)
+			mustContain(t, "summary", flat, f.Text)
+		}
+		if len(d.Warnings) == 0 {
+			t.Errorf("summary JSON: no warnings; the llama fixture starts recording late")
+		}
+		for _, w := range d.Warnings {
+			mustContain(t, "summary", flat, w)
 		}
 	})
 	t.Run("peak", func(t *testing.T) {
@@ -142,7 +153,17 @@ func TestJSONMatchesText(t *testing.T) {
 		var doc oomDoc
 		decodeStrict(t, js, &doc, "oom")
 		o := doc.Files[0].Devices[0]
-		mustContain(t, "oom", text, b(o.Request), b(o.Numbers.Allocated), b(o.Numbers.Reserved), b(o.DeviceFree))
+		mustContain(t, "oom", text, b(o.Request), b(o.Numbers.Allocated), b(o.Numbers.Reserved), b(o.DeviceFree),
+			"from "+o.RequestSite.Label)
+		if o.Cap == nil {
+			t.Fatalf("oom JSON: no cap; the oom fixture ran under a 1 GiB cap")
+		}
+		mustContain(t, "oom", text, "per-process cap between "+b(o.Cap.Low)+" and "+b(o.Cap.High))
+		for _, f := range o.RequestStack {
+			if !strings.Contains(f.Filename, "site-packages") {
+				mustContain(t, "oom", text, fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name))
+			}
+		}
 		mustContain(t, "oom", strings.Join(strings.Fields(text), " "), o.Verdict)
 	})
 }

@@ -1,0 +1,34 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/attribution"
+	sg "github.com/memscope/memscope/internal/snapgen"
+)
+
+// TestDiffSoleDevices: the text and JSON of a diff say which device of each
+// side was compared when the sole devices differ in index.
+func TestDiffSoleDevices(t *testing.T) {
+	one := func(dev int, size int64) *attribution.Analysis {
+		sgm := sg.Seg(seg, sg.Blk(size, size, "active_allocated"), sg.Blk(20*mib-size, 0, "inactive"))
+		sgm["device"] = dev
+		traces := make([][]map[string]any, dev+1)
+		traces[dev] = []map[string]any{sg.Ev("segment_alloc", seg, 20*mib, 1), sg.Ev("alloc", seg, size, 2)}
+		return synthAnalysis(t, &sg.Synth{Segments: []map[string]any{sgm}, Traces: traces})
+	}
+	d := attribution.Compare(one(0, 4*mib), one(3, 6*mib))
+	var b bytes.Buffer
+	if err := DiffText(&b, "a.pickle", "b.pickle", d, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "device 0 of A against device 3 of B (the sole device of each)") ||
+		!strings.Contains(b.String(), "+2.00 MiB") {
+		t.Errorf("diff text:\n%s\nwant device 0 of A against device 3 of B, +2.00 MiB", b.String())
+	}
+	if j := DiffDoc(d); len(j) != 1 || j[0].Device != 0 || j[0].DeviceB != 3 || j[0].PeakB.Allocated != 6*mib {
+		t.Errorf("diff JSON = %+v, want device 0, device_b 3, B's peak 6 MiB", j)
+	}
+}

@@ -1,0 +1,371 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/memscope/memscope/internal/units"
+)
+
+// This file says what a replay could not know exactly, or found
+// impossible, as Warnings: how much of the history the trace holds (a late
+// start, a wrapped ring buffer, a one-entry trace), whether the true peak
+// likely predates it, missing times, torch_npu's rounding, and — in one
+// warning — every way the trace contradicts the snapshot's own segments.
+
+func (t *Timeline) warn(kind, format string, args ...any) {
+	t.Warnings = append(t.Warnings, Warning{Device: t.Device, Kind: kind, Message: fmt.Sprintf(format, args...)})
+}
+
+// watch follows the state after every event of a replay for what the
+// warnings need.
+type watch struct {
+	maxAfter     Numbers // the highest of each number after the first event
+	events       bool    // maxAfter holds at least one event
+	overReserved int     // states with more allocated than reserved
+	firstOver    int     // the first of them (-1: the start)
+	overAt       Numbers
+}
+
+func (w *watch) observe(i int, n Numbers) {
+	if n.Allocated > n.Reserved {
+		if w.overReserved == 0 {
+			w.firstOver, w.overAt = i, n
+		}
+		w.overReserved++
+	}
+	if i < 0 {
+		return
+	}
+	w.events = true
+	w.maxAfter.Allocated = max(w.maxAfter.Allocated, n.Allocated)
+	w.maxAfter.Reserved = max(w.maxAfter.Reserved, n.Reserved)
+}
+
+// warnings reports what the replay could not know exactly. A trace that
+// contradicts the segments gets that one warning and no other: what the
+// rest would say rests on the same entries.
+func (t *Timeline) warnings(e *engine, w *watch) {
+	end := t.checkEnd(e)
+	t.history()
+	t.peakBefore(w)
+	if len(t.Events) > 0 && !t.Timed {
+		t.warn(WarnUntimed, "device %d: the trace records no times (no time_us: torch before 2.2, or torch_npu): events have an order but no time, so times read \"not recorded\" and annotations cannot be placed among the events", t.Device)
+	}
+	if t.NPURounding {
+		t.warn(WarnNPURounding, "device %d: blocks are rounded as torch_npu's allocator rounds them (the request plus 32 B, up to a multiple of 512 B), as the segments show; the replay rounds the same way", t.Device)
+	}
+	t.contradictions(e, w, &end)
+	if n := len(t.Warnings); n > 0 && t.Warnings[n-1].Kind == WarnContradiction {
+		t.Warnings = t.Warnings[n-1:]
+	}
+}
+
+// count writes n and a noun: one for 1, else many ("s" appended when
+// many is "").
+func count(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// history decides how much of the device's history the trace holds: all of
+// it since recording began (a late start, when blocks were already live),
+// the last entries of a ring buffer that wrapped, or one entry.
+func (t *Timeline) history() {
+	s := t.snap
+	n := len(t.Events)
+	if n == 0 {
+		return
+	}
+	t.MaxEntries, _ = settingInt(s.Settings, "trace_alloc_max_entries", t.Device)
+	overflowed, flagged := settingBool(s.Settings, "trace_alloc_overflowed", t.Device)
+	if n == 1 && (s.Legacy || t.MaxEntries == 1) {
+		// torch ≈ 2.0 keeps each block's history with the block and
+		// records a one-entry trace by default; enabled="state" keeps one
+		// entry too. Nothing was lost that was ever kept.
+		t.warn(WarnOneEntry, "device %d: the trace holds one entry (torch ≈ 2.0 keeps history with each block and its trace_alloc_max_entries defaults to 1; enabled=\"state\" keeps one entry too): there is no timeline, only the end state and that entry", t.Device)
+		return
+	}
+	var why string
+	switch {
+	case flagged:
+		t.Wrapped, why = overflowed, "allocator_settings says trace_alloc_overflowed"
+	case t.MaxEntries > 0:
+		t.Wrapped, why = int64(n) >= t.MaxEntries, fmt.Sprintf("it is full: trace_alloc_max_entries = %d", t.MaxEntries)
+	default:
+		t.Wrapped, why = t.evictionCut(), "its first entries complete frees whose requests are gone"
+	}
+	live := t.Start.Active
+	if t.Wrapped {
+		t.warn(WarnWrapped, "device %d: the trace ring buffer wrapped (%s): only its last %s survive; %s in %s was live before the first of them, and whatever was allocated and freed earlier is lost; peaks are over the surviving entries only",
+			t.Device, why, count(n, "entry", "entries"), units.Bytes(live), count(len(t.Initial), "block"))
+		return
+	}
+	if live == 0 {
+		return
+	}
+	var freedN int
+	var freedBytes int64
+	for i := range t.Initial {
+		if b := &t.Initial[i]; b.FreeStack {
+			freedN++
+			freedBytes += b.Size
+		}
+	}
+	why = "recording began late"
+	if !flagged && t.MaxEntries == 0 {
+		why += " (or the ring buffer dropped older entries: this torch records no overflow flag)"
+	}
+	msg := fmt.Sprintf("device %d: %s in %s was already live at the first recorded entry: %s, so their allocations are not in the trace",
+		t.Device, units.Bytes(live), count(len(t.Initial), "block"), why)
+	if freedN == 1 {
+		msg += fmt.Sprintf("; 1 of them (%s) is freed in it", units.Bytes(freedBytes))
+	} else if freedN > 1 {
+		msg += fmt.Sprintf("; %d of them (%s) are freed in it", freedN, units.Bytes(freedBytes))
+	}
+	t.warn(WarnLateStart, "%s", msg)
+}
+
+// evictionCut reports signs that the ring buffer dropped its oldest
+// entries, as opposed to recording having started late: a free_completed
+// whose free_requested is not in the trace. Eviction cuts anywhere, a late
+// start only between actions; pairs split by a late start are rare (only
+// frees pending on another stream).
+func (t *Timeline) evictionCut() bool {
+	req := map[uint64]bool{}
+	for i := range t.Events {
+		ev := &t.Events[i]
+		switch ev.Action {
+		case ActionFreeRequested:
+			req[ev.Addr] = true
+		case ActionFreeCompleted:
+			if !req[ev.Addr] {
+				return true
+			}
+			delete(req, ev.Addr)
+		case ActionAlloc:
+			delete(req, ev.Addr)
+		}
+		if i > 64 {
+			break // eviction cuts at the very beginning
+		}
+	}
+	return false
+}
+
+// settingInt reads an integer setting, or its entry for device when the
+// setting is per device (a list indexed by device, or a dict keyed by the
+// device number).
+func settingInt(settings map[string]any, key string, device int) (int64, bool) {
+	n, ok := perDevice(settings, key, device).(int64)
+	return n, ok
+}
+
+func settingBool(settings map[string]any, key string, device int) (v, ok bool) {
+	switch x := perDevice(settings, key, device).(type) {
+	case bool:
+		return x, true
+	case int64:
+		return x != 0, true
+	}
+	return false, false
+}
+
+func perDevice(settings map[string]any, key string, device int) any {
+	switch v := settings[key].(type) {
+	case []any:
+		if device >= 0 && device < len(v) {
+			return v[device]
+		}
+		return nil
+	case map[string]any:
+		return v[fmt.Sprint(device)]
+	default:
+		return v
+	}
+}
+
+// peakBefore warns when the true peak likely predates the trace: the
+// memory reserved at the first entry exceeds every state the trace
+// replays, or torch's own peak counters (when a tool saved memory_stats in
+// the snapshot) are above the replay's.
+func (t *Timeline) peakBefore(w *watch) {
+	stats := t.memoryStats()
+	var parts []string
+	for _, q := range []struct {
+		name, key string
+		replay    int64
+	}{
+		{"allocated", "allocated_bytes.all.peak", t.PeakAllocated.Bytes},
+		{"reserved", "reserved_bytes.all.peak", t.PeakReserved.Bytes},
+	} {
+		if v, ok := stats[q.key]; ok && v > q.replay {
+			parts = append(parts, fmt.Sprintf("peak %s %s (%s), %s above the replay's %s",
+				q.name, units.Bytes(v), q.key, units.Bytes(v-q.replay), units.Bytes(q.replay)))
+		}
+	}
+	if len(parts) > 0 {
+		t.warn(WarnPeakBefore, "device %d: the true peak predates the recording: torch's own counters in the snapshot (memory_stats) say %s",
+			t.Device, strings.Join(parts, ", and "))
+		return
+	}
+	if w.events && t.Start.Reserved > w.maxAfter.Reserved {
+		t.warn(WarnPeakBefore, "device %d: the true peak likely predates the recording: %s was reserved at the first recorded entry, more than at any moment the trace replays (its peaks: %s allocated, %s reserved after the first entry); the allocator had reserved it for requests made before recording began",
+			t.Device, units.Bytes(t.Start.Reserved), units.Bytes(w.maxAfter.Allocated), units.Bytes(w.maxAfter.Reserved))
+	}
+}
+
+// memoryStats returns the device's peak counters from a memory_stats entry
+// of the snapshot: torch.cuda.memory_stats()'s flat keys, its nested form,
+// or either keyed by device ("0": {...}). A dict not keyed by device counts
+// only for a snapshot of one device.
+func (t *Timeline) memoryStats() map[string]int64 {
+	ms := t.snap.MemoryStats
+	if ms == nil {
+		return nil
+	}
+	if d, ok := ms[fmt.Sprint(t.Device)].(map[string]any); ok {
+		ms = d
+	} else if len(t.snap.Devices()) != 1 {
+		return nil
+	}
+	out := map[string]int64{}
+	var flatten func(prefix string, m map[string]any)
+	flatten = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			switch v := v.(type) {
+			case int64:
+				out[prefix+k] = v
+			case map[string]any:
+				flatten(prefix+k+".", v)
+			}
+		}
+	}
+	flatten("", ms)
+	return out
+}
+
+// timed reports whether a trace's entries carry times.
+func timed(events []Event) bool {
+	for i := range events {
+		if events[i].TimeUS != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// endCheck is how the replay's end state compares with the segments.
+type endCheck struct {
+	missing, extra, sized, state int
+	sizeDiff                     int64
+	example                      *LiveBlock // the first block with another size
+	exampleSize                  int64      // its size in the segments
+	reserved, segReserved        int64
+}
+
+// checkEnd compares the replay's final live set with the end-state segments.
+func (t *Timeline) checkEnd(e *engine) endCheck {
+	var c endCheck
+	seen := map[uint64]bool{}
+	for si := range t.snap.Segments {
+		seg := &t.snap.Segments[si]
+		if seg.Device != t.Device {
+			continue
+		}
+		c.segReserved += seg.TotalSize
+		for bi := range seg.Blocks {
+			b := &seg.Blocks[bi]
+			if !b.State.Active() {
+				continue
+			}
+			seen[b.Address] = true
+			j, ok := e.live.get(b.Address)
+			if !ok {
+				c.missing++
+				continue
+			}
+			lb := &e.slab[j]
+			if lb.Size != b.Size {
+				c.sized++
+				c.sizeDiff += lb.Size - b.Size
+				if c.example == nil {
+					c.example, c.exampleSize = lb, b.Size
+				}
+			}
+			if lb.PendingFree != (b.State == BlockActivePendingFree) {
+				c.state++
+			}
+		}
+	}
+	e.live.each(func(addr uint64, _ int32) {
+		if !seen[addr] {
+			c.extra++
+		}
+	})
+	c.reserved = e.n.Reserved
+	return c
+}
+
+// contradictions writes one warning listing every way the trace
+// contradicts the snapshot's segments; when the only disagreement is in
+// block sizes, a warning that explains the first one in bytes instead.
+func (t *Timeline) contradictions(e *engine, w *watch, end *endCheck) {
+	var parts []string
+	add := func(n int, format string, args ...any) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf(format, args...))
+		}
+	}
+	estimated := e.estimated
+	for i := range t.Initial {
+		if t.Initial[i].Estimated {
+			estimated++
+		}
+	}
+	add(e.insane, "%s with a negative size or an impossible address range skipped", count(e.insane, "entry", "entries"))
+	add(e.unknownFrees, "%s of blocks never allocated", count(e.unknownFrees, "free"))
+	add(e.doubleAllocs, "%s at an address already in use", count(e.doubleAllocs, "allocation"))
+	add(estimated, "%s fitting in no free space of a reserved segment (sized by the rounded request)", count(estimated, "allocation"))
+	add(t.initInconsistent, "%s the end state cannot follow from", count(t.initInconsistent, "entry or block", "entries or blocks"))
+	if w.overReserved > 0 {
+		at := "at the first entry"
+		if w.firstOver >= 0 {
+			at = fmt.Sprintf("first at event %d", w.firstOver)
+		}
+		add(1, "allocated exceeds reserved in %d states (%s: %s allocated, %s reserved)",
+			w.overReserved, at, units.Bytes(w.overAt.Allocated), units.Bytes(w.overAt.Reserved))
+	}
+	blocks := end.missing + end.extra + end.state
+	add(blocks, "the replay ends with %s other than the segments' (%d missing, %d extra, %d in another state)",
+		count(blocks, "block"), end.missing, end.extra, end.state)
+	if end.reserved != end.segReserved {
+		add(1, "the replay ends with %s reserved, the segments total %s", units.Bytes(end.reserved), units.Bytes(end.segReserved))
+	}
+	if len(parts) > 0 {
+		add(end.sized, "%s of another size", count(end.sized, "block"))
+		t.warn(WarnContradiction, "device %d: the trace contradicts the snapshot's own segments, so the numbers replayed from it may be wrong: %s",
+			t.Device, strings.Join(parts, "; "))
+		return
+	}
+	if end.sized == 0 {
+		return
+	}
+	b := end.example
+	r := t.round.round(b.Requested)
+	how := fmt.Sprintf("the trace's alloc rounds %d B to %d B", b.Requested, r)
+	if b.Size != r {
+		how = fmt.Sprintf("the replay gives the trace's alloc of %d B (rounded to %d B) the whole %d B free block it was cut from", b.Requested, r, b.Size)
+	}
+	verb := "differ"
+	if end.sized == 1 {
+		verb = "differs"
+	}
+	t.warn(WarnSizes, "device %d: %s %s in size between the trace and the segments (%+d B in all): block %#x is %d B in the segments but %s",
+		t.Device, count(end.sized, "block"), verb, end.sizeDiff, b.Addr, end.exampleSize, how)
+}
