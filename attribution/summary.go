@@ -188,26 +188,33 @@ func (d *Device) Findings() []Finding {
 }
 
 // TopSites groups the allocated (not pending-free) blocks of live by site
-// and returns the top n by block bytes, with their share of total.
+// and returns the top n by block bytes, with their share of total. Sites are
+// looked up per stack in the filter's table: no frame is matched here.
 func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int) []SiteBytes {
 	type acc struct {
 		SiteBytes
 		largest int64
 	}
-	by := map[Site]*acc{}
+	tab := f.For(st)
+	const before = -1
+	by := map[int32]*acc{}
 	for i := range live {
 		b := &live[i]
 		if b.PendingFree {
 			continue
 		}
-		site := f.SiteOf(st, b.Stack)
-		if b.AllocIndex < 0 && b.Stack == 0 {
-			site = Site{Kind: "before"}
+		k := int32(before)
+		if b.AllocIndex >= 0 || b.Stack != 0 {
+			k = tab.siteIndex(b.Stack)
 		}
-		a := by[site]
+		a := by[k]
 		if a == nil {
+			site := Site{Kind: SiteBefore}
+			if k != before {
+				site = tab.Site(b.Stack)
+			}
 			a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}
-			by[site] = a
+			by[k] = a
 		}
 		a.Bytes += b.Size
 		a.Requested += b.Requested
