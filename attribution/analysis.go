@@ -277,16 +277,34 @@ type Node struct {
 }
 
 // callTree builds the call tree of blocks, outermost frame first; blocks
-// with empty stacks hang under a child with Root set.
+// with empty stacks hang under a child with Root set. Blocks sharing a
+// stack take one walk down the tree.
 func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 	root := &Node{Root: true}
-	index := map[*Node]map[snapshot.FrameID]*Node{}
+	type sum struct {
+		bytes int64
+		count int
+	}
+	var stacks []snapshot.StackID
+	sums := map[snapshot.StackID]*sum{}
 	for i := range blocks {
 		b := &blocks[i]
+		s := sums[b.Stack]
+		if s == nil {
+			s = &sum{}
+			sums[b.Stack] = s
+			stacks = append(stacks, b.Stack)
+		}
+		s.bytes += b.Size
+		s.count++
+	}
+	index := map[*Node]map[snapshot.FrameID]*Node{}
+	for _, id := range stacks {
+		s := sums[id]
 		n := root
-		n.Bytes += b.Size
-		n.Count++
-		frames := st.Stack(b.Stack)
+		n.Bytes += s.bytes
+		n.Count += s.count
+		frames := st.Stack(id)
 		for k := len(frames) - 1; k >= 0; k-- {
 			kids := index[n]
 			if kids == nil {
@@ -299,8 +317,8 @@ func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 				kids[frames[k]] = c
 				n.Children = append(n.Children, c)
 			}
-			c.Bytes += b.Size
-			c.Count++
+			c.Bytes += s.bytes
+			c.Count += s.count
 			n = c
 		}
 	}

@@ -4,6 +4,16 @@
 // fragmentation and OOM post-mortems. It prints nothing: renderers in
 // package report turn its results into text, JSON, HTML and pprof.
 //
+// A site is where an allocation is charged: the innermost frame of its
+// stack that is the user's code or library code, with plumbing (torch, the
+// standard library, C++, generated code, memscope's harness, training
+// loops) folded away; a library site, such as a line of a Hugging Face
+// model in site-packages, also names the user's line that called it. The
+// rule is Filter's (filter.go); it runs once per frame and once per stack
+// of each stack table (Filter.For, sites.go), so that grouping millions of
+// live blocks by site costs a slice lookup each.
+//
 // Results hold IDs into the snapshot's stack table; the snapshot must stay
-// alive as long as the results are used.
+// alive as long as the results are used. A Filter keeps its decisions about
+// every stack table it was used with for as long as it lives.
 package attribution

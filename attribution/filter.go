@@ -1,32 +1,126 @@
+// This file holds the rule that decides, frame by frame, where the user's
+// answer is: which frames are plumbing to fold, which are model code in a
+// library, and which are the user's own.
+
 package attribution
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memscope/memscope/snapshot"
 )
 
-// DefaultIgnore matches frames that are not the user's code: torch and other
-// installed packages, the standard library, the interpreter, and C++ frames.
-const DefaultIgnore = `(^|/)(site-packages|dist-packages)/|^<(site-packages|python|frozen)[^>]*>|^\?\?$|^$|(^|/)torch/|(^|/)lib/python3[.0-9]*/`
+// FrameClass is what the rule makes of one frame.
+type FrameClass uint8
 
-// Filter decides which frames are the user's. A frame is the user's when it
-// is a Python frame (line > 0), its filename does not match Ignore, and
-// (when Focus is set) it matches Focus.
+const (
+	// FrameFolded is plumbing, never a site: C++ and other native frames,
+	// and Python frames whose normalised file matches the ignore list
+	// (DefaultIgnore: torch, the standard library, generated and frozen
+	// code, memscope's harness, training loops and their strategies).
+	FrameFolded FrameClass = iota
+	// FrameLibrary is code in an installed package (a site-packages or
+	// dist-packages folder) that the ignore list leaves alone: model code
+	// such as transformers' modeling files, timm, diffusers, or the user's
+	// own package installed there.
+	FrameLibrary
+	// FrameUser is every other Python frame: the user's scripts and
+	// packages.
+	FrameUser
+)
+
+func (c FrameClass) String() string {
+	switch c {
+	case FrameLibrary:
+		return "library"
+	case FrameUser:
+		return "user"
+	}
+	return "folded"
+}
+
+// defaultIgnore lists what DefaultIgnore folds, one alternative a concern.
+// Each is matched against the normalised file name (see normPath), so one
+// pattern serves Linux, macOS and Windows paths and the fixtures' neutral
+// prefixes alike, and an installed package is always "<site-packages>/pkg/…".
+var defaultIgnore = []string{
+	// torch itself, wherever it is installed, and the compilers under it:
+	// nn.Module's _call_impl, autograd, _dynamo, _functorch, _inductor,
+	// utils/checkpoint.py, optim, distributed, amp.
+	`(^|/)(torch|functorch|triton)/`,
+	// inductor's generated modules (/tmp/torchinductor_USER/…/HASH.py,
+	// %TEMP%\torchinductor_USER\…): torch records the user's source line as
+	// the next frame, and that is the site.
+	`(^|/)torchinductor_[^/]*/`,
+	// Kernel and einsum wrappers: the model line that calls them is the site.
+	`^<site-packages>/(einops|opt_einsum|flash_attn|xformers)/`,
+	// Training loops and strategies: the HF Trainer (its files, not its
+	// models), accelerate, Lightning.
+	`^<site-packages>/transformers/(trainer[^/]*|training_args)\.py$`,
+	`^<site-packages>/transformers/(utils|data)/`,
+	`^<site-packages>/(accelerate|lightning|pytorch_lightning|lightning_fabric)/`,
+	// memscope's own harness: written to a temporary folder by capture,
+	// <memscope>/ in the fixtures, the Python package once installed.
+	`^<memscope>/|(^|/)memscope-harness-[^/]*/|^<site-packages>/memscope/`,
+	// The standard library: <python>/ in the fixtures, lib/python3.X/ on
+	// Linux and macOS, PythonXY\Lib\ (python.org, the Store, uv, pyenv-win,
+	// conda) on Windows.
+	`^<python>/|(^|/)lib(64)?/python3[.0-9]*t?/`,
+	`(^|/)(python3[0-9]*t?|cpython-3[^/]*|pythonsoftwarefoundation\.python\.3[^/]*|anaconda3|miniconda3|miniforge3|mambaforge)/(envs/[^/]+/)?lib/`,
+	`(^|/)pyenv-win/versions/[^/]+/lib/`,
+	// Frozen modules and generated code: <frozen runpy>, <string>,
+	// torch.fx's <eval_with_key>.N. (IPython cells and <stdin> are the
+	// user's.)
+	`^<(frozen[ >]|string>|eval_with_key>|__array_function__ internals>|decorator-gen-|makefun-gen-)`,
+}
+
+// DefaultIgnore is the ignore list used when none is given: the frames
+// folded away as plumbing, matched against normalised file names. Installed
+// packages it does not name are kept as library code.
+var DefaultIgnore = strings.Join(defaultIgnore, "|")
+
+// Filter is the rule that chooses each allocation's site. Every frame is
+// put in one FrameClass, by its normalised file name (normPath):
+//
+//   - native frames (no line, or a C/C++ source or shared library: "??",
+//     ".cpp", ".so") are folded;
+//   - a Python frame whose file matches Ignore is folded (DefaultIgnore:
+//     torch, the standard library, generated code, memscope's harness,
+//     the HF Trainer, accelerate, Lightning);
+//   - a frame in an installed package (site-packages, dist-packages) is
+//     library code, kept: transformers' modeling_llama.py, timm, diffusers,
+//     the user's own package installed there;
+//   - every other Python frame is the user's.
+//
+// A frame counts for attribution when it is library or user code and, with
+// Focus set, its file matches Focus. A stack's site is its innermost
+// counted frame; when that is library code, the site also names the user
+// frame that called into it (see SiteOf).
+//
+// The decisions are made once per frame and once per stack of each stack
+// table the filter is used with (For), and kept: a Filter is safe for
+// concurrent use, and holds the tables it has seen for as long as it lives.
 type Filter struct {
-	Ignore *regexp.Regexp // nil: ignore nothing
+	Ignore *regexp.Regexp // nil: fold only native frames
 	Focus  *regexp.Regexp // nil: no focus
+	// customIgnore is set when Ignore was given: it is then also tried on
+	// the file name as recorded, as Focus always is.
+	customIgnore bool
+
+	mu     sync.Mutex
+	tables map[*snapshot.Stacks]*SiteTable
 }
 
 // NewFilter compiles a filter; empty strings mean the default ignore list
-// and no focus.
+// (DefaultIgnore) and no focus. A given ignore list replaces the default.
 func NewFilter(ignore, focus string) (*Filter, error) {
+	f := &Filter{customIgnore: ignore != ""}
 	if ignore == "" {
 		ignore = DefaultIgnore
 	}
-	f := &Filter{}
 	var err error
 	if f.Ignore, err = regexp.Compile(ignore); err != nil {
 		return nil, fmt.Errorf("--ignore %q: %w", ignore, err)
@@ -39,59 +133,90 @@ func NewFilter(ignore, focus string) (*Filter, error) {
 	return f, nil
 }
 
-// User reports whether fr is a user frame.
-func (f *Filter) User(fr *snapshot.Frame) bool {
+// Class applies the rule to one frame. It runs the regexps: callers with a
+// stack table use For(st).Class, which decides each frame once.
+func (f *Filter) Class(fr *snapshot.Frame) FrameClass {
 	if !isPython(fr) {
-		return false
+		return FrameFolded
 	}
-	if f.Ignore != nil && f.Ignore.MatchString(fr.Filename) {
-		return false
+	key := normPath(fr.Filename)
+	if f.Ignore != nil && (f.Ignore.MatchString(key) || f.customIgnore && key != fr.Filename && f.Ignore.MatchString(fr.Filename)) {
+		return FrameFolded
 	}
-	return f.Focus == nil || f.Focus.MatchString(fr.Filename)
+	if strings.HasPrefix(key, sitePackages) {
+		return FrameLibrary
+	}
+	return FrameUser
 }
 
+// Counts reports whether fr counts for attribution: library or user code,
+// in focus.
+func (f *Filter) Counts(fr *snapshot.Frame) bool {
+	return f.Class(fr) != FrameFolded && f.inFocus(fr)
+}
+
+func (f *Filter) inFocus(fr *snapshot.Frame) bool {
+	if f.Focus == nil {
+		return true
+	}
+	if f.Focus.MatchString(fr.Filename) {
+		return true
+	}
+	key := normPath(fr.Filename)
+	return key != fr.Filename && f.Focus.MatchString(key)
+}
+
+// isPython reports whether fr is a Python frame: a line number and a file
+// that is not native code. (torch writes C++ frames with stacks="all" as
+// "??", "" or a .cpp file, line 0 when unknown.)
 func isPython(fr *snapshot.Frame) bool {
-	return fr.Line > 0 && strings.HasSuffix(fr.Filename, ".py")
-}
-
-// Site names the place an allocation is charged to.
-type Site struct {
-	Frame snapshot.FrameID
-	// Kind says how Frame was chosen: "user" (the innermost user frame),
-	// "python" (no user frame; the innermost Python frame), "none" (the
-	// stack has no Python frame: C++ or the autograd engine's thread), or
-	// "before" (no stack: the block predates recording), or "unrecorded"
-	// (no stack on a device whose history was not recorded at all).
-	Kind string
-}
-
-// SiteOf returns the site of stack id: its innermost user frame, else its
-// innermost Python frame, else none.
-func (f *Filter) SiteOf(st *snapshot.Stacks, id snapshot.StackID) Site {
-	frames := st.Stack(id)
-	for _, fid := range frames {
-		if f.User(st.Frame(fid)) {
-			return Site{Frame: fid, Kind: "user"}
+	if fr.Line <= 0 || fr.Filename == "" || fr.Filename == "??" {
+		return false
+	}
+	name := strings.ToLower(fr.Filename)
+	for _, ext := range []string{".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".so", ".dll", ".pyd", ".dylib"} {
+		if strings.HasSuffix(name, ext) {
+			return false
 		}
 	}
-	for _, fid := range frames {
-		if isPython(st.Frame(fid)) {
-			return Site{Frame: fid, Kind: "python"}
-		}
+	// Versioned shared objects: libtorch_cuda.so.2
+	if i := strings.LastIndex(name, ".so."); i >= 0 && strings.Trim(name[i+4:], "0123456789.") == "" {
+		return false
 	}
-	return Site{Kind: "none"}
+	return true
 }
 
-// Label is a site's one-line name: "file:line function".
-func (s Site) Label(st *snapshot.Stacks) string {
-	switch s.Kind {
-	case "none":
-		return "(no Python frame: C++ or autograd engine)"
-	case "before":
-		return "(allocated before recording began)"
-	case "unrecorded":
-		return "(no history recorded)"
+// sitePackages starts the normalised name of a file in an installed package.
+const sitePackages = "<site-packages>/"
+
+// normPath is the name a frame's file is matched by: '/' separators, no
+// drive letter, lower case for a Windows path (its file system ignores
+// case), and everything up to the last site-packages or dist-packages
+// folder written "<site-packages>/", as the fixtures' neutral paths are.
+//
+//	D:\proj\.venv\Lib\site-packages\torch\functional.py  → <site-packages>/torch/functional.py
+//	/usr/lib/python3/dist-packages/timm/models/vit.py     → <site-packages>/timm/models/vit.py
+//	C:\Users\me\AppData\Local\Temp\torchinductor_me\x.py → /users/me/appdata/local/temp/torchinductor_me/x.py
+func normPath(name string) string {
+	p := name
+	drive := len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z')
+	if drive || strings.IndexByte(p, '\\') >= 0 {
+		p = strings.ToLower(strings.ReplaceAll(p, `\`, "/"))
+		if drive {
+			p = p[2:]
+		}
 	}
-	fr := st.Frame(s.Frame)
-	return fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name)
+	if strings.HasPrefix(p, sitePackages) {
+		return p
+	}
+	cut := -1
+	for _, dir := range []string{"site-packages/", "dist-packages/"} {
+		if i := strings.LastIndex(p, dir); i >= 0 && (i == 0 || p[i-1] == '/') {
+			cut = max(cut, i+len(dir))
+		}
+	}
+	if cut >= 0 {
+		return sitePackages + p[cut:]
+	}
+	return p
 }

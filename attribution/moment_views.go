@@ -1,17 +1,16 @@
 // This file shapes what was live at one moment for display: the call tree
-// of user frames, pruned, and how full each reserved segment is.
+// of the frames that count, pruned, and how full each reserved segment is.
 
 package attribution
 
 import (
 	"fmt"
-	"path"
 	"sort"
 
 	"github.com/memscope/memscope/snapshot"
 )
 
-// TreeNode is one node of a pruned call tree of user frames, ready to show:
+// TreeNode is one node of a pruned call tree of counted frames, ready to show:
 // its bytes include its children's.
 type TreeNode struct {
 	Name string // "function file.py:123", or a bracketed summary node
@@ -24,15 +23,15 @@ type TreeNode struct {
 }
 
 // UserTree builds the call tree of the blocks allocated at m from the
-// user's frames only (the filter's view, as pprof shows it), outermost frame
-// at the root's children. A block with no user frame hangs from a node named
-// by its site ("(allocated before recording began)", "(no history
-// recorded)", "(no Python frame…)", or its innermost Python frame). The
-// tree keeps at most maxNodes frame nodes, none smaller than minShare of
-// the total; what is cut adds up in one "(N smaller)" node per parent, and
-// bytes allocated by a frame that also has children shown go to a "(self)"
-// child, so children always sum to their parent. A chain of frames that
-// pass all their bytes to one callee is one node, named by the innermost.
+// frames that count only (user and library code: the filter's view, as
+// pprof shows it), outermost frame at the root's children. A block with no
+// such frame hangs from a node named by its site ("(allocated before
+// recording began)", "(no Python frame…)", or its innermost Python frame). The tree keeps at most maxNodes frame
+// nodes, none smaller than minShare of the total; what is cut adds up in
+// one "(N smaller)" node per parent, and bytes allocated by a frame that
+// also has children shown go to a "(self)" child, so children always sum to
+// their parent. A chain of frames that pass all their bytes to one callee
+// is one node, named by the innermost.
 func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 	st := d.an.Snapshot.Stacks
 	f := d.an.Filter
@@ -60,24 +59,45 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		}
 		return c
 	}
-	var frames []snapshot.FrameID
+	// Blocks sharing a stack take the same path: insert each stack once.
+	type group struct {
+		stack  snapshot.StackID
+		before bool
+	}
+	type sum struct{ bytes, count int64 }
+	var order []group
+	groups := map[group]*sum{}
 	for i := range m.Live {
 		b := &m.Live[i]
 		if b.PendingFree {
 			continue
 		}
+		g := group{b.Stack, b.AllocIndex < 0 && b.Stack == 0}
+		s := groups[g]
+		if s == nil {
+			s = &sum{}
+			groups[g] = s
+			order = append(order, g)
+		}
+		s.bytes += b.Size
+		s.count++
+	}
+	tab := f.For(st)
+	var frames []snapshot.FrameID
+	for _, g := range order {
+		s := groups[g]
 		frames = frames[:0]
-		for _, fid := range st.Stack(b.Stack) {
-			if f.User(st.Frame(fid)) {
+		for _, fid := range st.Stack(g.stack) {
+			if tab.Counts(fid) {
 				frames = append(frames, fid)
 			}
 		}
 		n := root
-		n.bytes += b.Size
-		n.count++
+		n.bytes += s.bytes
+		n.count += int(s.count)
 		if len(frames) == 0 {
-			site := f.SiteOf(st, b.Stack)
-			if b.AllocIndex < 0 && b.Stack == 0 {
+			site := tab.Site(g.stack)
+			if g.before {
 				site = d.beforeSite()
 			}
 			label := site.Label(st)
@@ -85,14 +105,14 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		}
 		for k := len(frames) - 1; k >= 0; k-- {
 			fr := st.Frame(frames[k])
-			n = child(n, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, path.Base(fr.Filename), fr.Line),
+			n = child(n, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, FileBase(fr.Filename), fr.Line),
 				fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name))
 		}
 		for c := n; c != root; c = c.parent {
-			c.bytes += b.Size
-			c.count++
+			c.bytes += s.bytes
+			c.count += int(s.count)
 		}
-		n.self += b.Size
+		n.self += s.bytes
 	}
 
 	// Keep the largest nodes; parents sort before their children (a parent

@@ -197,9 +197,10 @@ func (d *Device) Findings() []Finding {
 }
 
 // TopSites groups the allocated (not pending-free) blocks of live by site
-// and returns the top n by block bytes, with their share of total.
+// and returns the top n by block bytes, with their share of total. Sites are
+// looked up per stack in the filter's table: no frame is matched here.
 func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int) []SiteBytes {
-	return topSites(st, live, f, total, n, Site{Kind: "before"})
+	return topSites(st, live, f, total, n, Site{Kind: SiteBefore})
 }
 
 // beforeSite is the site of blocks with neither an allocation in the trace
@@ -207,32 +208,38 @@ func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total i
 // recorded history at all, simply not recorded.
 func (d *Device) beforeSite() Site {
 	if len(d.Timeline.Events) == 0 {
-		return Site{Kind: "unrecorded"}
+		return Site{Kind: SiteUnrecorded}
 	}
-	return Site{Kind: "before"}
+	return Site{Kind: SiteBefore}
 }
 
 // topSites is TopSites with the site of blocks that have no stack and no
 // allocation in the trace.
-func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int, before Site) []SiteBytes {
+func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int, beforeSite Site) []SiteBytes {
 	type acc struct {
 		SiteBytes
 		largest int64
 	}
-	by := map[Site]*acc{}
+	tab := f.For(st)
+	const before = -1
+	by := map[int32]*acc{}
 	for i := range live {
 		b := &live[i]
 		if b.PendingFree {
 			continue
 		}
-		site := f.SiteOf(st, b.Stack)
-		if b.AllocIndex < 0 && b.Stack == 0 {
-			site = before
+		k := int32(before)
+		if b.AllocIndex >= 0 || b.Stack != 0 {
+			k = tab.siteIndex(b.Stack)
 		}
-		a := by[site]
+		a := by[k]
 		if a == nil {
+			site := beforeSite
+			if k != before {
+				site = tab.Site(b.Stack)
+			}
 			a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}
-			by[site] = a
+			by[k] = a
 		}
 		a.Bytes += b.Size
 		a.Requested += b.Requested

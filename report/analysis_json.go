@@ -108,9 +108,14 @@ func siteJSON(st *snapshot.Stacks, site attribution.SiteBytes) SiteJSON {
 	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
 		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
 		Stack: stackJSON(st, site.Stack), FreeStack: site.FreeStack}
-	if site.Site.Kind == "user" || site.Site.Kind == "python" {
+	switch site.Site.Kind {
+	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
 		fr := frameJSON(st.Frame(site.Site.Frame))
 		sj.Frame = &fr
+	}
+	if site.Site.HasCaller {
+		c := frameJSON(st.Frame(site.Site.Caller))
+		sj.Caller = &c
 	}
 	return sj
 }

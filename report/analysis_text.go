@@ -90,7 +90,7 @@ func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 		treeText(ew, an, m.Tree, 0, m.Allocated)
 		return ew.err
 	}
-	sitesText(ew, m.Sites, m.Allocated, top, "sites (first user frame)")
+	sitesText(ew, an, m.Sites, m.Allocated, top, "sites")
 	categoriesText(ew, m.Categories, m.Allocated)
 	if len(m.Streams) > 1 {
 		ew.printf("\nby stream and pool:\n")
@@ -101,13 +101,13 @@ func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 	return ew.err
 }
 
-func sitesText(ew *errWriter, sites []attribution.SiteBytes, total int64, top int, title string) {
+func sitesText(ew *errWriter, an *attribution.Analysis, sites []attribution.SiteBytes, total int64, top int, title string) {
 	if len(sites) == 0 {
 		return
 	}
 	ew.printf("\n%s, top %d of %d:\n", title, min(top, len(sites)), len(sites))
 	tw := newTable(ew, 0)
-	fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site")
+	fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
 	for i, s := range sites {
 		if i == top {
 			break
@@ -116,7 +116,11 @@ func sitesText(ew *errWriter, sites []attribution.SiteBytes, total int64, top in
 		if total > 0 {
 			share = 100 * float64(s.Bytes) / float64(total)
 		}
-		fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), share, s.Count, clip(s.Label, 70))
+		lines := siteLines(an.Snapshot.Stacks, s, 70)
+		fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), share, s.Count, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t\t\t%s\n", l)
+		}
 	}
 	tw.Flush()
 }
@@ -153,7 +157,7 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 
 // LeakText writes the leak verdict: floors per steady step and the sites
 // whose blocks survive.
-func LeakText(w io.Writer, d *attribution.Device) error {
+func LeakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	l := d.Leak
 	ew.printf("device %d: ", d.Device)
@@ -179,7 +183,11 @@ func LeakText(w io.Writer, d *attribution.Device) error {
 		tw := newTable(ew, 0)
 		fmt.Fprintf(tw, "  %10s\t%10s\t%5s\t%s\n", "live", "per step", "steps", "site")
 		for _, s := range l.Sites {
-			fmt.Fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, clip(s.Label, 66))
+			lines := siteLines(an.Snapshot.Stacks, s.SiteBytes, 66)
+			fmt.Fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, lines[0])
+			for _, l := range lines[1:] {
+				fmt.Fprintf(tw, "\t\t\t%s\n", l)
+			}
 		}
 		tw.Flush()
 	}
@@ -247,16 +255,16 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
 		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
-		sitesText(ew, o.At.Sites, o.Allocated, top, "live at the OOM by site")
+		sitesText(ew, an, o.At.Sites, o.Allocated, top, "live at the OOM by site")
 		categoriesText(ew, o.At.Categories, o.Allocated)
 		ew.printf("\n")
 	}
 	return ew.err
 }
 
-// stackText writes a stack the way sites are chosen: the user's frames,
-// innermost first, with the frames folded away (torch, site-packages, the
-// standard library, C++) counted.
+// stackText writes a stack the way sites are chosen: the frames that count
+// (user and library code), innermost first, with the frames folded away
+// (torch, training loops, the standard library, C++) counted.
 func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
 	st := an.Snapshot.Stacks
 	frames := st.Stack(id)
@@ -265,16 +273,17 @@ func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
 		return
 	}
 	folded := 0
+	tab := an.Filter.For(st)
 	for _, fid := range frames {
 		fr := st.Frame(fid)
-		if !an.Filter.User(fr) {
+		if !tab.Counts(fid) {
 			folded++
 			continue
 		}
 		ew.printf("    %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
 	}
 	if folded > 0 {
-		ew.printf("    (%d frames in torch, libraries and C++ folded)\n", folded)
+		ew.printf("    (%d frames of torch, training loops, the standard library and C++ folded)\n", folded)
 	}
 }
 

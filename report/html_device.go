@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"html/template"
-	"path"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
@@ -192,33 +191,43 @@ func newSiteRow(v *attribution.View, site attribution.SiteBytes) siteRow {
 	r := siteRow{Label: clip(site.Label, 160), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
 		Blocks: site.Count, Share: site.Share, FreeStack: site.FreeStack}
 	frames := v.Stacks.Stack(site.Stack)
+	tab := v.Filter.For(v.Stacks)
 	limit := v.Options.StackFrames
 	for i, fid := range frames {
 		if i == limit {
 			r.More = len(frames) - limit
 			break
 		}
-		r.Frames = append(r.Frames, frameText(v.Stacks.Frame(fid), v.Filter))
+		r.Frames = append(r.Frames, frameText(v.Stacks.Frame(fid), tab.Counts(fid)))
 	}
 	return r
 }
 
-func frameText(fr *snapshot.Frame, f *attribution.Filter) frameRow {
+// frameText is one frame of a site's stack; counts marks the frames the
+// filter keeps (user and library code).
+func frameText(fr *snapshot.Frame, counts bool) frameRow {
 	where := clip(fr.Filename, 120)
 	if fr.Line > 0 {
 		where += fmt.Sprintf(":%d", fr.Line)
 	}
-	return frameRow{Where: where, Func: clip(fr.Name, 60), User: f.User(fr)}
+	return frameRow{Where: where, Func: clip(fr.Name, 60), User: counts}
 }
 
 // shortSite is a site's label with its file's directory dropped, for
 // legends.
 func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
-	if s.Site.Kind != "user" && s.Site.Kind != "python" {
+	switch s.Site.Kind {
+	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
+	default:
 		return clip(s.Label, 60)
 	}
 	fr := st.Frame(s.Site.Frame)
-	return clip(fmt.Sprintf("%s:%d %s", path.Base(fr.Filename), fr.Line, fr.Name), 60)
+	name := fmt.Sprintf("%s:%d %s", attribution.FileBase(fr.Filename), fr.Line, fr.Name)
+	if s.Site.HasCaller {
+		c := st.Frame(s.Site.Caller)
+		name += fmt.Sprintf(" ← %s:%d", attribution.FileBase(c.Filename), c.Line)
+	}
+	return clip(name, 72)
 }
 
 func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {

@@ -28,7 +28,7 @@ func toTreeNode(n *attribution.TreeNode) *treeNode {
 	return out
 }
 
-// treeChart is the peak's call tree of user frames as a treemap; a click
+// treeChart is the peak's call tree of counted frames as a treemap; a click
 // zooms into a node, the breadcrumb goes back.
 func treeChart(prefix string, root *attribution.TreeNode) chartView {
 	c := charts.NewTreeMap()

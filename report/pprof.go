@@ -122,18 +122,20 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 	}
 }
 
-// locations returns the user frames of stack as locations, leaf first.
+// locations returns the frames of stack that count (user and library code,
+// the filter's view) as locations, leaf first.
 func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 	if l, ok := b.stackLocs[stack]; ok {
 		return l
 	}
 	st := b.an.Snapshot.Stacks
+	tab := b.an.Filter.For(st)
 	var out []*profile.Location
 	for _, fid := range st.Stack(stack) {
-		fr := st.Frame(fid)
-		if !b.an.Filter.User(fr) {
+		if !tab.Counts(fid) {
 			continue
 		}
+		fr := st.Frame(fid)
 		loc := b.locs[fid]
 		if loc == nil {
 			key := [2]string{fr.Name, fr.Filename}

@@ -51,9 +51,12 @@ type FrameJSON struct {
 }
 
 type SiteJSON struct {
-	Label     string      `json:"label"`
-	Kind      string      `json:"kind"` // user, python, none (no Python frame), before (predates recording)
-	Frame     *FrameJSON  `json:"frame"`
+	Label string     `json:"label"`
+	Kind  string     `json:"kind"` // user, library, python, none (no Python frame), before (predates recording)
+	Frame *FrameJSON `json:"frame"`
+	// Caller is, for a library site, the user's frame that called into the
+	// library; null otherwise.
+	Caller    *FrameJSON  `json:"caller"`
 	Bytes     int64       `json:"bytes"`
 	Requested int64       `json:"requested"`
 	Blocks    int         `json:"blocks"`

@@ -101,13 +101,16 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if len(d.TopSites) > 0 {
 		ew.printf("\ntop sites live at peak (%d blocks, %s allocated):\n", d.LiveAtPeak, units.Bytes(d.AtPeak.Allocated))
 		tw = newTable(ew, 0)
-		fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", "site (first user frame)")
+		fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
 		for _, s := range d.TopSites {
-			label := s.Label
+			lines := siteLines(sum.Stacks, s, 70)
 			if s.FreeStack {
-				label += " [freed here; allocated before recording]"
+				lines[0] = clip(lines[0]+" [freed here; allocated before recording]", 70)
 			}
-			fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), 100*s.Share, s.Count, clip(label, 68))
+			fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), 100*s.Share, s.Count, lines[0])
+			for _, l := range lines[1:] {
+				fmt.Fprintf(tw, "\t\t\t%s\n", l)
+			}
 			if opt.Stacks {
 				tw.Flush()
 				for _, fid := range sum.Stacks.Stack(s.Stack) {
@@ -153,6 +156,21 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 
 // clip shortens s to n runes, keeping its end (the informative part of a
 // path) behind "…".
+// siteHeading heads the site column of a text table.
+const siteHeading = "site (innermost user or library frame)"
+
+// siteLines is a site's name in a text table, each line clipped to width:
+// "file:line function", and for a library site a second line naming the
+// user's line that called it.
+func siteLines(st *snapshot.Stacks, s attribution.SiteBytes, width int) []string {
+	if !s.Site.HasCaller {
+		return []string{clip(s.Label, width)}
+	}
+	const from = "  called from "
+	return []string{clip(attribution.FrameLabel(st.Frame(s.Site.Frame)), width),
+		from + clip(attribution.FrameLabel(st.Frame(s.Site.Caller)), width-len(from))}
+}
+
 func clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

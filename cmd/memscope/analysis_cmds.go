@@ -28,9 +28,33 @@ func (o *analysisOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
 	fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
-	fs.StringVar(&o.focus, "focus", "", "charge memory only to frames whose file matches `REGEXP`")
-	fs.StringVar(&o.ignore, "ignore", "", "skip frames whose file matches `REGEXP` when choosing the user frame (default: torch, site-packages, the standard library, C++)")
+	filterFlags(fs, &o.focus, &o.ignore)
 }
+
+// filterFlags defines --focus and --ignore, which every command that
+// names sites takes: see sitesHelp.
+func filterFlags(fs *pflag.FlagSet, focus, ignore *string) {
+	fs.StringVar(focus, "focus", "", "count only frames whose file matches `REGEXP` when choosing sites (the rest fold as plumbing does)")
+	fs.StringVar(ignore, "ignore", "", "fold frames whose file matches `REGEXP` instead of the default plumbing (torch, the standard library, generated code, memscope's harness, the HF Trainer, accelerate, Lightning; C++ always folds)")
+}
+
+// sitesHelp explains, in the help of the commands that name sites, how a
+// site is chosen: attribution.Filter's rule.
+const sitesHelp = `A site is the frame an allocation is charged to: the innermost frame of its
+stack that is the user's code or library code, not plumbing. Plumbing folds
+away: C++ frames, torch (nn.Module's _call_impl, autograd, _dynamo,
+_functorch, utils/checkpoint.py, optim), inductor's generated code (the
+user's line torch records next is the site), kernel wrappers (einops,
+flash_attn, xformers), the standard library, frozen and generated modules,
+memscope's harness, and training loops (the HF Trainer's trainer*.py,
+transformers/utils, accelerate, Lightning). Every other module in
+site-packages is library code and is kept: the logits of a Hugging Face
+model are charged to its line in modeling_llama.py, shown with the user's
+line that called into the library ("called from train.py:40 main"). Files
+are matched with / separators, no drive letter, Windows paths in lower
+case, and everything up to site-packages/ written <site-packages>/.
+--ignore REGEXP replaces the plumbing list; --focus REGEXP counts only the
+frames whose file matches.`
 
 // analyze opens and analyses one snapshot.
 func (o *analysisOptions) analyze(path string) (*attribution.Analysis, error) {
@@ -141,7 +165,7 @@ func leaksFlags(fs *pflag.FlagSet) runFunc {
 			for _, d := range an.Devices {
 				if o.json {
 					out = append(out, report.Leak(an.Snapshot.Stacks, d))
-				} else if err := report.LeakText(cc.stdout, d); err != nil {
+				} else if err := report.LeakText(cc.stdout, an, d); err != nil {
 					return nil, err
 				}
 			}
@@ -243,6 +267,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	var o checkOptions
 	fs.BoolVar(&o.json, "json", false, "write the verdict as JSON")
 	fs.IntVar(&o.device, "device", -1, "check only CUDA device `N`; -1 for every device")
+	filterFlags(fs, &o.focus, &o.ignore)
 	fs.StringVar(&o.maxPeak, "max-peak", "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
 	fs.StringVar(&o.maxReserved, "max-reserved", "", "fail when peak reserved exceeds `SIZE`")
 	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")

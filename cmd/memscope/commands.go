@@ -58,6 +58,8 @@ pickle) and prints, per device:
   - the allocation sites (Python stacks) that hold the most memory at the peak;
   - findings: leak, fragmentation, out-of-memory, truncated recording.
 
+` + sitesHelp + `
+
 With --run DIR it summarizes a run directory instead: a sweep's table, fit,
 OOM frontier and precision savings, or a capture's exit status, peaks,
 phases and worst rank.
@@ -70,14 +72,14 @@ Sizes print in binary units (KiB, MiB, GiB); with --json they are raw bytes.`,
 			short: "what was live at the peak (or another moment) by site, category and stream",
 			args:  "SNAP...",
 			long: `Peak attributes the blocks live at one moment — by default the peak of
-allocated bytes — to allocation sites (the first user frame of each stack:
-frames in torch, site-packages, the standard library and C++ are folded
-away; change that with --ignore and --focus), to categories (parameter,
-optimizer state, gradient, activation, input, temporary, unknown, inferred
-from each block's lifetime across the training phases and its stack) and
-to streams. --tree prints the whole call tree instead. At the peak it also
-prints the per-step phase table: the floor, each phase's peak, and which
-phase holds the device's peak.`,
+allocated bytes — to allocation sites (see below), to categories
+(parameter, optimizer state, gradient, activation, input, temporary,
+unknown, inferred from each block's lifetime across the training phases
+and its stack) and to streams. --tree prints the whole call tree instead.
+At the peak it also prints the per-step phase table: the floor, each
+phase's peak, and which phase holds the device's peak.
+
+` + sitesHelp,
 			flags: peakFlags,
 		},
 		{
@@ -87,7 +89,8 @@ phase holds the device's peak.`,
 			long: `Leaks looks for a staircase: the allocated floor after each steady step
 (every step but the first, whose optimizer state is created lazily) growing
 over at least 3 steps, and names the sites of blocks born in those steps
-that are still live at the end, with bytes per step.`,
+that are still live at the end, with bytes per step. Sites are chosen as
+'memscope help peak' says (--focus, --ignore).`,
 			flags: leaksFlags,
 		},
 		{
@@ -113,7 +116,8 @@ does not record the limit, so it is bracketed from the trace), what was
 live by site and category, the largest free block, and a verdict:
 fragmentation when no free block could take the request but it would have
 fit in the free bytes stranded in split segments (which release cannot
-return) plus what could still be reserved; capacity otherwise.`,
+return) plus what could still be reserved; capacity otherwise.
+Sites are chosen as 'memscope help peak' says (--focus, --ignore).`,
 			flags: oomFlags,
 		},
 		{
@@ -126,7 +130,8 @@ peak by phase, category and site, device by device (when each has one
 device, those two, whatever their indexes). A and B may also be run
 directories: a 'memscope capture' run stands for its snapshot; two
 'memscope sweep' runs compare point by point (each precision and batch
-measured in both: the peak and each phase's) and their fits.`,
+measured in both: the peak and each phase's) and their fits. Sites are chosen as
+'memscope help peak' says (--focus, --ignore).`,
 			flags: diffFlags,
 		},
 		{
@@ -138,7 +143,9 @@ and exits with status 1, naming every failure with its numbers, when an
 out-of-memory event was recorded (unless --allow-oom), the peak allocated
 exceeds --max-peak, the peak reserved exceeds --max-reserved, a leak grows by
 more than --max-leak per step, or more than --max-frag of reserved memory is
-free at the peak. It exits 0 when none of these holds.`,
+free at the peak. It exits 0 when none of these holds. A broken leak limit
+names the leak's site, chosen as 'memscope help peak' says (--focus,
+--ignore).`,
 			flags: checkFlags,
 		},
 		{
@@ -161,10 +168,11 @@ belong to. --by module groups by nn.Module instead.`,
 			long: `Pprof writes a profile for 'go tool pprof': inuse_space and inuse_objects
 hold the blocks live at --at (default: the peak of allocated bytes),
 alloc_space and alloc_objects every allocation recorded. Python frames are
-functions with file and line, leaf first; frames outside the user's code
-are dropped by the same filter the other commands use (--ignore, --focus),
-so the leaf is the allocation site. Samples carry the labels category,
-phase, step, stream and bytes:
+functions with file and line, leaf first; plumbing frames are dropped by
+the same filter the other commands use (user and library code are kept;
+--ignore, --focus; see 'memscope help peak'), so the leaf is the
+allocation site. Samples carry the labels category, phase, step, stream
+and bytes:
 
   go tool pprof -top mem.pb.gz
   go tool pprof -sample_index=alloc_space -http=: mem.pb.gz
@@ -272,6 +280,9 @@ type summaryOptions struct {
 	stacks bool   // print each top site's full stack
 	run    string // a capture or sweep run directory to summarize
 	trace  string // a profiler trace of the same run, joined by operator
+	// focus and ignore choose the frames sites are charged to
+	// (attribution.NewFilter).
+	focus, ignore string
 }
 
 func summaryFlags(fs *pflag.FlagSet) runFunc {
@@ -282,6 +293,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator too")
+	filterFlags(fs, &o.focus, &o.ignore)
 	return func(cc *cmdContext, paths []string) error {
 		if o.run != "" {
 			return runSummaryRun(cc, o, paths)

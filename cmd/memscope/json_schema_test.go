@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
@@ -70,6 +71,23 @@ func mustContain(t *testing.T, cmd, text string, values ...string) {
 	}
 }
 
+// siteShown is what the text output shows of a site: its label, or for a
+// site in a frame the frame's file base, line and function (the start of a
+// long path is clipped), and the caller's after "called from".
+func siteShown(s report.SiteJSON) []string {
+	where := func(f *report.FrameJSON) string {
+		return fmt.Sprintf("%s:%d %s", attribution.FileBase(f.Filename), f.Line, f.Name)
+	}
+	if s.Frame == nil {
+		return []string{s.Label}
+	}
+	out := []string{where(s.Frame)}
+	if s.Caller != nil {
+		out = append(out, "called from ", where(s.Caller))
+	}
+	return out
+}
+
 func both(t *testing.T, args ...string) (text, js string) {
 	t.Helper()
 	r := runMemscope(args...)
@@ -94,8 +112,22 @@ func TestJSONMatchesText(t *testing.T) {
 		d := doc.Files[0].Devices[0]
 		mustContain(t, "summary", text, b(d.AtPeak.Requested), b(d.AtPeak.Allocated), b(d.AtPeak.Reserved),
 			b(d.End.Allocated), b(d.Peaks["reserved"].Bytes))
+		library := 0
 		for _, s := range d.TopSites {
-			mustContain(t, "summary", text, b(s.Bytes), s.Label)
+			mustContain(t, "summary", text, b(s.Bytes))
+			mustContain(t, "summary", text, siteShown(s)...)
+			if s.Kind == "library" {
+				library++
+				if s.Caller == nil || s.Label != fmt.Sprintf("%s:%d %s (called from %s:%d %s)",
+					s.Frame.Filename, s.Frame.Line, s.Frame.Name, s.Caller.Filename, s.Caller.Line, s.Caller.Name) {
+					t.Errorf("library site %q: caller %+v, want the label to name frame and caller", s.Label, s.Caller)
+				}
+			} else if s.Caller != nil {
+				t.Errorf("%s site %q has a caller", s.Kind, s.Label)
+			}
+		}
+		if library == 0 {
+			t.Errorf("no library site among the top sites of %s: the model's lines are in transformers", llamaSnap)
 		}
 		if !d.TimesRecorded {
 			t.Errorf("summary JSON: times_recorded false for a trace with time_us")
@@ -119,6 +151,7 @@ func TestJSONMatchesText(t *testing.T) {
 		mustContain(t, "peak", text, b(m.Numbers.Requested), b(m.Numbers.Allocated), b(m.Numbers.Reserved))
 		for _, s := range m.Sites {
 			mustContain(t, "peak", text, b(s.Bytes))
+			mustContain(t, "peak", text, siteShown(s)...)
 		}
 		for name, v := range m.Categories {
 			if v > 0 {
@@ -136,7 +169,8 @@ func TestJSONMatchesText(t *testing.T) {
 			mustContain(t, "leaks", text, b(f))
 		}
 		for _, s := range l.Sites {
-			mustContain(t, "leaks", text, b(s.Bytes), b(s.BytesPerStep), s.Label)
+			mustContain(t, "leaks", text, b(s.Bytes), b(s.BytesPerStep))
+			mustContain(t, "leaks", text, siteShown(s.SiteJSON)...)
 		}
 	})
 	t.Run("frag", func(t *testing.T) {

@@ -13,8 +13,7 @@ import (
 func pprofFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	fs.IntVar(&o.device, "device", -1, "profile CUDA device `N` (default: the only device, or the first with recorded events)")
-	fs.StringVar(&o.focus, "focus", "", "keep only frames whose file matches `REGEXP`")
-	fs.StringVar(&o.ignore, "ignore", "", "drop frames whose file matches `REGEXP` (default: torch, site-packages, the standard library, C++)")
+	filterFlags(fs, &o.focus, &o.ignore)
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE, or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
 	return func(cc *cmdContext, paths []string) error {

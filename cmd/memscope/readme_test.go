@@ -78,3 +78,27 @@ func TestReadmeListsCommands(t *testing.T) {
 		}
 	}
 }
+
+// The README's example output is what the command it names prints.
+func TestReadmeExampleOutput(t *testing.T) {
+	t.Chdir("../..")
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	const cmd = "`go run ./cmd/memscope summary fixtures/mlp-adamw/snapshot.pickle`"
+	_, rest, ok := strings.Cut(s, "## Example output")
+	if !ok || !strings.Contains(rest, cmd) {
+		t.Fatalf("README.md has no example output of %s", cmd)
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	want, _, _ := strings.Cut(rest, "```")
+	r := runMemscope("summary", "fixtures/mlp-adamw/snapshot.pickle")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.stdout != want {
+		t.Errorf("README.md's example output differs from memscope summary's; got:\n%s", r.stdout)
+	}
+}

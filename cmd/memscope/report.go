@@ -34,6 +34,9 @@ time, and the points as a table) or of 'memscope capture' (a row and a bar
 per rank); with --run alone the page holds just that. With --trace, it adds
 the per-operator memory table of a torch.profiler trace.
 
+Sites, stacks and the call tree follow the rule of 'memscope help peak'
+(user and library code kept, plumbing folded; --focus, --ignore).
+
 The page stays under 3 MB (without the charting library) whatever the
 input: timelines are downsampled so that every peak and valley is kept, and
 every list is cut to its largest entries.
@@ -67,8 +70,7 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz)")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
 	fs.IntVar(&o.device, "device", -1, "show only CUDA device `N`; -1 for every device")
-	fs.StringVar(&o.focus, "focus", "", "charge memory only to frames whose file matches `REGEXP`")
-	fs.StringVar(&o.ignore, "ignore", "", "skip frames whose file matches `REGEXP` when choosing the user frame (default: torch, site-packages, the standard library, C++)")
+	filterFlags(fs, &o.focus, &o.ignore)
 	return func(cc *cmdContext, paths []string) error {
 		if o.device < -1 {
 			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)

@@ -25,13 +25,17 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 			return badInput(err)
 		}
 	}
+	filter, err := attribution.NewFilter(opts.ignore, opts.focus)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	var sums []*attribution.Summary
 	for i, path := range paths {
 		s, err := snapshot.Open(path)
 		if err != nil {
 			return badInput(err)
 		}
-		an := attribution.Analyze(s, attribution.Options{Device: opts.device})
+		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: opts.device})
 		sum := attribution.Summarize(an, opts.top)
 		if tr != nil {
 			sum.JoinTrace(an, tr, opts.top)

@@ -87,3 +87,19 @@ func TestSettingsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDeep: the generated snapshot replays without warnings to its own end
+// state, every block live at the end.
+func TestDeep(t *testing.T) {
+	s := Deep(DeepOptions{Blocks: 1001, Variants: 3})
+	tl := snapshot.Replay(s, 0, snapshot.ReplayOptions{})
+	if len(tl.Warnings) > 0 {
+		t.Fatalf("replay warnings: %v", tl.Warnings)
+	}
+	if got, want := tl.End.Allocated, int64(1001*2<<20); got != want || tl.PeakAllocated.Bytes != want {
+		t.Fatalf("allocated at end, peak = %d, %d; want %d", got, tl.PeakAllocated.Bytes, want)
+	}
+	if got := len(s.Stacks.Stack(s.Traces[0][1].Stack)); got < 25 {
+		t.Fatalf("stack depth %d, want deep stacks", got)
+	}
+}
