@@ -98,6 +98,28 @@ func TestBadInput(t *testing.T) {
 		w.Get(prev)
 		w.Raw(pickle.SetItem, pickle.SetItem)
 	})
+	uintAddr := pickleOf(t, func(w *pickle.Writer) { // {"segments": [], "device_traces": [[{"action": "alloc", "addr": 2^64−1}]]}
+		w.Raw(pickle.EmptyDict, pickle.Mark)
+		w.String("segments")
+		w.Raw(pickle.EmptyList)
+		w.String("device_traces")
+		w.Raw(pickle.EmptyList, pickle.EmptyList, pickle.EmptyDict, pickle.Mark)
+		w.String("action")
+		w.String("alloc")
+		w.String("addr")
+		w.Uint(math.MaxUint64)
+		w.Raw(pickle.SetItems, pickle.Append, pickle.Append, pickle.SetItems)
+	})
+	uintSetting := pickleOf(t, func(w *pickle.Writer) { // {"segments": [], "allocator_settings": {"x": 2^63}}
+		w.Raw(pickle.EmptyDict, pickle.Mark)
+		w.String("segments")
+		w.Raw(pickle.EmptyList)
+		w.String("allocator_settings")
+		w.Raw(pickle.EmptyDict)
+		w.String("x")
+		w.Uint(1 << 63)
+		w.Raw(pickle.SetItem, pickle.SetItems)
+	})
 	huge := func(op byte, n uint64, width int) []byte {
 		b := []byte{pickle.Proto, 4, op}
 		b = binary.LittleEndian.AppendUint64(b, n)[:3+width]
@@ -127,6 +149,10 @@ func TestBadInput(t *testing.T) {
 		{"BINUNICODE past the end", huge(pickle.BinUnicode, 1<<20, 4), "only 3 bytes remain", false},
 		{"FRAME past the end", huge(pickle.Frame, 1<<40, 8), "only 3 bytes remain", false},
 		{"LONG1 of 9 bytes", []byte{0x80, 2, 0x8a, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, '.'}, "does not fit in 64 bits", false},
+		{"LONG1 of 10 bytes", []byte{0x80, 2, 0x8a, 10, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, '.'}, "does not fit in 64 bits", false},
+		{"LONG1 below -2^63", []byte{0x80, 2, 0x8a, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, '.'}, "does not fit in 64 bits", false},
+		{"addr of 2^64-1", uintAddr, `trace entry: "addr" is 18446744073709551615, which does not fit in a signed 64-bit int`, false},
+		{"setting of 2^63", uintSetting, "allocator_settings holds the int 9223372036854775808, which does not fit", false},
 		{"undefined memo", []byte{0x80, 4, 'h', 7, '.'}, "memo index 7 is not defined", false},
 		{"LONG_BINPUT far away", []byte{0x80, 2, 'N', 'r', 0xff, 0xff, 0xff, 0xff, '.'}, "not a memory snapshot", false},
 		{"unknown opcode", []byte{0x80, 4, 0xf0}, "unknown opcode 0xf0", false},

@@ -29,11 +29,14 @@ func (d *decoder) convFrame(c *object) (FrameID, error) {
 		case kFXOriginalTrace:
 			dst = &f.FXOriginalTrace
 		case kLine:
+			if p.v.tag == tUint64 { // −1 written as unsigned: no line
+				continue
+			}
 			n, err := d.intField(c, "frame", p)
 			if err != nil {
 				return 0, err
 			}
-			f.Line = n
+			f.Line = max(n, 0) // torch writes −1 for a frame with no line
 			continue
 		default:
 			continue
@@ -271,6 +274,8 @@ func (d *decoder) intField(c *object, what string, p kv) (int64, error) {
 		if f := v.float(); f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
 			return int64(f), nil
 		}
+	case tUint64:
+		return 0, d.failAt(c.off, kindSchema, "%s: %s is %d, which does not fit in a signed 64-bit int", what, d.keyName(p.k), uint64(v.n))
 	}
 	return 0, d.badField(c, what, p, "an int")
 }

@@ -97,6 +97,8 @@ func (d *decoder) describe(v value) string {
 		}
 	case tInt:
 		return "an int"
+	case tUint64:
+		return fmt.Sprintf("the int %d", uint64(v.n))
 	case tEvent, tAnnot:
 		return "an " + tagNames[v.tag]
 	}

@@ -91,16 +91,19 @@ func (d *decoder) decodeJSON(r io.Reader) (*Snapshot, error) {
 	return s, err
 }
 
-// jsonNumber converts a JSON number: integers to int (within int64),
-// anything with a fraction or exponent to float.
+// jsonNumber converts a JSON number: integers to int (within int64; those
+// in [2^63, 2^64) as tUint64, like a 9-byte LONG1), anything with a fraction or exponent to float.
 func (d *decoder) jsonNumber(n json.Number) (value, error) {
 	s := string(n)
 	if !strings.ContainsAny(s, ".eE") {
 		i, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return value{}, d.fail(kindRefused, "integer %s does not fit in 64 bits", s)
+		if err == nil {
+			return intValue(i), nil
 		}
-		return intValue(i), nil
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return value{tag: tUint64, n: int64(u)}, nil
+		}
+		return value{}, d.fail(kindRefused, "integer %s does not fit in 64 bits", s)
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {

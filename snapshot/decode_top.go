@@ -239,6 +239,8 @@ func (d *decoder) generic(v value, depth int) (any, error) {
 		return v.n != 0, nil
 	case tInt:
 		return v.n, nil
+	case tUint64:
+		return nil, d.failAt(d.offOf(v), kindSchema, "allocator_settings holds the int %d, which does not fit in a signed 64-bit int", uint64(v.n))
 	case tFloat:
 		return v.float(), nil
 	case tStr:

@@ -14,6 +14,7 @@ const (
 	tNone    tag = iota
 	tBool        // n: 0 or 1
 	tInt         // n
+	tUint64      // n: the bits of an int in [2^63, 2^64) (torch's −1 written as unsigned)
 	tFloat       // n: math.Float64bits
 	tStr         // n: string ID
 	tBytes       // n: string ID
@@ -29,7 +30,7 @@ const (
 
 var tagNames = [...]string{
 	tNone: "None", tBool: "bool", tInt: "int", tFloat: "float", tStr: "str",
-	tBytes: "bytes", tObj: "object", tFrame: "frame", tStack: "list of frames",
+	tUint64: "int", tBytes: "bytes", tObj: "object", tFrame: "frame", tStack: "list of frames",
 	tEvent: "trace entry", tBlock: "block", tSegment: "segment", tAnnot: "annotation",
 	tTuple: "tuple",
 }

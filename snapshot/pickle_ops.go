@@ -137,6 +137,23 @@ func (d *decoder) longString(unicode bool, n uint64) error {
 	return d.pushString(unicode, b)
 }
 
+// longValue decodes the operand of LONG1/LONG4 (at most 9 bytes): an int64
+// as tInt, an int in [2^63, 2^64) as tUint64 (Python writes 2^64−1 with 9
+// bytes, the ninth zero). ok is false for an int below −2^63.
+func longValue(b []byte) (v value, ok bool) {
+	if len(b) < 9 {
+		return intValue(decodeLong(b)), true
+	}
+	lo := binary.LittleEndian.Uint64(b)
+	switch {
+	case b[8] == 0 && lo>>63 == 1:
+		return value{tag: tUint64, n: int64(lo)}, true
+	case b[8] == 0 && lo>>63 == 0, b[8] == 0xff && lo>>63 == 1:
+		return intValue(int64(lo)), true // not minimal, but within int64
+	}
+	return value{}, false
+}
+
 // decodeLong decodes a little-endian two's-complement integer of at most
 // 8 bytes (LONG1/LONG4).
 func decodeLong(b []byte) int64 {

@@ -187,26 +187,34 @@ func (d *decoder) run() (value, error) {
 				return value{}, d.truncated("LONG1")
 			}
 			n := int(buf[pos+1])
-			if n > 8 {
+			if n > 9 {
 				return value{}, d.fail(kindRefused, "LONG1 integer of %d bytes does not fit in 64 bits", n)
 			}
 			if pos+2+n > len(buf) {
 				return value{}, d.truncated("LONG1")
 			}
-			d.stack = append(d.stack, intValue(decodeLong(buf[pos+2:pos+2+n])))
+			v, ok := longValue(buf[pos+2 : pos+2+n])
+			if !ok {
+				return value{}, d.fail(kindRefused, "LONG1 integer of %d bytes does not fit in 64 bits", n)
+			}
+			d.stack = append(d.stack, v)
 			pos += 2 + n
 		case opLong4:
 			if pos+5 > len(buf) {
 				return value{}, d.truncated("LONG4")
 			}
 			n := int32(binary.LittleEndian.Uint32(buf[pos+1:]))
-			if n < 0 || n > 8 {
+			if n < 0 || n > 9 {
 				return value{}, d.fail(kindRefused, "LONG4 integer of %d bytes does not fit in 64 bits", n)
 			}
 			if pos+5+int(n) > len(buf) {
 				return value{}, d.truncated("LONG4")
 			}
-			d.stack = append(d.stack, intValue(decodeLong(buf[pos+5:pos+5+int(n)])))
+			v, ok := longValue(buf[pos+5 : pos+5+int(n)])
+			if !ok {
+				return value{}, d.fail(kindRefused, "LONG4 integer of %d bytes does not fit in 64 bits", n)
+			}
+			d.stack = append(d.stack, v)
 			pos += 5 + int(n)
 		case opBinFloat:
 			if pos+9 > len(buf) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/nlpodyssey/gopickle/types"
 )
@@ -73,8 +74,23 @@ func refInt(v any) (int64, error) {
 		if v == math.Trunc(v) && v >= -(1<<63) && v < 1<<63 {
 			return int64(v), nil
 		}
+	case *big.Int: // gopickle's value for every LONG of more than 8 bytes
+		if v.IsInt64() {
+			return v.Int64(), nil
+		}
+		return 0, refFail("int %v does not fit in int64", v)
 	}
 	return 0, refFail("%T is not an int", v)
+}
+
+// refLine reads a frame's line: torch's −1 for "no line", written as −1 or
+// as 2^64−1, and any negative line become 0.
+func refLine(v any) (int64, error) {
+	if b, ok := v.(*big.Int); ok && !b.IsInt64() && b.IsUint64() {
+		return 0, nil
+	}
+	n, err := refInt(v)
+	return max(n, 0), err
 }
 
 func refStr(v any) (string, error) {
@@ -123,7 +139,7 @@ func refFrame(d *types.Dict) ([]any, error) {
 		}
 		var err error
 		if j == 2 {
-			out[j], err = refInt(v)
+			out[j], err = refLine(v)
 		} else {
 			out[j], err = refStr(v)
 		}

@@ -106,6 +106,9 @@ func refGeneric(v any, depth int, count *int) (any, error) {
 	case []byte:
 		return tag("bytes", v), nil
 	case *big.Int:
+		if v.IsInt64() {
+			return tag("int", v.Int64()), nil
+		}
 		return nil, refFail("big int")
 	case *types.Dict:
 		m := map[string]any{}

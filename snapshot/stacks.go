@@ -6,7 +6,7 @@ import "unsafe"
 type Frame struct {
 	Name     string
 	Filename string
-	Line     int64
+	Line     int64 // 0 when the frame has no line: C++ frames, and torch's −1 (pickled as −1 or as 2^64−1)
 	// FX fields, present with augment_with_fx_traces=True; "" otherwise.
 	FXNodeOp, FXNodeName, FXNodeTarget, FXOriginalTrace string
 }

@@ -183,6 +183,20 @@ func (w *Writer) Int(n int64) {
 	}
 }
 
+// Uint writes u as CPython writes a Python int of that value: like Int
+// below 2^63, else LONG1 with nine bytes (the ninth zero), the way torch's
+// −1-as-unsigned frame lines (2^64−1) reach a pickle.
+func (w *Writer) Uint(u uint64) {
+	if u <= math.MaxInt64 {
+		w.Int(int64(u))
+		return
+	}
+	var b [11]byte
+	b[0], b[1] = Long1, 9
+	binary.LittleEndian.PutUint64(b[2:], u)
+	w.Raw(b[:]...)
+}
+
 // encodeLong is CPython's pickle.encode_long for a nonzero int64.
 func encodeLong(n int64) []byte {
 	mag := uint64(n)

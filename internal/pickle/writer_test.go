@@ -37,6 +37,29 @@ func TestInt(t *testing.T) {
 	}
 }
 
+func TestUint(t *testing.T) {
+	tests := []struct {
+		u    uint64
+		want string
+	}{
+		{math.MaxUint64, "8a09ffffffffffffffff00"}, {1 << 63, "8a09000000000000008000"},
+		{1<<63 + 5, "8a09050000000000008000"}, {12345, "4d3930"},
+		{math.MaxInt64, "8a08ffffffffffffff7f"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, 2)
+		w.Uint(tt.u)
+		if err := w.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		got := hex.EncodeToString(buf.Bytes()[2 : buf.Len()-1])
+		if got != tt.want {
+			t.Errorf("Uint(%d) = %s, want %s", tt.u, got, tt.want)
+		}
+	}
+}
+
 func TestContainers(t *testing.T) {
 	tests := []struct {
 		proto int
