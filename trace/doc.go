@@ -28,8 +28,11 @@
 // (pid, tid) whose interval contains it, ties going to the latest start; an
 // event with no such op falls back to the innermost enclosing
 // python_function. Backward ops are linked to the forward op that created
-// their autograd node through fwdbwd flows (or, failing that, sequence
-// numbers), and from there to the forward op's nn.Module.
+// their autograd node, and from there to the forward op's nn.Module: among
+// the ops that recorded the backward's sequence number (and the fwdbwd
+// flow's), the one whose name matches the node's (XBackward0 and aten::x,
+// CompiledFunctionBackward and CompiledFunction), since ops that make no
+// node share the number (ForwardName, linkForward).
 //
 // Ops aggregates that per operator name and Modules per nn.Module: self and
 // total allocated and net bytes, allocation counts, and the bytes still live

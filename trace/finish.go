@@ -379,8 +379,11 @@ func (t *Trace) CheckValid() error {
 		}
 	}
 	for i, f := range t.Flows {
-		if f.Fwd < 0 || f.Bwd < 0 || int(f.Fwd) >= len(t.Ops) || int(f.Bwd) >= len(t.Ops) || t.Ops[f.Bwd].Forward != f.Fwd {
-			return fmt.Errorf("flow %d: ends out of range or not linked", i)
+		if f.Fwd < 0 || f.Bwd < 0 || int(f.Fwd) >= len(t.Ops) || int(f.Bwd) >= len(t.Ops) {
+			return fmt.Errorf("flow %d: ends out of range", i)
+		}
+		if fw := t.Ops[f.Bwd].Forward; fw != f.Fwd && (fw == NoOp || t.Ops[fw].Seq != t.Ops[f.Bwd].Seq) {
+			return fmt.Errorf("flow %d: backward op %d is linked to op %d, neither the flow's forward op nor one with its sequence number", i, f.Bwd, fw)
 		}
 	}
 	return nil

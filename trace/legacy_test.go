@@ -84,6 +84,30 @@ func TestKinetoLegacyShape(t *testing.T) {
 	if strings.Join(open, " | ") != wantOpen {
 		t.Errorf("Peak.Open = %s, want %s", strings.Join(open, " | "), wantOpen)
 	}
+	// Without flows, backward nodes find their forward op by sequence number
+	// and name: aten::linear and aten::addmm both carry 10.
+	for _, tc := range []struct {
+		relUS, bytes int64
+		label        string
+	}{
+		{1550, 2048, "aten::mm (backward of aten::addmm)"},
+		{1470, 4096, "aten::threshold_backward (backward of aten::relu)"},
+		{1580, -4096, "AddmmBackward0 (backward of aten::addmm)"},
+		{1150, 4096, "aten::addmm"},
+	} {
+		var m *MemEvent
+		for i := range tr.Memory {
+			if e := &tr.Memory[i]; e.Time == (kinetoBase+tc.relUS)*1000 && e.Bytes == tc.bytes {
+				m = e
+			}
+		}
+		if m == nil {
+			t.Fatalf("no memory event of %d bytes at %d", tc.bytes, tc.relUS)
+		}
+		if got := tr.Label(m.Op); got != tc.label {
+			t.Errorf("Label(op of %d B at %d) = %q, want %q", tc.bytes, tc.relUS, got, tc.label)
+		}
+	}
 	if got := tr.PeakDevice(); got != cuda0 {
 		t.Errorf("PeakDevice() = %v, want cuda:0", got)
 	}

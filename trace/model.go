@@ -93,7 +93,8 @@ type Op struct {
 	// Parent is the innermost op on the same thread that contains this one.
 	Parent OpID
 	// Forward, on a backward op, is the forward op whose autograd node it
-	// runs (fwdbwd flow, else sequence number); NoOp otherwise.
+	// runs, chosen by name among the ops with its sequence number and its
+	// fwdbwd flow (see linkForward); NoOp otherwise.
 	Forward OpID
 	// Seq is the "Sequence number" arg, -1 when absent; FwdThread is
 	// "Fwd thread id" (a profiler thread index, not an OS tid), -1 when absent.
@@ -209,7 +210,9 @@ type Recorded struct {
 func (t *Trace) Recorded(dev Device) Recorded { return t.recorded[dev] }
 
 // Flow is one fwdbwd flow: the forward op that starts it and the backward op
-// that ends it.
+// that ends it, as the file has them. The backward op's Forward is Fwd
+// unless Fwd's name does not match and an op with the same sequence
+// number does (ForwardName).
 type Flow struct {
 	ID       int64
 	Fwd, Bwd OpID

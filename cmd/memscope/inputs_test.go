@@ -57,7 +57,7 @@ func TestOpsLegacyTrace(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	for _, want := range []string{"peak allocated 19.00 KiB (running sum of Bytes", "live at the peak are not known",
-		"  10.00 KiB    10.00 KiB       2 aten::mm (backward of aten::"} {
+		"  10.00 KiB    10.00 KiB       2 aten::mm (backward of aten::addmm)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("ops text lacks %q:\n%s", want, r.stdout)
 		}
