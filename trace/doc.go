@@ -10,7 +10,10 @@
 // memory questions need: the [memory] and [OutOfMemory] instant events,
 // cpu_op and user_annotation intervals per thread, python_function events
 // with their parent tree, fwdbwd flows and sequence numbers, and the
-// device, distributed and time-base metadata. CUDA runtime and driver calls
+// device, distributed and time-base metadata. Traces of torch 1.9–1.12 are
+// read too: ops of category "Operator" with the tid quoted, memory events
+// with Bytes only, whose running sum stands in for Total Allocated
+// (Recorded says what the events carried). CUDA runtime and driver calls
 // are kept as plain intervals because torch's key_averages counts them;
 // kernels, copies and everything else only as counts. Memory use grows with
 // the number of kept events, never with the bytes of skipped ones.
@@ -46,7 +49,9 @@
 // Series gives allocated and reserved bytes over time per device from the
 // running totals of the memory events, and Peak the high-water mark with the
 // ops open around it. OpenMemoryTimeline reads export_memory_timeline's
-// .json, .json.gz and .raw.json.gz files into per-category series.
+// .json, .json.gz and .raw.json.gz files into per-category series;
+// OpenProfile takes either kind of file and tells them apart by their
+// first bytes, for commands that accept both as a trace.
 //
 // # Errors
 //
