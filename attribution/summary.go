@@ -18,6 +18,8 @@ type Summary struct {
 	Protocol int
 	Devices  []DeviceSummary
 	Warnings []snapshot.Warning // about the file as a whole
+	// TimelineSource names the memory timeline file joined (JoinTimeline).
+	TimelineSource string
 
 	Stacks *snapshot.Stacks // the snapshot's table, for rendering stacks
 }
@@ -67,6 +69,9 @@ type DeviceSummary struct {
 	Ops        []OpBytes
 	OpsCovered float64
 	Joined     bool
+	// With a profiler memory timeline (export_memory_timeline) of the same
+	// run: its live bytes by torch's categories at the allocated peak.
+	Timeline *trace.Sample
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
 
@@ -167,6 +172,18 @@ func (s *Summary) JoinTrace(a *Analysis, tr *trace.Trace, top int) {
 			rows, covered := d.JoinTrace(tr).ByOp(d.Peak)
 			ds.Ops, ds.OpsCovered, ds.Joined = rows[:min(top, len(rows))], covered, true
 		}
+	}
+}
+
+// JoinTimeline reads the profiler's memory timeline (the file source) at
+// each device's allocated peak; the two share the epoch µs clock. The
+// timeline is of one device, the one it was exported for (cuda:0 by
+// default).
+func (s *Summary) JoinTimeline(source string, ct *trace.CategoryTimeline) {
+	s.TimelineSource = source
+	for i := range s.Devices {
+		smp := ct.Sample(s.Devices[i].PeakAllocated.TimeUS)
+		s.Devices[i].Timeline = &smp
 	}
 }
 

@@ -45,6 +45,9 @@ type MomentJSON struct {
 	// bytes allocated inside the trace's window that found their operator.
 	Ops        []OpBytesJSON `json:"ops,omitempty"`
 	OpsCovered *float64      `json:"ops_covered,omitempty"`
+	// With an export_memory_timeline file as the trace: its bytes by
+	// category at this moment.
+	Timeline *TimelineSampleJSON `json:"timeline,omitempty"`
 }
 
 type OpBytesJSON struct {

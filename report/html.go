@@ -69,6 +69,9 @@ type HTMLOptions struct {
 	// Ops is the per-operator table of a profiler trace (--trace); nil
 	// leaves its section out.
 	Ops *OpsView
+	// Timeline is an export_memory_timeline file given as the trace
+	// (--trace); nil leaves its section out.
+	Timeline *TimelineView
 	// Extension point: another section that is not about a snapshot device
 	// is added the same way as these two: a field here holding its computed
 	// result, a builder in its own html_*.go file returning an extraSection
@@ -210,6 +213,9 @@ func buildExtras(opt HTMLOptions) (lead, after []extraSection) {
 	}
 	if opt.Ops != nil {
 		after = append(after, opsSection(opt.Ops))
+	}
+	if opt.Timeline != nil {
+		after = append(after, timelineSection(opt.Timeline))
 	}
 	return lead, after
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/trace"
 )
 
 // The browser test opens reports in headless Chromium (Debian's chromium,
@@ -92,7 +93,8 @@ var (
 
 // TestChromium opens, with the library inlined, the report of a training
 // run (llama-bf16), of the OOM run, of a two-rank capture (both ranks'
-// snapshots and the run's table) and of a batch-size sweep (the sweep-llama
+// snapshots and the run's table), of a profiled run with its
+// export_memory_timeline file, and of a batch-size sweep (the sweep-llama
 // run with the snapshot of its first batch that failed): every
 // chart must be initialised with data and nothing may reach the console;
 // then it takes a screenshot.
@@ -123,6 +125,16 @@ func TestChromium(t *testing.T) {
 			_, v0 := fixtureView(t, "capture-ddp/snapshot.rank0.pickle#")
 			_, v1 := fixtureView(t, "capture-ddp/snapshot.rank1.pickle#")
 			return renderHTML(t, []*attribution.View{v0, v1}, o)
+		}},
+		{"llama-profiled-timeline", func(t *testing.T) string { // --trace memory_timeline.json
+			ct, err := trace.OpenMemoryTimeline("../fixtures/llama-profiled/memory_timeline.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := opt
+			o.Timeline = &TimelineView{Source: "memory_timeline.json", Timeline: ct}
+			_, v := fixtureView(t, "llama-profiled")
+			return renderHTML(t, []*attribution.View{v}, o)
 		}},
 		{"sweep-llama", func(t *testing.T) string {
 			o := opt

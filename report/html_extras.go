@@ -260,11 +260,22 @@ const maxOpsRows = 100
 func opsSection(o *OpsView) extraSection {
 	tb := o.Table
 	s := extraSection{ID: "ops", Title: "Operators (profiler trace)"}
-	s.Intro = fmt.Sprintf("%s, %s: %d memory events; allocated peak %s (reserved %s then). "+
-		"Self counts allocations made by the operator itself, total adds the operators nested in it; "+
-		"live at peak is what the operator allocated that was still held at the peak (%s of the peak was allocated before the trace began).",
-		clip(o.Source, maxLabel), tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), units.Bytes(tb.Peak.Reserved),
-		units.Bytes(max(tb.Peak.Allocated-tb.LiveAtPeak, 0)))
+	reserved := fmt.Sprintf(" (reserved %s then)", units.Bytes(tb.Peak.Reserved))
+	if !tb.Recorded.TotalReserved {
+		reserved = " (reserved not recorded)"
+	}
+	if !tb.Recorded.TotalAllocated {
+		reserved += ", the running sum of the events' bytes from the start of the trace (it records no Total Allocated)"
+	}
+	s.Intro = fmt.Sprintf("%s, %s: %d memory events; allocated peak %s%s. "+
+		"Self counts allocations made by the operator itself, total adds the operators nested in it",
+		clip(o.Source, maxLabel), tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), reserved)
+	if tb.Recorded.Addr {
+		s.Intro += fmt.Sprintf("; live at peak is what the operator allocated that was still held at the peak (%s of the peak was allocated before the trace began).",
+			units.Bytes(max(tb.Peak.Allocated-tb.LiveAtPeak, 0)))
+	} else {
+		s.Intro += "; the trace records no block addresses, so what each operator still held at the peak is not known."
+	}
 	for _, w := range boundStrings(o.Warnings, 8, 300) {
 		s.Intro += " Warning: " + w + "."
 	}
@@ -278,8 +289,12 @@ func opsSection(o *OpsView) extraSection {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("(%d more operators)", len(tb.Rows)-i), "", "", "", "", "", "", ""})
 			break
 		}
+		selfLive, totalLive := units.Bytes(r.SelfPeakLive), units.Bytes(r.TotalPeakLive)
+		if !tb.Recorded.Addr {
+			selfLive, totalLive = "not known", "not known"
+		}
 		t.Rows = append(t.Rows, []string{clip(r.Name, 120), r.Kind, fmt.Sprint(r.Calls), fmt.Sprint(r.Allocs),
-			units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), units.Bytes(r.SelfPeakLive), units.Bytes(r.TotalPeakLive)})
+			units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), selfLive, totalLive})
 	}
 	s.Tables = append(s.Tables, t)
 	return s

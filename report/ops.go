@@ -12,20 +12,36 @@ import (
 // OpsText writes a per-operator (or per-module) memory table.
 func OpsText(w io.Writer, name string, tb *trace.Table, top int) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s, %s: %d memory events, peak allocated %s (Total Allocated)\n",
-		name, tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated))
+	from := "Total Allocated"
+	if !tb.Recorded.TotalAllocated {
+		from = "running sum of Bytes from the trace's start; no Total Allocated recorded"
+	}
+	ew.printf("%s, %s: %d memory events, peak allocated %s (%s)\n",
+		name, tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), from)
 	if tb.NoOp+tb.Unattributed > 0 {
 		ew.printf("%d events outside any op charged to their Python function, %d to none\n", tb.NoOp, tb.Unattributed)
 	}
+	live := tb.Recorded.Addr
+	if !live {
+		ew.printf("no block addresses in the trace: the bytes each op left live at the peak are not known\n")
+	}
 	ew.printf("\n")
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
+	if live {
+		fmt.Fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
+	} else {
+		fmt.Fprintf(tw, "self alloc\ttotal alloc\tallocs\t %s\n", "operator")
+	}
 	for i, r := range tb.Rows {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
-			units.Bytes(r.SelfPeakLive), r.Allocs, clipTail(r.Name, 52))
+		if live {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
+				units.Bytes(r.SelfPeakLive), r.Allocs, clipTail(r.Name, 52))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipTail(r.Name, 52))
+		}
 	}
 	tw.Flush()
 	if len(tb.Rows) > top {
@@ -36,13 +52,20 @@ func OpsText(w io.Writer, name string, tb *trace.Table, top int) error {
 
 // OpsJSON is the document of 'memscope ops --json'.
 type OpsJSON struct {
-	Device       string      `json:"device"`
-	PeakBytes    int64       `json:"peak_allocated"`
-	PeakEpochUS  float64     `json:"peak_time_epoch_us"`
-	Events       int         `json:"events"`
-	NoOp         int         `json:"events_outside_ops"`
-	Unattributed int         `json:"events_unattributed"`
-	Rows         []OpRowJSON `json:"rows"`
+	Device      string  `json:"device"`
+	PeakBytes   int64   `json:"peak_allocated"`
+	PeakEpochUS float64 `json:"peak_time_epoch_us"`
+	// AllocatedFrom says where the allocated figures come from:
+	// "total_allocated" (the events' Total Allocated) or "sum_of_bytes"
+	// (the running sum of Bytes from the trace's start, torch before 1.13).
+	AllocatedFrom string `json:"allocated_from"`
+	// LiveAtPeakKnown is false when the events carry no addresses: the
+	// live-at-peak fields are then 0, not measured.
+	LiveAtPeakKnown bool        `json:"live_at_peak_known"`
+	Events          int         `json:"events"`
+	NoOp            int         `json:"events_outside_ops"`
+	Unattributed    int         `json:"events_unattributed"`
+	Rows            []OpRowJSON `json:"rows"`
 }
 
 type OpRowJSON struct {
@@ -63,7 +86,11 @@ type OpRowJSON struct {
 // Ops converts a table, keeping the first top rows (all when top < 0).
 func Ops(tb *trace.Table, top int) OpsJSON {
 	j := OpsJSON{Device: tb.Device.String(), PeakBytes: tb.Peak.Allocated, PeakEpochUS: float64(tb.Peak.Time) / 1e3, Events: tb.Events,
+		AllocatedFrom: "total_allocated", LiveAtPeakKnown: tb.Recorded.Addr,
 		NoOp: tb.NoOp, Unattributed: tb.Unattributed, Rows: []OpRowJSON{}}
+	if !tb.Recorded.TotalAllocated {
+		j.AllocatedFrom = "sum_of_bytes"
+	}
 	for i, r := range tb.Rows {
 		if top >= 0 && i == top {
 			break

@@ -99,6 +99,7 @@ type SummaryDevice struct {
 	Findings         []FindingJSON       `json:"findings"`
 	Ops              []OpBytesJSON       `json:"ops_at_peak,omitempty"`
 	OpsCovered       *float64            `json:"ops_covered,omitempty"`
+	TimelineAtPeak   *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
 	Warnings         []string            `json:"warnings"`
 }
 
@@ -138,6 +139,9 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		}
 		if d.Joined {
 			sd.Ops, sd.OpsCovered = OpRows(d.Ops, -1), &d.OpsCovered
+		}
+		if d.Timeline != nil {
+			sd.TimelineAtPeak = TimelineSample(s.TimelineSource, *d.Timeline)
 		}
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {

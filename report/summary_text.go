@@ -127,6 +127,9 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			ew.printf("  %10s  %5d  %s\n", units.Bytes(r.Bytes.Bytes), r.Count, clipTail(r.Label, 80))
 		}
 	}
+	if d.Timeline != nil {
+		TimelineSampleText(ew, sum.TimelineSource, "at the peak", *d.Timeline) // errors stick in ew
+	}
 	var cats []string
 	for c := attribution.Category(0); c < attribution.NumCategories; c++ {
 		if b := d.Categories[c]; b.Bytes > 0 {

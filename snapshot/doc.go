@@ -8,7 +8,9 @@
 // Open and Decode detect the encoding from the first bytes: a pickle
 // (protocols 2 to 5), the same data as JSON, the HTML page of
 // torch.cuda._memory_viz trace_plot/segment_plot (base64 pickle inside), or
-// any of those gzipped. The pickle is read by a streaming unpickler that
+// any of those gzipped. A torch.profiler Chrome trace or an
+// export_memory_timeline file, JSON too, is recognised from its first bytes
+// and refused at once with the command that reads it. The pickle is read by a streaming unpickler that
 // knows the snapshot schema: it never builds a tree of the whole file and
 // never instantiates anything (a pickle that refers to a Python class is
 // refused by name). Dicts are recognised by their keys — "action" for a

@@ -112,6 +112,14 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 		}
 		return s, err
 	case firstNonSpace(head) == '{' || firstNonSpace(head) == '[':
+		switch profilerFile(head) {
+		case chromeTrace:
+			return nil, d.failAt(0, kindFormat, "a torch.profiler trace (Chrome trace), not a memory snapshot: "+
+				"for its per-operator memory run 'memscope ops %s', or give it beside this run's snapshot with --trace %[1]s", d.name)
+		case memoryTimeline:
+			return nil, d.failAt(0, kindFormat, "an export_memory_timeline file, not a memory snapshot: "+
+				"for its bytes by category run 'memscope ops %s', or give it beside this run's snapshot with --trace %[1]s", d.name)
+		}
 		return d.decodeJSON(in.rest())
 	case bytes.Contains(head, []byte("local_files")) || bytes.Contains(head, []byte(htmlMarker)):
 		i := bytes.Index(head, []byte(htmlMarker))

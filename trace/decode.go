@@ -34,6 +34,12 @@ func Decode(r io.Reader, name string) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
+	return decodeTrace(in, gz, name)
+}
+
+// decodeTrace decodes the (decompressed) trace in; gz says whether it was
+// compressed, for error offsets.
+func decodeTrace(in io.Reader, gz bool, name string) (*Trace, error) {
 	d := newDecoder(in, name)
 	d.gz = gz
 	if err := d.decodeTop(); err != nil && err != errStopped {

@@ -10,7 +10,10 @@
 // memory questions need: the [memory] and [OutOfMemory] instant events,
 // cpu_op and user_annotation intervals per thread, python_function events
 // with their parent tree, fwdbwd flows and sequence numbers, and the
-// device, distributed and time-base metadata. CUDA runtime and driver calls
+// device, distributed and time-base metadata. Traces of torch 1.9–1.12 are
+// read too: ops of category "Operator" with the tid quoted, memory events
+// with Bytes only, whose running sum stands in for Total Allocated
+// (Recorded says what the events carried). CUDA runtime and driver calls
 // are kept as plain intervals because torch's key_averages counts them;
 // kernels, copies and everything else only as counts. Memory use grows with
 // the number of kept events, never with the bytes of skipped ones.
@@ -28,8 +31,11 @@
 // (pid, tid) whose interval contains it, ties going to the latest start; an
 // event with no such op falls back to the innermost enclosing
 // python_function. Backward ops are linked to the forward op that created
-// their autograd node through fwdbwd flows (or, failing that, sequence
-// numbers), and from there to the forward op's nn.Module.
+// their autograd node, and from there to the forward op's nn.Module: among
+// the ops that recorded the backward's sequence number (and the fwdbwd
+// flow's), the one whose name matches the node's (XBackward0 and aten::x,
+// CompiledFunctionBackward and CompiledFunction), since ops that make no
+// node share the number (ForwardName, linkForward).
 //
 // Ops aggregates that per operator name and Modules per nn.Module: self and
 // total allocated and net bytes, allocation counts, and the bytes still live
@@ -43,7 +49,9 @@
 // Series gives allocated and reserved bytes over time per device from the
 // running totals of the memory events, and Peak the high-water mark with the
 // ops open around it. OpenMemoryTimeline reads export_memory_timeline's
-// .json, .json.gz and .raw.json.gz files into per-category series.
+// .json, .json.gz and .raw.json.gz files into per-category series;
+// OpenProfile takes either kind of file and tells them apart by their
+// first bytes, for commands that accept both as a trace.
 //
 // # Errors
 //

@@ -80,7 +80,7 @@ func (d *decoder) readEvent() error {
 // argsWanted reports whether events of this category carry args we read.
 func argsWanted(cat []byte) bool {
 	switch string(cat) {
-	case "cpu_op", "user_annotation", "python_function", "cpu_instant_event":
+	case "cpu_op", "user_annotation", "python_function", "cpu_instant_event", "Operator":
 		return true
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // errNoMemory is returned for a trace that holds no memory events.
@@ -33,11 +34,56 @@ func (d *decoder) finish() error {
 	}
 	d.absoluteTimes(flows)
 	t.sortAndIndex()
+	d.runningTotals()
 	t.linkForward(flows, d.warn)
 	for i := range t.Memory {
 		t.attribute(&t.Memory[i])
 	}
 	return nil
+}
+
+// runningTotals fills in TotalAllocated where an event lacks it (the
+// previous event's total on the device plus Bytes), records per device
+// which values the events carried, and says once what a trace with
+// Bytes only cannot tell. Memory must be sorted by time.
+func (d *decoder) runningTotals() {
+	t := d.t
+	t.recorded = map[Device]Recorded{}
+	last := map[Device]int64{}
+	for i := range t.Memory {
+		m := &t.Memory[i]
+		if m.OOM {
+			continue
+		}
+		dev := m.Device()
+		r := t.recorded[dev]
+		if m.has&hasTotalAlloc == 0 {
+			m.TotalAllocated = last[dev] + m.Bytes
+		}
+		last[dev] = m.TotalAllocated
+		r.TotalAllocated = r.TotalAllocated || m.has&hasTotalAlloc != 0
+		r.TotalReserved = r.TotalReserved || m.has&hasTotalRes != 0
+		r.Addr = r.Addr || m.has&hasAddr != 0
+		t.recorded[dev] = r
+	}
+	var summed []string
+	noAddr := false
+	for _, dev := range t.Devices() {
+		if r := t.recorded[dev]; !r.TotalAllocated && isDeviceMem(dev.Type) {
+			summed = append(summed, dev.String())
+			noAddr = noAddr || !r.Addr
+		}
+	}
+	if len(summed) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("the [memory] events on %s carry Bytes but no Total Allocated (a trace of torch before 1.13): "+
+		"allocated is their running sum from the start of the trace, so memory allocated before it is not counted, and reserved is not recorded",
+		strings.Join(summed, ", "))
+	if noAddr {
+		msg += "; without Addr, frees cannot be paired with allocations, so the bytes live at the peak per op are not known"
+	}
+	d.warn(msg)
 }
 
 // absoluteTimes adds baseTimeNanoseconds to every time. Without it, times
@@ -333,8 +379,11 @@ func (t *Trace) CheckValid() error {
 		}
 	}
 	for i, f := range t.Flows {
-		if f.Fwd < 0 || f.Bwd < 0 || int(f.Fwd) >= len(t.Ops) || int(f.Bwd) >= len(t.Ops) || t.Ops[f.Bwd].Forward != f.Fwd {
-			return fmt.Errorf("flow %d: ends out of range or not linked", i)
+		if f.Fwd < 0 || f.Bwd < 0 || int(f.Fwd) >= len(t.Ops) || int(f.Bwd) >= len(t.Ops) {
+			return fmt.Errorf("flow %d: ends out of range", i)
+		}
+		if fw := t.Ops[f.Bwd].Forward; fw != f.Fwd && (fw == NoOp || t.Ops[fw].Seq != t.Ops[f.Bwd].Seq) {
+			return fmt.Errorf("flow %d: backward op %d is linked to op %d, neither the flow's forward op nor one with its sequence number", i, f.Bwd, fw)
 		}
 	}
 	return nil

@@ -10,15 +10,50 @@ import (
 // evaluatePrefix names the autograd engine's wrapper around a backward node.
 const evaluatePrefix = "autograd::engine::evaluate_function: "
 
-// linkForward sets Op.Forward on backward ops. fwdbwd flows are used when
-// the trace has them: the "s" end sits on the forward op, the "f" end on the
-// backward node, each at the op's exact start. Traces without flows fall
-// back to sequence numbers (see linkBySequence).
+// linkForward sets Op.Forward on backward ops: on each backward node (an
+// op directly inside "autograd::engine::evaluate_function: NAME" and named
+// NAME) and on each op a fwdbwd flow ends on. A sequence number does not
+// name one forward op: ops that make no autograd node record the number
+// the next node will get, so torch.compile's CompiledFunctionBackward
+// shares its number with CompiledFunction and with the aten::zero_ of
+// zero_grad before it, and a composite op shares it with the op inside.
+// So the forward op is chosen by name among the ops with the backward's
+// number (see pickForward); the flow torch wrote, which picks by number
+// alone, is kept when its forward op matches by name or none does.
 func (t *Trace) linkForward(flows []rawFlow, warn func(string)) {
-	if len(flows) == 0 {
-		t.linkBySequence()
-		return
+	byFlow := t.resolveFlows(flows, warn)
+	bySeq := map[int32][]OpID{}
+	for i := range t.Ops {
+		if o := &t.Ops[i]; o.Seq >= 0 && !t.isBackwardNode(OpID(i)) {
+			bySeq[o.Seq] = append(bySeq[o.Seq], OpID(i))
+		}
 	}
+	for _, list := range bySeq {
+		slices.SortStableFunc(list, func(a, b OpID) int { return cmp.Compare(t.Ops[a].Start, t.Ops[b].Start) })
+	}
+	for i := range t.Ops {
+		id := OpID(i)
+		flow, hasFlow := byFlow[id]
+		node := t.Ops[i].Seq >= 0 && t.isBackwardNode(id)
+		if !hasFlow && !node {
+			continue
+		}
+		if !hasFlow {
+			flow = NoOp
+		}
+		var cands []OpID
+		if t.Ops[i].Seq >= 0 {
+			cands = bySeq[t.Ops[i].Seq]
+		}
+		t.Ops[i].Forward = t.pickForward(id, flow, cands)
+	}
+}
+
+// resolveFlows pairs the ends of the fwdbwd flows with the ops starting at
+// them (the "s" end on the forward op, the "f" end on the backward node,
+// each at the op's exact start), records them in t.Flows and returns the
+// forward op of each backward op.
+func (t *Trace) resolveFlows(flows []rawFlow, warn func(string)) map[OpID]OpID {
 	type ends struct{ fwd, bwd OpID }
 	byID := make(map[int64]ends, len(flows)/2)
 	for _, f := range flows {
@@ -39,19 +74,97 @@ func (t *Trace) linkForward(flows []rawFlow, warn func(string)) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	out := make(map[OpID]OpID, len(ids))
 	lost := 0
 	for _, id := range ids {
 		e := byID[id]
-		if e.fwd == NoOp || e.bwd == NoOp {
+		if e.fwd == NoOp || e.bwd == NoOp || e.fwd == e.bwd {
 			lost++
 			continue
 		}
 		t.Flows = append(t.Flows, Flow{ID: id, Fwd: e.fwd, Bwd: e.bwd})
-		t.Ops[e.bwd].Forward = e.fwd
+		out[e.bwd] = e.fwd
 	}
 	if lost > 0 {
 		warn(fmt.Sprintf("%d of %d fwdbwd flows do not connect two ops; those backward ops have no forward link", lost, len(ids)))
 	}
+	return out
+}
+
+// pickForward chooses the forward op of backward op b, given the op its
+// fwdbwd flow starts on (NoOp without one) and the forward ops that
+// recorded its sequence number, sorted by start. In order: the flow's op
+// if its name matches b's (ForwardName); the latest op with the number,
+// on another thread and started before b, whose name matches; the flow's
+// op; without a flow, the earliest op with the number when every other
+// one is nested in it (a composite op and the ops inside it: one forward
+// call); else none, rather than a guess.
+func (t *Trace) pickForward(b, flow OpID, cands []OpID) OpID {
+	name := t.OpName(b)
+	if flow != NoOp && ForwardName(name, t.OpName(flow)) {
+		return flow
+	}
+	o := &t.Ops[b]
+	before := cands[:0:0]
+	for _, c := range cands {
+		if co := &t.Ops[c]; co.Thread != o.Thread && co.Start < o.Start {
+			before = append(before, c)
+		}
+	}
+	for j := len(before) - 1; j >= 0; j-- {
+		if ForwardName(name, t.OpName(before[j])) {
+			return before[j]
+		}
+	}
+	if flow != NoOp || len(before) == 0 {
+		return flow
+	}
+	root := &t.Ops[before[0]]
+	for _, c := range before[1:] {
+		if co := &t.Ops[c]; co.Thread != root.Thread || co.Start < root.Start || co.End() > root.End() {
+			return NoOp
+		}
+	}
+	return before[0]
+}
+
+// ForwardName reports whether fwd is the name of the forward op whose
+// autograd node is node: node "XBackwardN" (or "XBackward") and fwd
+// "ns::x", compared without case, namespace or underscores, fwd possibly
+// ending in "forward" (aten::nll_loss_forward for NllLossBackward0).
+// CompiledFunctionBackward matches CompiledFunction, AddmmBackward0
+// aten::addmm, NativeLayerNormBackward0 aten::native_layer_norm.
+func ForwardName(node, fwd string) bool {
+	base := strings.TrimRight(node, "0123456789")
+	base, ok := strings.CutSuffix(base, "Backward")
+	if !ok {
+		return false
+	}
+	if i := strings.LastIndex(base, "::"); i >= 0 {
+		base = base[i+2:]
+	}
+	if i := strings.LastIndex(fwd, "::"); i >= 0 {
+		fwd = fwd[i+2:]
+	}
+	nb, nf := normName(base), normName(fwd)
+	return nb != "" && (nf == nb || nf == nb+"forward")
+}
+
+// normName lowercases s and drops its underscores.
+func normName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // opStartingAt returns the op on thread th that starts exactly at ns,
@@ -70,34 +183,6 @@ func (t *Trace) opStartingAt(th ThreadID, ns int64) OpID {
 		}
 	}
 	return best
-}
-
-// linkBySequence links each backward node (an op directly inside
-// "autograd::engine::evaluate_function: NAME" and named NAME) to the
-// earliest op with the same sequence number on another thread that started
-// before it: the outermost forward op that recorded that number.
-func (t *Trace) linkBySequence() {
-	fwd := map[int32][]OpID{}
-	for i := range t.Ops {
-		if o := &t.Ops[i]; o.Seq >= 0 && !t.isBackwardNode(OpID(i)) {
-			fwd[o.Seq] = append(fwd[o.Seq], OpID(i))
-		}
-	}
-	for _, list := range fwd {
-		slices.SortFunc(list, func(a, b OpID) int { return cmp.Compare(t.Ops[a].Start, t.Ops[b].Start) })
-	}
-	for i := range t.Ops {
-		o := &t.Ops[i]
-		if o.Seq < 0 || !t.isBackwardNode(OpID(i)) {
-			continue
-		}
-		for _, f := range fwd[o.Seq] {
-			if t.Ops[f].Thread != o.Thread && t.Ops[f].Start < o.Start {
-				o.Forward = f
-				break
-			}
-		}
-	}
 }
 
 func (t *Trace) isBackwardNode(id OpID) bool {

@@ -38,15 +38,21 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzMemoryTimeline does the same for DecodeMemoryTimeline.
+// FuzzMemoryTimeline does the same for DecodeMemoryTimeline and for
+// DecodeProfile, which tells a timeline from a trace.
 func FuzzMemoryTimeline(f *testing.F) {
 	f.Add([]byte(`[[5, 7], [[0, 1, 0, 0, 0, 0, 0, 0, 2], [0, 1, 0, 0, 4, 0, 0, 0, 2]]]`))
 	f.Add([]byte(`[[-1, 1, 100, 0], [2000999, 2, 8, 3], [3000000, 4, -8, 3]]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if p, err := DecodeProfile(bytes.NewReader(data), "fuzz.json"); err == nil && (p.Trace == nil) == (p.Timeline == nil) {
+			t.Fatalf("DecodeProfile = %+v, want exactly one of Trace and Timeline", p)
+		}
 		ct, err := DecodeMemoryTimeline(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
 			return
 		}
+		ct.Summary()
+		ct.Keep(8)
 		if len(ct.TimesUS) != len(ct.Bytes) {
 			t.Fatalf("len(TimesUS) = %d, len(Bytes) = %d, want equal", len(ct.TimesUS), len(ct.Bytes))
 		}

@@ -75,7 +75,7 @@ func (d *decoder) keepInterval(e *rawEvent) {
 		dur = 0
 	}
 	switch string(e.cat) {
-	case "cpu_op", "user_annotation":
+	case "cpu_op", "user_annotation", "Operator": // "Operator": cpu_op before torch 1.13
 		kind := CPUOp
 		if string(e.cat) == "user_annotation" {
 			kind = UserAnnotation
@@ -104,9 +104,9 @@ func (d *decoder) keepInterval(e *rawEvent) {
 			PythonID: id, PythonParentID: parent, Parent: NoPy,
 			Module: len(e.name) > len(modulePrefix) && string(e.name[:len(modulePrefix)]) == modulePrefix,
 		})
-	case "cuda_runtime", "cuda_driver", "overhead":
+	case "cuda_runtime", "cuda_driver", "overhead", "Runtime": // "Runtime": cuda_runtime before torch 1.13
 		d.calls.add(Call{Name: d.intern(e.name), Thread: d.thread(e), Start: e.ts, Dur: dur})
-	case "kernel":
+	case "kernel", "Kernel":
 		pid, ok := parseInt(e.pid)
 		if !ok {
 			pid = -1
@@ -133,6 +133,7 @@ func (d *decoder) keepMemory(e *rawEvent) {
 		TotalAllocated: a.totalAlloc, TotalReserved: a.totalRes, Addr: a.addr,
 		DeviceType: -1, DeviceID: -1, OOM: oom,
 		Op: NoOp, Py: NoPy, Module: NoPy,
+		has: a.has & (hasTotalAlloc | hasTotalRes | hasAddr),
 	}
 	if a.has&hasDevType != 0 && a.devType >= math.MinInt8 && a.devType <= math.MaxInt8 {
 		m.DeviceType = int8(a.devType)
@@ -163,9 +164,11 @@ func (d *decoder) intern(s []byte) StringID {
 	return id
 }
 
-// thread returns the ThreadID of the event's (pid, tid), keyed by raw text.
+// thread returns the ThreadID of the event's (pid, tid), keyed by raw text
+// (see numericID).
 func (d *decoder) thread(e *rawEvent) ThreadID {
-	d.key = append(append(append(d.key[:0], e.pid...), 0), e.tid...)
+	pid, tid := numericID(e.pid), numericID(e.tid)
+	d.key = append(append(append(d.key[:0], pid...), 0), tid...)
 	if d.lastThread != nil && string(d.key) == string(d.lastThread) {
 		return d.lastThreadID
 	}
@@ -174,9 +177,33 @@ func (d *decoder) thread(e *rawEvent) ThreadID {
 		return id
 	}
 	id := ThreadID(len(d.t.Threads))
-	d.t.Threads = append(d.t.Threads, Thread{PID: string(e.pid), TID: string(e.tid)})
+	d.t.Threads = append(d.t.Threads, Thread{PID: string(pid), TID: string(tid)})
 	d.threads[string(d.key)] = id
 	return id
+}
+
+// numericID returns the raw JSON text of a pid or tid with the quotes
+// taken off a string that holds a decimal integer: Kineto before torch 1.13
+// wrote the tid of ops quoted ("tid": "4242") and that of memory events
+// not (4242), for the same thread.
+func numericID(raw []byte) []byte {
+	if len(raw) < 3 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return raw
+	}
+	inner := raw[1 : len(raw)-1]
+	digits := inner
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 19 {
+		return raw
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return raw
+		}
+	}
+	return inner
 }
 
 // chunked collects values in fixed-size chunks while decoding, so that

@@ -105,6 +105,11 @@ func DecodeMemoryTimeline(r io.Reader, name string) (*CategoryTimeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
+	return decodeTimeline(in, gz, name)
+}
+
+// decodeTimeline decodes the (decompressed) timeline in.
+func decodeTimeline(in io.Reader, gz bool, name string) (*CategoryTimeline, error) {
 	d := newDecoder(in, name)
 	d.gz = gz
 	ct, err := d.memoryTimeline()
@@ -282,4 +287,98 @@ func (d *decoder) closeArray() error {
 		return d.wrap(err, "reading the timeline")
 	}
 	return nil
+}
+
+// Sample is a timeline's live bytes at one moment.
+type Sample struct {
+	TimeUS int64 // the moment asked about, epoch µs
+	// Covered is true when the moment lies within the timeline, from its
+	// first point to its last; outside it Bytes is zeros before and the
+	// last point after, and says nothing about that moment.
+	Covered bool
+	Bytes   Sizes
+	// FirstUS and LastUS are the times of the timeline's first and last
+	// points (0 for an empty timeline).
+	FirstUS, LastUS int64
+}
+
+// Sample returns the bytes per category at epoch µs us (see At).
+func (c *CategoryTimeline) Sample(us int64) Sample {
+	s := Sample{TimeUS: us, Bytes: c.At(us)}
+	if n := len(c.TimesUS); n > 0 {
+		s.FirstUS, s.LastUS = c.TimesUS[0], c.TimesUS[n-1]
+		s.Covered = us >= s.FirstUS && us <= s.LastUS
+	}
+	return s
+}
+
+// TimelineSummary is what a reader asks of a category timeline first:
+// its span, its peak by category, each category's own maximum and the end.
+type TimelineSummary struct {
+	Points         int
+	StartUS, EndUS int64 // epoch µs of the first and last point
+	// PeakIndex is the first point with the highest total (-1 for an empty
+	// timeline), PeakUS its time, AtPeak its bytes.
+	PeakIndex int
+	PeakUS    int64
+	AtPeak    Sizes
+	Max       Sizes // each category's highest value over the timeline
+	End       Sizes // the last point
+}
+
+// Summary computes the TimelineSummary.
+func (c *CategoryTimeline) Summary() TimelineSummary {
+	s := TimelineSummary{Points: len(c.TimesUS), PeakIndex: -1}
+	if len(c.TimesUS) == 0 || len(c.Bytes) != len(c.TimesUS) {
+		return s
+	}
+	s.StartUS, s.EndUS = c.TimesUS[0], c.TimesUS[len(c.TimesUS)-1]
+	s.PeakIndex, _ = c.Peak()
+	s.PeakUS, s.AtPeak = c.TimesUS[s.PeakIndex], c.Bytes[s.PeakIndex]
+	s.End = c.Bytes[len(c.Bytes)-1]
+	s.Max = c.Bytes[0]
+	for _, b := range c.Bytes {
+		for k, v := range b {
+			s.Max[k] = max(s.Max[k], v)
+		}
+	}
+	return s
+}
+
+// Keep returns the indexes of at most about n points that keep the shape
+// of the timeline: all of them when there are n or fewer, else per run of
+// points its first and last and those with the lowest and highest total,
+// so the peak and every valley stay exact. Indexes are increasing.
+func (c *CategoryTimeline) Keep(n int) []int {
+	total := len(c.Bytes)
+	out := []int{}
+	if total <= max(n, 4) {
+		for i := range total {
+			out = append(out, i)
+		}
+		return out
+	}
+	runs := max(n/4, 1)
+	for r := range runs {
+		lo, hi := r*total/runs, (r+1)*total/runs
+		if lo >= hi {
+			continue
+		}
+		minI, maxI := lo, lo
+		for i := lo; i < hi; i++ {
+			t := c.Bytes[i].Total()
+			if t < c.Bytes[minI].Total() {
+				minI = i
+			}
+			if t > c.Bytes[maxI].Total() {
+				maxI = i
+			}
+		}
+		idx := []int{lo, minI, maxI, hi - 1}
+		slices.Sort(idx)
+		for _, i := range slices.Compact(idx) {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,82 @@ func TestMemoryTimelineSmall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodeProfile: a file given as a trace is told apart by its first
+// bytes: an array whose first element is an array is a memory timeline,
+// anything else a Chrome trace.
+func TestDecodeProfile(t *testing.T) {
+	gz := func(s string) string {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write([]byte(s))
+		w.Close()
+		return z.String()
+	}
+	for _, tc := range []struct {
+		name, in string
+		timeline bool
+		err      string
+	}{
+		{"coalesced", " \n[ [5, 7], [[0, 1, 0, 0, 0, 0, 0, 0, 2], [0, 1, 0, 0, 4, 0, 0, 0, 2]]]", true, ""},
+		{"raw-gzip", gz(`[[-1, 1, 100, 0], [2000999, 2, 8, 3]]`), true, ""},
+		{"trace-object", synthTrace("object"), false, ""},
+		{"trace-array", synthTrace("array"), false, ""},
+		{"trace-gzip", gz(synthTrace("object")), false, ""},
+		{"empty-array", `[]`, false, "not a Chrome trace"},
+		{"bad-timeline", `[[1, 2, 3, 9]]`, true, "category 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := DecodeProfile(strings.NewReader(tc.in), tc.name)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.name) {
+					t.Fatalf("DecodeProfile(%s) error = %v, want one naming the file and saying %q", tc.name, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeProfile(%s) error: %v", tc.name, err)
+			}
+			if (p.Timeline != nil) != tc.timeline || (p.Trace != nil) == tc.timeline {
+				t.Errorf("DecodeProfile(%s) = timeline %v, trace %v; want timeline %v", tc.name, p.Timeline != nil, p.Trace != nil, tc.timeline)
+			}
+		})
+	}
+}
+
+// TestTimelineSummaryAndKeep: the summary's peak, maxima and end, a sample
+// inside and outside, and Keep's bound that keeps the peak.
+func TestTimelineSummaryAndKeep(t *testing.T) {
+	ct := &CategoryTimeline{}
+	for i := range 10000 {
+		var s Sizes
+		s[Parameter] = 100
+		s[Activation] = int64(i % 97)
+		if i == 5001 {
+			s[Gradient] = 1000
+		}
+		ct.TimesUS = append(ct.TimesUS, int64(1000+i))
+		ct.Bytes = append(ct.Bytes, s)
+	}
+	sum := ct.Summary()
+	if sum.Points != 10000 || sum.PeakIndex != 5001 || sum.PeakUS != 6001 || sum.AtPeak.Total() != 1100+5001%97 ||
+		sum.Max[Activation] != 96 || sum.Max[Gradient] != 1000 || sum.End.Total() != 100+9999%97 || sum.StartUS != 1000 || sum.EndUS != 10999 {
+		t.Errorf("Summary() = %+v", sum)
+	}
+	if s := ct.Sample(6001); !s.Covered || s.Bytes != ct.Bytes[5001] || s.FirstUS != 1000 || s.LastUS != 10999 {
+		t.Errorf("Sample(6001) = %+v, want point 5001, covered", s)
+	}
+	if s := ct.Sample(20000); s.Covered || s.Bytes != ct.Bytes[9999] {
+		t.Errorf("Sample(after) = %+v, want the last point, not covered", s)
+	}
+	keep := ct.Keep(400)
+	if len(keep) > 400 || len(keep) < 100 || keep[0] != 0 || keep[len(keep)-1] != 9999 || !slices.Contains(keep, 5001) || !slices.IsSorted(keep) {
+		t.Errorf("Keep(400) = %d indexes (first %d, last %d, peak kept %v), want ≤ 400, increasing, with the ends and the peak",
+			len(keep), keep[0], keep[len(keep)-1], slices.Contains(keep, 5001))
+	}
+	if got := (&CategoryTimeline{}).Summary(); got.PeakIndex != -1 || got.Points != 0 {
+		t.Errorf("empty Summary() = %+v, want PeakIndex -1", got)
 	}
 }

@@ -42,14 +42,17 @@ type Trace struct {
 
 	Warnings []Warning // what was lost from damaged input
 
-	opSpans []span // per thread: Ops[lo:hi]
-	pySpans []span // per thread: PyFuncs[lo:hi]
+	recorded map[Device]Recorded
+	opSpans  []span // per thread: Ops[lo:hi]
+	pySpans  []span // per thread: PyFuncs[lo:hi]
 }
 
 type span struct{ lo, hi int32 }
 
 // Thread is one (pid, tid) pair, each kept as its raw JSON text: 413, or
-// "Spans" with its quotes, so numbers and strings never collide.
+// "Spans" with its quotes, so numbers and strings never collide; a string
+// holding a decimal integer ("4242", as Kineto before torch 1.13 wrote the
+// tid of ops) is kept as that number.
 type Thread struct {
 	PID, TID string
 }
@@ -90,7 +93,8 @@ type Op struct {
 	// Parent is the innermost op on the same thread that contains this one.
 	Parent OpID
 	// Forward, on a backward op, is the forward op whose autograd node it
-	// runs (fwdbwd flow, else sequence number); NoOp otherwise.
+	// runs, chosen by name among the ops with its sequence number and its
+	// fwdbwd flow (see linkForward); NoOp otherwise.
 	Forward OpID
 	// Seq is the "Sequence number" arg, -1 when absent; FwdThread is
 	// "Fwd thread id" (a profiler thread index, not an OS tid), -1 when absent.
@@ -135,7 +139,11 @@ type MemEvent struct {
 	// rounded to the nearest integer).
 	Bytes int64
 	// TotalAllocated and TotalReserved are the device's allocated_bytes and
-	// reserved_bytes after this event.
+	// reserved_bytes after this event. An event without Total Allocated
+	// (Kineto before torch 1.13 wrote Bytes only) gets the previous event's
+	// TotalAllocated on its device plus Bytes: the running sum of Bytes, 0
+	// at the trace's start. Without Total Reserved it is 0; Trace.Recorded
+	// says which.
 	TotalAllocated, TotalReserved int64
 	Addr                          int64 // block address; 0 when absent (OOM)
 	Thread                        ThreadID
@@ -150,6 +158,8 @@ type MemEvent struct {
 	Op     OpID
 	Py     PyID
 	Module PyID
+
+	has argSet // which of Total Allocated, Total Reserved and Addr the event carried
 }
 
 // TimeUS is Time in epoch microseconds, the unit of snapshot time_us.
@@ -182,8 +192,27 @@ func (d Device) String() string {
 	return fmt.Sprintf("device-type-%d:%d", d.Type, d.ID)
 }
 
+// Recorded says which running totals and addresses a device's memory
+// events carried (any of its events, OOM events aside). Kineto before
+// torch 1.13 wrote Bytes only: none of the three.
+type Recorded struct {
+	// TotalAllocated false: MemEvent.TotalAllocated is the running sum of
+	// Bytes since the trace began, blind to what was allocated before.
+	TotalAllocated bool
+	// TotalReserved false: reserved memory is not recorded (0).
+	TotalReserved bool
+	// Addr false: frees cannot be paired with their allocations, so the
+	// bytes each op left live at the peak are not known.
+	Addr bool
+}
+
+// Recorded says what the memory events of dev carried.
+func (t *Trace) Recorded(dev Device) Recorded { return t.recorded[dev] }
+
 // Flow is one fwdbwd flow: the forward op that starts it and the backward op
-// that ends it.
+// that ends it, as the file has them. The backward op's Forward is Fwd
+// unless Fwd's name does not match and an op with the same sequence
+// number does (ForwardName).
 type Flow struct {
 	ID       int64
 	Fwd, Bwd OpID

@@ -129,9 +129,9 @@ func (t *Trace) OpenAt(ns int64) [][]OpID {
 
 // liveAtPeak returns the indexes of the device's allocation events whose
 // block is still allocated at the peak event (included), pairing frees with
-// allocations by address.
+// allocations by address; none when the events carry no addresses.
 func (t *Trace) liveAtPeak(dev Device, peak int) []int {
-	if peak < 0 {
+	if peak < 0 || !t.Recorded(dev).Addr {
 		return nil
 	}
 	live := map[int64]int{}

@@ -39,6 +39,10 @@ type Table struct {
 	// before the trace began).
 	Events, NoOp, Unattributed int
 	LiveAtPeak                 int64
+	// Recorded says what the device's events carried: without Addr the
+	// live-at-peak figures are unknown (zero); without Total Allocated the
+	// peak is that of the running sum of Bytes.
+	Recorded Recorded
 }
 
 // SortKey picks the column a Table is sorted by, largest first.
@@ -92,7 +96,7 @@ func (t *Trace) OpTable(dev Device, splitBackward bool) *Table {
 	for i := range t.Ops {
 		agg.row(name(OpID(i)), t.Ops[i].Kind.String()).Calls++
 	}
-	tb := &Table{Device: dev, Peak: t.Peak(dev)}
+	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev)}
 	chain := func(m *MemEvent, visit func(name, kind string)) {
 		switch {
 		case m.Op != NoOp:
@@ -137,7 +141,7 @@ func (t *Trace) ModuleTable(dev Device) *Table {
 			}
 		}
 	}
-	tb := &Table{Device: dev, Peak: t.Peak(dev)}
+	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev)}
 	chain := func(m *MemEvent, visit func(name, kind string)) {
 		for p := m.Module; p != NoPy; p = t.enclosingModule(t.PyFuncs[p].Parent) {
 			visit(t.Str(t.PyFuncs[p].Name), "nn.Module")

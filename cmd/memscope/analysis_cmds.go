@@ -103,15 +103,16 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 	o.define(fs)
 	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak), or a time after the first event such as 1.5s")
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
-	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too")
+	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too, or by category for an export_memory_timeline file")
 	return func(cc *cmdContext, paths []string) error {
-		var tr *trace.Trace
+		var prof trace.Profile
 		if *tracePath != "" {
 			var err error
-			if tr, err = trace.Open(*tracePath); err != nil {
+			if prof, err = trace.OpenProfile(*tracePath); err != nil {
 				return badInput(err)
 			}
 		}
+		tr, tl := prof.Trace, prof.Timeline
 		return o.eachFile(cc, "peak", paths, func(an *attribution.Analysis) (any, error) {
 			var out []report.MomentJSON
 			for i, d := range an.Devices {
@@ -124,11 +125,18 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				if tr != nil {
 					ops, covered = d.JoinTrace(tr).ByOp(m)
 				}
+				var sample trace.Sample
+				if tl != nil {
+					sample = tl.Sample(m.TimeUS)
+				}
 				if o.json {
 					mj := report.Moment(an.Snapshot.Stacks, m, o.top)
 					mj.Device = d.Device
 					if tr != nil {
 						mj.Ops, mj.OpsCovered = report.OpRows(ops, o.top), &covered
+					}
+					if tl != nil {
+						mj.Timeline = report.TimelineSample(*tracePath, sample)
 					}
 					out = append(out, mj)
 					continue
@@ -141,6 +149,11 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				}
 				if tr != nil {
 					if err := report.OpBytesText(cc.stdout, ops, covered, m.Allocated, o.top); err != nil {
+						return nil, err
+					}
+				}
+				if tl != nil {
+					if err := report.TimelineSampleText(cc.stdout, *tracePath, "at this moment", sample); err != nil {
 						return nil, err
 					}
 				}

@@ -44,3 +44,35 @@ func TestBadSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestProfilerFileAsSnapshot: a torch.profiler trace (or an
+// export_memory_timeline file) given where a snapshot is expected is named
+// for what it is, with the command that reads it, in one line and exit 2.
+func TestProfilerFileAsSnapshot(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	for _, f := range []struct{ path, what string }{
+		{"../../fixtures/llama-profiled/trace.json.gz", "a torch.profiler trace (Chrome trace)"},
+		{"../../trace/testdata/kineto-1.10.json", "a torch.profiler trace (Chrome trace)"},
+		{"../../fixtures/llama-profiled/memory_timeline.json", "an export_memory_timeline file"},
+	} {
+		for _, args := range [][]string{
+			{"summary", f.path}, {"peak", f.path}, {"leaks", f.path}, {"frag", f.path}, {"oom", f.path},
+			{"pprof", "-o", out, f.path}, {"check", "--max-peak", "1GiB", f.path},
+			{"diff", f.path, "../../fixtures/mlp-adamw/snapshot.pickle"}, {"report", "-o", out, f.path},
+			{"summary", "--json", f.path},
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				r := runMemscope(args...)
+				if r.code != 2 || r.err == nil {
+					t.Fatalf("exit %d, err %v; want exit 2 with an error", r.code, r.err)
+				}
+				msg := r.err.Error()
+				want := f.what + ", not a memory snapshot: "
+				if strings.Contains(msg, "\n") || !strings.Contains(msg, want) || !strings.Contains(msg, "'memscope ops "+f.path+"'") ||
+					!strings.Contains(msg, "--trace "+f.path) || !strings.HasPrefix(msg, "decoding "+f.path+" at byte 0: ") {
+					t.Errorf("error %q; want one line naming %s, saying %q and pointing to 'memscope ops %s' and --trace", msg, f.path, want, f.path)
+				}
+			})
+		}
+	}
+}

@@ -158,7 +158,11 @@ operator or record_function range on the same thread, then up the op
 tree: per operator the bytes it allocated itself and with its children,
 its net bytes, and the bytes still live at the trace's peak of Total
 Allocated. Backward ops are labelled with the forward op (and module) they
-belong to. --by module groups by nn.Module instead.`,
+belong to. --by module groups by nn.Module instead. Traces of torch 1.9 to
+1.12, whose memory events carry Bytes only, are read too: allocated is then
+the running sum of Bytes from the trace's start. A file written by
+export_memory_timeline (.json, .raw.json.gz) gives its live bytes by
+torch's category: at the peak, each one's maximum, and at the end.`,
 			flags: opsFlags,
 		},
 		{
@@ -292,7 +296,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
 	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
-	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator too")
+	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
 	filterFlags(fs, &o.focus, &o.ignore)
 	return func(cc *cmdContext, paths []string) error {
 		if o.run != "" {

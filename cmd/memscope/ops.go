@@ -27,10 +27,24 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		}
 		var docs []any
 		for i, p := range paths {
-			tr, err := trace.Open(p)
+			prof, err := trace.OpenProfile(p)
 			if err != nil {
 				return badInput(err)
 			}
+			if ct := prof.Timeline; ct != nil {
+				if *jsonOut {
+					docs = append(docs, map[string]any{"source": p, "timeline": report.Timeline(ct)})
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(cc.stdout)
+				}
+				if err := report.TimelineText(cc.stdout, p, ct); err != nil {
+					return err
+				}
+				continue
+			}
+			tr := prof.Trace
 			for _, w := range tr.Warnings {
 				cc.warnf("%s: %s", p, w.Message)
 			}

@@ -67,7 +67,7 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.title, "title", "", "the page's `TITLE` (default: the snapshots' names)")
 	fs.StringVar(&o.echarts, "echarts", "", "inline the echarts.min.js build at `PATH` (default: $MEMSCOPE_ECHARTS, then ./node_modules/echarts/dist/echarts.min.js)")
 	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
-	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz)")
+	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz), or the chart of an export_memory_timeline file")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
 	fs.IntVar(&o.device, "device", -1, "show only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
@@ -121,7 +121,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 		}
 	}
 	if o.trace != "" {
-		if opt.Ops, err = opsView(o.trace, o.ops); err != nil {
+		if opt.Ops, opt.Timeline, err = opsView(o.trace, o.ops); err != nil {
 			return err
 		}
 	}
@@ -211,18 +211,23 @@ func runView(dir string) (*report.RunView, error) {
 }
 
 // opsView reads a profiler trace and tabulates its operators on the device
-// with the highest allocated peak.
-func opsView(path string, top int) (*report.OpsView, error) {
-	t, err := trace.Open(path)
+// with the highest allocated peak; an export_memory_timeline file instead
+// becomes the category chart.
+func opsView(path string, top int) (*report.OpsView, *report.TimelineView, error) {
+	prof, err := trace.OpenProfile(path)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
+	if prof.Timeline != nil {
+		return nil, &report.TimelineView{Source: path, Timeline: prof.Timeline}, nil
+	}
+	t := prof.Trace
 	tb := t.OpTable(t.PeakDevice(), false)
 	ov := &report.OpsView{Source: path, Table: tb, Top: top}
 	for _, w := range t.Warnings {
 		ov.Warnings = append(ov.Warnings, w.String())
 	}
-	return ov, nil
+	return ov, nil, nil
 }
 
 // writeFile writes a file through fn and returns its size.

@@ -18,10 +18,10 @@ var runSummary = summary
 // summary prints, for each snapshot in paths, the summary described in the
 // command's usage, as text or (opts.json) JSON, to cc.stdout.
 func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
-	var tr *trace.Trace
+	var prof trace.Profile
 	if opts.trace != "" {
 		var err error
-		if tr, err = trace.Open(opts.trace); err != nil {
+		if prof, err = trace.OpenProfile(opts.trace); err != nil {
 			return badInput(err)
 		}
 	}
@@ -29,6 +29,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	tr, tl := prof.Trace, prof.Timeline
 	var sums []*attribution.Summary
 	for i, path := range paths {
 		s, err := snapshot.Open(path)
@@ -39,6 +40,9 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		sum := attribution.Summarize(an, opts.top)
 		if tr != nil {
 			sum.JoinTrace(an, tr, opts.top)
+		}
+		if tl != nil {
+			sum.JoinTimeline(opts.trace, tl)
 		}
 		addDeviceUsed(sum, path)
 		if opts.json {

@@ -1,0 +1,66 @@
+package trace
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Profile is what a file given as a profiler trace holds: a Chrome trace, or
+// a file written by export_memory_timeline (live bytes by category over
+// time on the one device it was exported for). Exactly one is set.
+type Profile struct {
+	Trace    *Trace
+	Timeline *CategoryTimeline
+}
+
+// OpenProfile reads a Chrome trace or an export_memory_timeline file (.json,
+// .json.gz, .raw.json.gz), telling them apart by their first bytes.
+func OpenProfile(path string) (Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Profile{}, err
+	}
+	defer f.Close()
+	return DecodeProfile(f, filepath.Base(path))
+}
+
+// DecodeProfile is OpenProfile on a reader. A memory timeline is a JSON array
+// whose first element is an array ([times, sizes] or [[t, action, bytes,
+// category], …]); a Chrome trace is an object or an array of event
+// objects. Everything else is read as a trace, for its error messages.
+func DecodeProfile(r io.Reader, name string) (Profile, error) {
+	in, gz, err := maybeGunzip(r)
+	if err != nil {
+		return Profile{}, fmt.Errorf("decoding %s: %w", name, err)
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	if isMemoryTimeline(br) {
+		ct, err := decodeTimeline(br, gz, name)
+		return Profile{Timeline: ct}, err
+	}
+	t, err := decodeTrace(br, gz, name)
+	return Profile{Trace: t}, err
+}
+
+// isMemoryTimeline peeks at the first bytes of r: '[' then '[' past
+// whitespace.
+func isMemoryTimeline(r *bufio.Reader) bool {
+	b, _ := r.Peek(4096)
+	seen := 0
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '[':
+			if seen++; seen == 2 {
+				return true
+			}
+			continue
+		}
+		return false
+	}
+	return false
+}
