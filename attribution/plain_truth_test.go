@@ -243,3 +243,40 @@ func TestPlainCompiled(t *testing.T) {
 	}
 	t.Fatal("no plain-compiled fixture")
 }
+
+// TestPlainModelSites: in a run of the HF Trainer, whose model code lives
+// in site-packages, the logits are charged to the model's lm_head line
+// (truth.json's sites.logits), called from the user's script, at the
+// forward peak of every recorded step.
+func TestPlainModelSites(t *testing.T) {
+	for _, f := range loadPlain(t) {
+		logits, ok := f.truth.Sites["logits"]
+		if !ok {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			d := f.an.Devices[0]
+			st := f.an.Snapshot.Stacks
+			for _, s := range d.Phases.Steps {
+				m, err := d.ParseMoment(fmt.Sprintf("step:%d:forward", s.Step))
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, sb := range m.Sites {
+					fr := st.Frame(sb.Site.Frame)
+					if sb.Site.Kind != SiteLibrary || fr.Filename != logits.File || fr.Line != logits.Line {
+						continue
+					}
+					found = true
+					if !sb.Site.HasCaller || st.Frame(sb.Site.Caller).Filename != f.truth.Script {
+						t.Errorf("step %d: the logits site %s has no caller in %s", s.Step, sb.Label, f.truth.Script)
+					}
+				}
+				if !found {
+					t.Errorf("step %d forward peak: no site at %s:%d (the logits)", s.Step, logits.File, logits.Line)
+				}
+			}
+		})
+	}
+}

@@ -87,14 +87,14 @@ func TestReadmeExampleOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	const cmd = "`go run ./cmd/memscope summary fixtures/mlp-adamw/snapshot.pickle`"
+	const cmd = "`go run ./cmd/memscope summary fixtures/plain-trainer-late/snapshot.pickle`"
 	_, rest, ok := strings.Cut(s, "## Example output")
 	if !ok || !strings.Contains(rest, cmd) {
 		t.Fatalf("README.md has no example output of %s", cmd)
 	}
 	_, rest, _ = strings.Cut(rest, "```\n")
 	want, _, _ := strings.Cut(rest, "```")
-	r := runMemscope("summary", "fixtures/mlp-adamw/snapshot.pickle")
+	r := runMemscope("summary", "fixtures/plain-trainer-late/snapshot.pickle")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
