@@ -109,6 +109,21 @@ func newClassifier(s *snapshot.Snapshot, device int, events []snapshot.Event, p 
 	return c
 }
 
+// oomAfter reports whether an oom event follows event i within the step
+// of phase pi.
+func (c *classifier) oomAfter(pi, i int) bool {
+	step := c.phases.List[pi].Step
+	if step < 0 {
+		return false
+	}
+	for j := pi; j < len(c.phases.List) && c.phases.List[j].Step == step; j++ {
+		if o := c.firstOOM[j]; o > i {
+			return true
+		}
+	}
+	return false
+}
+
 // inRange reports whether time t falls in one of rs (sorted by start, not
 // overlapping each other).
 func inRange(rs []snapshot.Range, t int64) bool {
@@ -175,6 +190,10 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	}
 	born, bornPhase := c.phaseName(b.AllocIndex)
 	died, diedPhase := c.phaseName(death)
+	// A block born in a step that an out-of-memory error cut short, and
+	// still live (the snapshot was taken while the failed step's frames
+	// held it), is what that step was building, not a leak.
+	cutShort := death < 0 && bornPhase >= 0 && c.oomAfter(bornPhase, b.AllocIndex)
 	unwound := bornPhase >= 0 && bornPhase == diedPhase && b.AllocIndex < c.firstOOM[bornPhase] && death > c.firstOOM[bornPhase]
 	if unwound {
 		// Freed as the work unwound from an out-of-memory error: it
@@ -194,7 +213,7 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Gradient
 	case born == "forward" && bornPhase >= 0 && b.AllocIndex < c.firstModule[bornPhase]:
 		return Input
-	case born == "forward" && death >= 0:
+	case born == "forward" && (death >= 0 || cutShort):
 		return Activation
 	case born == "forward":
 		return Unknown // never freed: a workspace, a cache, or a leak

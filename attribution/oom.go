@@ -21,6 +21,10 @@ type OOM struct {
 	Stack     snapshot.StackID
 	Site      Site
 	SiteLabel string
+	// Step and Phase are where the request was made (Step -1 outside
+	// steps; Phase "" when the trace has no phases).
+	Step  int
+	Phase string
 	Numbers
 	// At is what was live, by site and category; Frag the free memory,
 	// with the headroom and the stranded bytes the verdict weighs.
@@ -75,6 +79,10 @@ func (d *Device) oom(index, k int) *OOM {
 		DeviceFree: ev.DeviceFree(), AllocSize: allocSize(ev.Size, expandable),
 		Stack: ev.Stack, Site: d.an.Filter.SiteOf(st, ev.Stack), Numbers: m.Numbers, At: m}
 	o.SiteLabel = o.Site.Label(st)
+	o.Step = -1
+	if name, pi := d.class.phaseName(index); pi >= 0 {
+		o.Step, o.Phase = d.Phases.List[pi].Step, name
+	}
 	headroom := o.DeviceFree
 	if o.DeviceFree >= o.AllocSize {
 		// The device had room for the segment: a limit of the process's

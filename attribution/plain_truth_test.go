@@ -44,8 +44,10 @@ type plainTruth struct {
 		Line int64  `json:"line"`
 	} `json:"sites"`
 	OOM *struct {
-		File string `json:"file"`
-		Line int64  `json:"line"`
+		File  string `json:"file"`
+		Line  int64  `json:"line"`
+		Step  int    `json:"step"`
+		Phase string `json:"phase"`
 	} `json:"oom"`
 }
 
@@ -278,5 +280,27 @@ func TestPlainModelSites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlainOOM: the out-of-memory error the script caught is found in the
+// step and phase torch raised it in, and what the failed step had built
+// keeps its category (activations, not unknown).
+func TestPlainOOM(t *testing.T) {
+	for _, f := range loadPlain(t) {
+		if f.truth.OOM == nil {
+			continue
+		}
+		d := f.an.Devices[0]
+		if len(d.OOMs) != 1 {
+			t.Fatalf("%s: %d OOMs, want 1", f.name, len(d.OOMs))
+		}
+		o := d.OOMs[0]
+		if o.Step != f.truth.OOM.Step || o.Phase != f.truth.OOM.Phase {
+			t.Errorf("%s: OOM in step %d %s, want step %d %s (torch)", f.name, o.Step, o.Phase, f.truth.OOM.Step, f.truth.OOM.Phase)
+		}
+		if act, unk := o.At.Categories[Activation].Bytes, o.At.Categories[Unknown].Bytes; act <= unk {
+			t.Errorf("%s: at the OOM activations %d B, unknown %d B: the failed forward's tensors are activations", f.name, act, unk)
+		}
 	}
 }

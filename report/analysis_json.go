@@ -205,6 +205,8 @@ type OOMJSON struct {
 	Request      int64           `json:"request"`
 	RequestSite  RequestSiteJSON `json:"request_site"`
 	RequestStack []FrameJSON     `json:"request_stack"` // innermost first; [] when none was recorded
+	Step         *int            `json:"step"`          // null outside steps
+	Phase        string          `json:"phase"`         // "" when the trace has no phases
 	AllocSize    int64           `json:"alloc_size"`
 	DeviceFree   int64           `json:"device_free"`
 	Cap          *CapJSON        `json:"cap"` // null: no per-process cap applied
@@ -235,10 +237,15 @@ func OOM(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int
 		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
 		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: Frag(o.Frag),
 		Live: momentOf(st, d.Device, o.At, top)}
-	if o.Site.Kind == "user" || o.Site.Kind == "python" {
+	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))
 		j.RequestSite.Frame = &fr
 	}
+	if o.Step >= 0 {
+		n := o.Step
+		j.Step = &n
+	}
+	j.Phase = o.Phase
 	if o.Cap != nil {
 		j.Cap = &CapJSON{o.Cap.Low, o.Cap.High}
 	}

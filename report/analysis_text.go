@@ -244,7 +244,7 @@ func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		if len(d.Timeline.Events) > 0 {
 			ew.printf(" (%s)", offset(d, o.TimeUS))
 		}
-		ew.printf("\n  request %s from %s\n", units.Bytes(o.Request), clip(o.SiteLabel, 80))
+		ew.printf("\n  request %s%s from %s\n", units.Bytes(o.Request), oomStepPhase(o), clip(o.SiteLabel, 80))
 		stackText(ew, an, o.Stack)
 		ew.printf("  allocated %s, reserved %s (%s reserved but unallocated); device free %s",
 			units.Bytes(o.Allocated), units.Bytes(o.Reserved), units.Bytes(o.Reserved-o.Allocated), units.Bytes(o.DeviceFree))
@@ -375,4 +375,15 @@ func onlyBoth(rows []attribution.Delta) []attribution.Delta {
 		}
 	}
 	return out
+}
+
+// oomStepPhase says in which step and phase a failed request was made.
+func oomStepPhase(o *attribution.OOM) string {
+	switch {
+	case o.Step >= 0:
+		return fmt.Sprintf(" in step %d %s,", o.Step, o.Phase)
+	case o.Phase != "":
+		return " in " + o.Phase + ","
+	}
+	return ""
 }
