@@ -161,7 +161,7 @@ func (b *phaseBuilder) step(step int, sp span) {
 			j := sort.Search(len(b.optStarts), func(j int) bool { return b.optStarts[j] >= ev[sp.first].TimeUS })
 			if j < len(b.optStarts) && b.optStarts[j] <= ev[sp.last].TimeUS {
 				fo = sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS >= b.optStarts[j] })
-				fo = max(fo, sp.first)
+				fo = min(max(fo, sp.first), sp.last)
 			}
 		}
 		switch {

@@ -232,7 +232,7 @@ func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
 
 func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
 	p := d.Phases
-	ds.PhaseSource = p.Source
+	ds.PhaseSource = p.From
 	seen := map[string]bool{}
 	for _, si := range rows {
 		if si < 0 {
