@@ -1,10 +1,6 @@
 package snapshot
 
-import (
-	"math/bits"
-	"slices"
-	"sort"
-)
+import "math/bits"
 
 // This file recovers exact block sizes from the allocator's layout
 // (FORMATS.md §2.3). Trace entries carry requested bytes; allocated bytes
@@ -150,101 +146,121 @@ func roundPow2Division(size, divisions int64) int64 {
 type segRange struct {
 	addr, end  uint64
 	expandable bool
-	active     []uint64 // start addresses of active blocks inside, sorted
+}
+
+// segVal is what the layout keeps of a range beside its address.
+type segVal struct {
+	end        uint64
+	expandable bool
 }
 
 // layout tracks the reserved ranges and where active blocks sit in them.
+// Both are ordered lists (sortedList), so a replay over 10⁵ segments or
+// 10⁵ blocks in one segment costs near-linear time. Every address in
+// active lies in one of segs: a block is only recorded inside a range,
+// and removing a range drops the blocks in it.
 type layout struct {
-	segs []*segRange // sorted by addr, non-overlapping
-	last int         // index of the range find returned last: a hint
+	segs   sortedList[segVal]   // by addr, non-overlapping; empty ranges allowed
+	active sortedList[struct{}] // start addresses of active blocks, unique
+	// last is the range find returned last, a hint: consecutive lookups
+	// often land in one segment. Cleared when a range is removed.
+	last    segRange
+	hasLast bool
 }
 
-// find returns the index of the range holding addr, or -1. Consecutive
-// lookups often land in one segment, so the last hit is tried first.
-func (l *layout) find(addr uint64) int {
-	if l.last < len(l.segs) {
-		if s := l.segs[l.last]; s.addr <= addr && addr < s.end {
-			return l.last
-		}
-	}
-	lo, hi := 0, len(l.segs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if l.segs[m].end <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(l.segs) && l.segs[lo].addr <= addr {
-		l.last = lo
-		return lo
-	}
-	return -1
+func (l *layout) clone() layout {
+	return layout{segs: l.segs.clone(), active: l.active.clone()}
 }
 
-// add inserts the range [addr, end). Overlaps with existing ranges are
-// trimmed away (they mean the input is inconsistent); it reports whether the
-// range was inserted whole.
+// find returns the non-empty range holding addr.
+func (l *layout) find(addr uint64) (segRange, bool) {
+	if l.hasLast && l.last.addr <= addr && addr < l.last.end {
+		return l.last, true
+	}
+	p, ok := l.segs.prev(l.segs.upperBound(addr))
+	if !ok {
+		return segRange{}, false
+	}
+	e := l.segs.at(p)
+	if addr >= e.val.end {
+		return segRange{}, false
+	}
+	l.last, l.hasLast = segRange{e.key, e.val.end, e.val.expandable}, true
+	return l.last, true
+}
+
+// add inserts the range [addr, end) unless it overlaps an existing range
+// (which means the input is inconsistent); it reports whether it did. An
+// empty range goes before any range at the same address.
 func (l *layout) add(addr, end uint64, expandable bool) bool {
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].addr >= addr })
-	if (i > 0 && l.segs[i-1].end > addr) || (i < len(l.segs) && l.segs[i].addr < end) {
+	p := l.segs.lowerBound(addr)
+	if q, ok := l.segs.prev(p); ok && l.segs.at(q).val.end > addr {
 		return false
 	}
-	l.segs = slices.Insert(l.segs, i, &segRange{addr: addr, end: end, expandable: expandable})
+	if l.segs.valid(p) && l.segs.at(p).key < end {
+		return false
+	}
+	l.segs.insertAt(p, addr, segVal{end, expandable})
 	return true
 }
 
 // remove deletes [addr, end) from the reserved ranges, splitting mapped
-// ranges as needed (segment_unmap may cover part of a range or several).
-// It returns the bytes actually removed.
+// ranges as needed (segment_unmap may cover part of a range or several),
+// and the active blocks in what it removes. It returns the bytes actually
+// removed.
 func (l *layout) remove(addr, end uint64) uint64 {
 	var removed uint64
-	var out []*segRange
-	for _, s := range l.segs {
-		if s.end <= addr || s.addr >= end {
-			out = append(out, s)
+	p := l.segs.lowerBound(addr)
+	if q, ok := l.segs.prev(p); ok && l.segs.at(q).val.end > addr {
+		p = q // the one range that starts below addr and reaches past it
+	}
+	for l.segs.valid(p) {
+		e := *l.segs.at(p)
+		s := segRange{e.key, e.val.end, e.val.expandable}
+		if s.addr >= end {
+			break
+		}
+		if s.end <= addr {
+			p = l.segs.next(p)
 			continue
 		}
 		lo, hi := max(s.addr, addr), min(s.end, end)
 		removed += hi - lo
+		l.hasLast = false
+		l.dropBlocks(lo, hi)
+		p = l.segs.deleteAt(p)
 		if s.addr < lo {
-			out = append(out, &segRange{addr: s.addr, end: lo, expandable: s.expandable, active: blocksIn(s.active, s.addr, lo)})
+			p = l.segs.next(l.segs.insertAt(p, s.addr, segVal{lo, s.expandable}))
 		}
 		if hi < s.end {
-			out = append(out, &segRange{addr: hi, end: s.end, expandable: s.expandable, active: blocksIn(s.active, hi, s.end)})
+			p = l.segs.next(l.segs.insertAt(p, hi, segVal{s.end, s.expandable}))
 		}
 	}
-	l.segs = out
 	return removed
 }
 
-func blocksIn(active []uint64, lo, hi uint64) []uint64 {
-	var out []uint64
-	for _, a := range active {
-		if a >= lo && a < hi {
-			out = append(out, a)
-		}
+// dropBlocks forgets the active blocks starting in [lo, hi).
+func (l *layout) dropBlocks(lo, hi uint64) {
+	p := l.active.lowerBound(lo)
+	for l.active.valid(p) && l.active.at(p).key < hi {
+		p = l.active.deleteAt(p)
 	}
-	return out
 }
 
 func (l *layout) insertBlock(addr uint64) {
-	if i := l.find(addr); i >= 0 {
-		s := l.segs[i]
-		j, found := slices.BinarySearch(s.active, addr)
-		if !found {
-			s.active = slices.Insert(s.active, j, addr)
-		}
+	if _, ok := l.find(addr); !ok {
+		return
+	}
+	p := l.active.lowerBound(addr)
+	if !l.active.valid(p) || l.active.at(p).key != addr {
+		l.active.insertAt(p, addr, struct{}{})
 	}
 }
 
 func (l *layout) removeBlock(addr uint64) {
-	if i := l.find(addr); i >= 0 {
-		s := l.segs[i]
-		if j, found := slices.BinarySearch(s.active, addr); found {
-			s.active = slices.Delete(s.active, j, j+1)
-		}
+	p := l.active.lowerBound(addr)
+	if l.active.valid(p) && l.active.at(p).key == addr {
+		l.active.deleteAt(p)
 	}
 }
 
@@ -257,17 +273,16 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	if rounded <= smallSize {
 		return rounded, true // small pool: always split to the rounded size
 	}
-	i := l.find(addr)
-	if i < 0 {
+	s, ok := l.find(addr)
+	if !ok {
 		return rounded, false
 	}
-	s := l.segs[i]
 	if s.expandable {
 		return rounded, true // expandable segments split any remainder ≥ 512 B
 	}
 	next := s.end
-	if j, _ := slices.BinarySearch(s.active, addr+1); j < len(s.active) {
-		next = s.active[j]
+	if p := l.active.upperBound(addr); l.active.valid(p) && l.active.at(p).key < s.end {
+		next = l.active.at(p).key
 	}
 	run := int64(next - addr)
 	if run < rounded {
@@ -279,11 +294,11 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	return run, true
 }
 
-// reserved returns the bytes of all ranges.
-func (l *layout) reserved() int64 {
-	var n int64
-	for _, s := range l.segs {
-		n += int64(s.end - s.addr)
-	}
-	return n
+// ranges returns the reserved ranges in address order.
+func (l *layout) ranges() []ReservedRange {
+	out := make([]ReservedRange, 0, l.segs.len())
+	l.segs.each(func(e *entry[segVal]) {
+		out = append(out, ReservedRange{e.key, e.val.end, e.val.expandable})
+	})
+	return out
 }

@@ -204,11 +204,7 @@ func (t *Timeline) At(index int) (Numbers, []LiveBlock, []ReservedRange) {
 			e.apply(i, &t.Events[i])
 		}
 	}
-	ranges := make([]ReservedRange, len(e.lay.segs))
-	for i, s := range e.lay.segs {
-		ranges[i] = ReservedRange{s.addr, s.end, s.expandable}
-	}
-	return e.n, e.liveBlocks(), ranges
+	return e.n, e.liveBlocks(), e.lay.ranges()
 }
 
 // LiveAt returns the blocks live after event index (before the first event
