@@ -147,11 +147,10 @@ type StreamBytes struct {
 // poolOf returns the pool of the end-state segment holding addr.
 func (d *Device) poolOf(addr uint64) snapshot.PoolID {
 	if d.pools == nil {
-		for i := range d.an.Snapshot.Segments {
-			seg := &d.an.Snapshot.Segments[i]
-			if seg.Device == d.Device {
-				d.pools = append(d.pools, poolRange{seg.Address, seg.End(), seg.Pool})
-			}
+		s := d.an.Snapshot
+		for _, i := range s.SegmentsOf(d.Device) {
+			seg := &s.Segments[i]
+			d.pools = append(d.pools, poolRange{seg.Address, seg.End(), seg.Pool})
 		}
 		sort.Slice(d.pools, func(i, j int) bool { return d.pools[i].addr < d.pools[j].addr })
 	}

@@ -129,11 +129,9 @@ func (m *Moment) segments(fn func(s *segmentView)) {
 // count as split (torch's inactive_split).
 func (d *Device) holes(m *Moment) []hole {
 	small := map[uint64]bool{}
-	for i := range d.an.Snapshot.Segments {
-		seg := &d.an.Snapshot.Segments[i]
-		if seg.Device == d.Device {
-			small[seg.Address] = seg.Small
-		}
+	s := d.an.Snapshot
+	for _, i := range s.SegmentsOf(d.Device) {
+		small[s.Segments[i].Address] = s.Segments[i].Small
 	}
 	var out []hole
 	m.segments(func(s *segmentView) {

@@ -171,11 +171,8 @@ func (t *Timeline) initialState() {
 		live.put(b.Addr, int32(len(slab)))
 		slab = append(slab, b)
 	}
-	for si := range t.snap.Segments {
+	for _, si := range t.snap.SegmentsOf(t.Device) {
 		seg := &t.snap.Segments[si]
-		if seg.Device != t.Device {
-			continue
-		}
 		if seg.TotalSize < 0 || seg.End() < seg.Address {
 			t.initInconsistent++
 			continue

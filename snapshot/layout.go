@@ -85,9 +85,9 @@ func npuRound(size int64) int64 {
 // that only CUDA's does.
 func (r *rounding) detectNPU(s *Snapshot, device int) bool {
 	var npu, cuda int
-	for si := range s.Segments {
+	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
-		if seg.Device != device || !seg.Small {
+		if !seg.Small {
 			continue
 		}
 		for bi := range seg.Blocks {

@@ -1,6 +1,6 @@
 package snapshot
 
-import "sort"
+import "slices"
 
 // Numbers are the allocator's quantities at one moment on one device.
 // Device used (the driver's view) is not in a snapshot and is not here.
@@ -102,21 +102,7 @@ type ReplayOptions struct {
 
 // Devices returns the device ordinals that have segments or trace entries.
 func (s *Snapshot) Devices() []int {
-	seen := map[int]bool{}
-	for i := range s.Segments {
-		seen[s.Segments[i].Device] = true
-	}
-	for d, tr := range s.Traces {
-		if len(tr) > 0 {
-			seen[d] = true
-		}
-	}
-	var out []int
-	for d := range seen {
-		out = append(out, d)
-	}
-	sort.Ints(out)
-	return out
+	return slices.Clone(s.index().devices)
 }
 
 // Replay rebuilds device's memory over its recorded events: the four
