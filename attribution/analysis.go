@@ -46,7 +46,8 @@ type Device struct {
 	// state up to it.
 	reservedBefore map[int]int64
 	churn          churn
-	pools          []poolRange // end-state segments by address, for poolOf
+	pools          []poolRange     // end-state segments by address, for poolOf
+	small          map[uint64]bool // end-state segment address → small pool, for holes
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
