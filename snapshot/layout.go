@@ -1,6 +1,9 @@
 package snapshot
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // This file recovers exact block sizes from the allocator's layout
 // (FORMATS.md §2.3). Trace entries carry requested bytes; allocated bytes
@@ -141,52 +144,52 @@ func roundPow2Division(size, divisions int64) int64 {
 	return int64(low + step)
 }
 
-// segRange is one reserved range during replay: a cudaMalloc'd segment, or a
-// mapped range of an expandable segment.
-type segRange struct {
-	addr, end  uint64
-	expandable bool
-}
-
-// segVal is what the layout keeps of a range beside its address.
+// segVal is what the layout keeps of a reserved range (a cudaMalloc'd
+// segment, or a mapped range of an expandable segment) beside its address.
 type segVal struct {
 	end        uint64
 	expandable bool
+	active     blockSet // start addresses of active blocks inside
 }
 
+// segRange is a range found by layout.find: valid until the ranges change.
+type segRange = *entry[segVal]
+
+type blockSet = sortedList[struct{}]
+
 // layout tracks the reserved ranges and where active blocks sit in them.
-// Both are ordered lists (sortedList), so a replay over 10⁵ segments or
-// 10⁵ blocks in one segment costs near-linear time. Every address in
-// active lies in one of segs: a block is only recorded inside a range,
-// and removing a range drops the blocks in it.
+// The ranges, and the active blocks of each, are ordered lists
+// (sortedList): a replay over 10⁵ segments, or 10⁵ blocks in one segment,
+// costs near-linear time, and a segment of a few blocks costs what a
+// sorted slice does.
 type layout struct {
-	segs   sortedList[segVal]   // by addr, non-overlapping; empty ranges allowed
-	active sortedList[struct{}] // start addresses of active blocks, unique
+	segs sortedList[segVal] // by addr, non-overlapping; empty ranges allowed
 	// last is the range find returned last, a hint: consecutive lookups
-	// often land in one segment. Cleared when a range is removed.
-	last    segRange
-	hasLast bool
+	// often land in one segment. Cleared when the ranges change.
+	last segRange
 }
 
 func (l *layout) clone() layout {
-	return layout{segs: l.segs.clone(), active: l.active.clone()}
+	c := layout{segs: l.segs.clone()}
+	c.segs.each(func(e *entry[segVal]) { e.val.active = e.val.active.clone() })
+	return c
 }
 
-// find returns the non-empty range holding addr.
-func (l *layout) find(addr uint64) (segRange, bool) {
-	if l.hasLast && l.last.addr <= addr && addr < l.last.end {
-		return l.last, true
+// find returns the non-empty range holding addr, or nil.
+func (l *layout) find(addr uint64) segRange {
+	if s := l.last; s != nil && s.key <= addr && addr < s.val.end {
+		return s
 	}
 	p, ok := l.segs.prev(l.segs.upperBound(addr))
 	if !ok {
-		return segRange{}, false
+		return nil
 	}
 	e := l.segs.at(p)
 	if addr >= e.val.end {
-		return segRange{}, false
+		return nil
 	}
-	l.last, l.hasLast = segRange{e.key, e.val.end, e.val.expandable}, true
-	return l.last, true
+	l.last = e
+	return e
 }
 
 // add inserts the range [addr, end) unless it overlaps an existing range
@@ -200,13 +203,14 @@ func (l *layout) add(addr, end uint64, expandable bool) bool {
 	if l.segs.valid(p) && l.segs.at(p).key < end {
 		return false
 	}
-	l.segs.insertAt(p, addr, segVal{end, expandable})
+	l.last = nil
+	l.segs.insertAt(p, addr, segVal{end: end, expandable: expandable})
 	return true
 }
 
 // remove deletes [addr, end) from the reserved ranges, splitting mapped
 // ranges as needed (segment_unmap may cover part of a range or several),
-// and the active blocks in what it removes. It returns the bytes actually
+// with the active blocks in what it removes. It returns the bytes actually
 // removed.
 func (l *layout) remove(addr, end uint64) uint64 {
 	var removed uint64
@@ -216,51 +220,67 @@ func (l *layout) remove(addr, end uint64) uint64 {
 	}
 	for l.segs.valid(p) {
 		e := *l.segs.at(p)
-		s := segRange{e.key, e.val.end, e.val.expandable}
-		if s.addr >= end {
+		if e.key >= end {
 			break
 		}
-		if s.end <= addr {
+		if e.val.end <= addr {
 			p = l.segs.next(p)
 			continue
 		}
-		lo, hi := max(s.addr, addr), min(s.end, end)
+		lo, hi := max(e.key, addr), min(e.val.end, end)
 		removed += hi - lo
-		l.hasLast = false
-		l.dropBlocks(lo, hi)
+		l.last = nil
+		left, right := splitBlocks(e.val.active, lo, hi, e.key < lo, hi < e.val.end)
 		p = l.segs.deleteAt(p)
-		if s.addr < lo {
-			p = l.segs.next(l.segs.insertAt(p, s.addr, segVal{lo, s.expandable}))
+		if e.key < lo {
+			p = l.segs.next(l.segs.insertAt(p, e.key, segVal{lo, e.val.expandable, left}))
 		}
-		if hi < s.end {
-			p = l.segs.next(l.segs.insertAt(p, hi, segVal{s.end, s.expandable}))
+		if hi < e.val.end {
+			p = l.segs.next(l.segs.insertAt(p, hi, segVal{e.val.end, e.val.expandable, right}))
 		}
 	}
 	return removed
 }
 
-// dropBlocks forgets the active blocks starting in [lo, hi).
-func (l *layout) dropBlocks(lo, hi uint64) {
-	p := l.active.lowerBound(lo)
-	for l.active.valid(p) && l.active.at(p).key < hi {
-		p = l.active.deleteAt(p)
+// splitBlocks drops the blocks of b in [lo, hi) and returns those below
+// lo and those from hi on, as two sets when both sides are wanted: the
+// smaller side is copied out, so splitting a range again and again costs
+// O(n log n) in all.
+func splitBlocks(b blockSet, lo, hi uint64, wantLeft, wantRight bool) (left, right blockSet) {
+	b.cut(lo, hi, nil)
+	if !wantLeft || !wantRight {
+		return b, b // the side not wanted holds no block
 	}
+	var moved blockSet
+	move := func(e *entry[struct{}]) { moved.push(e.key, e.val) }
+	if below := b.rank(lo); below <= b.len()-below {
+		b.cut(0, lo, move)
+		return moved, b
+	}
+	b.cut(hi, math.MaxUint64, move) // every key is below the range's end
+	return b, moved
 }
 
 func (l *layout) insertBlock(addr uint64) {
-	if _, ok := l.find(addr); !ok {
+	s := l.find(addr)
+	if s == nil {
 		return
 	}
-	p := l.active.lowerBound(addr)
-	if !l.active.valid(p) || l.active.at(p).key != addr {
-		l.active.insertAt(p, addr, struct{}{})
+	a := &s.val.active
+	p := a.lowerBound(addr)
+	if !a.valid(p) || a.at(p).key != addr {
+		a.insertAt(p, addr, struct{}{})
 	}
 }
 
 func (l *layout) removeBlock(addr uint64) {
-	p := l.active.lowerBound(addr)
-	if l.active.valid(p) && l.active.at(p).key == addr {
-		l.active.deleteAt(p)
+	s := l.find(addr)
+	if s == nil {
+		return
+	}
+	a := &s.val.active
+	if p := a.lowerBound(addr); a.valid(p) && a.at(p).key == addr {
+		a.deleteAt(p)
 	}
 }
 
@@ -273,16 +293,18 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	if rounded <= smallSize {
 		return rounded, true // small pool: always split to the rounded size
 	}
-	s, ok := l.find(addr)
-	if !ok {
+	s := l.find(addr)
+	if s == nil {
 		return rounded, false
 	}
-	if s.expandable {
+	if s.val.expandable {
 		return rounded, true // expandable segments split any remainder ≥ 512 B
 	}
-	next := s.end
-	if p := l.active.upperBound(addr); l.active.valid(p) && l.active.at(p).key < s.end {
-		next = l.active.at(p).key
+	next := s.val.end
+	if a := &s.val.active; a.len() > 0 {
+		if p := a.upperBound(addr); a.valid(p) {
+			next = a.at(p).key
+		}
 	}
 	run := int64(next - addr)
 	if run < rounded {

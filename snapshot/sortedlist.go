@@ -18,6 +18,9 @@ type sortedList[V any] struct {
 	chunks [][]entry[V]
 	last   []uint64 // last[c] is the key of chunks[c]'s last entry
 	n      int
+	// spare is the storage of the last chunk emptied, reused when the list
+	// fills again (a segment's blocks come and go every step).
+	spare []entry[V]
 }
 
 type entry[V any] struct {
@@ -30,7 +33,9 @@ type entry[V any] struct {
 // as returned by insertAt and deleteAt.
 type pos struct{ c, j int }
 
-const chunkMax = 512
+// chunkMax is the most entries a chunk holds (a variable so that tests can
+// make chunks tiny and every path run).
+var chunkMax = 512
 
 func (l *sortedList[V]) len() int { return l.n }
 
@@ -42,48 +47,53 @@ func (l *sortedList[V]) at(p pos) *entry[V] { return &l.chunks[p.c][p.j] }
 
 // lowerBound returns the position of the first entry with key ≥ k.
 func (l *sortedList[V]) lowerBound(k uint64) pos {
-	c, _ := slices.BinarySearch(l.last, k)
-	if c == len(l.chunks) {
+	c := 0
+	if len(l.last) != 1 { // one chunk (the usual case) needs no search
+		c = searchKeys(l.last, k, false)
+	}
+	if c == len(l.chunks) || l.last[c] < k {
 		return l.end()
 	}
-	ch := l.chunks[c]
-	lo, hi := 0, len(ch)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ch[m].key < k {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return pos{c, lo}
+	return pos{c, searchEntries(l.chunks[c], k, false)}
 }
 
 // upperBound returns the position of the first entry with key > k.
 func (l *sortedList[V]) upperBound(k uint64) pos {
-	lo, hi := 0, len(l.last)
+	c := 0
+	if len(l.last) != 1 {
+		c = searchKeys(l.last, k, true)
+	}
+	if c == len(l.chunks) || l.last[c] <= k {
+		return l.end()
+	}
+	return pos{c, searchEntries(l.chunks[c], k, true)}
+}
+
+// searchKeys returns the first index whose key is ≥ k (> k when strict).
+func searchKeys(keys []uint64, k uint64, strict bool) int {
+	lo, hi := 0, len(keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if l.last[m] <= k {
+		if keys[m] < k || strict && keys[m] == k {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo == len(l.chunks) {
-		return l.end()
-	}
-	ch := l.chunks[lo]
-	a, b := 0, len(ch)
-	for a < b {
-		m := int(uint(a+b) >> 1)
-		if ch[m].key <= k {
-			a = m + 1
+	return lo
+}
+
+func searchEntries[V any](ch []entry[V], k uint64, strict bool) int {
+	lo, hi := 0, len(ch)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ch[m].key < k || strict && ch[m].key == k {
+			lo = m + 1
 		} else {
-			b = m
+			hi = m
 		}
 	}
-	return pos{lo, a}
+	return lo
 }
 
 func (l *sortedList[V]) next(p pos) pos {
@@ -114,7 +124,8 @@ func (l *sortedList[V]) insert(k uint64, v V) {
 func (l *sortedList[V]) insertAt(p pos, k uint64, v V) pos {
 	l.n++
 	if len(l.chunks) == 0 {
-		l.chunks = append(l.chunks, []entry[V]{{k, v}})
+		l.chunks = append(l.chunks, append(l.spare[:0], entry[V]{k, v}))
+		l.spare = nil
 		l.last = append(l.last, k)
 		return pos{0, 0}
 	}
@@ -145,6 +156,7 @@ func (l *sortedList[V]) deleteAt(p pos) pos {
 	l.n--
 	ch := slices.Delete(l.chunks[p.c], p.j, p.j+1)
 	if len(ch) == 0 {
+		l.spare = ch
 		l.chunks = slices.Delete(l.chunks, p.c, p.c+1)
 		l.last = slices.Delete(l.last, p.c, p.c+1)
 		return pos{p.c, 0}
@@ -157,6 +169,57 @@ func (l *sortedList[V]) deleteAt(p pos) pos {
 	return p
 }
 
+// cut removes the entries with lo ≤ key < hi, calling fn (when not nil)
+// with each in order. It costs the entries removed plus one move per chunk
+// it touches.
+func (l *sortedList[V]) cut(lo, hi uint64, fn func(*entry[V])) {
+	if lo >= hi {
+		return
+	}
+	p := l.lowerBound(lo)
+	for c := p.c; c < len(l.chunks); {
+		ch := l.chunks[c]
+		j0 := 0
+		if c == p.c {
+			j0 = p.j
+		}
+		j1 := j0
+		for j1 < len(ch) && ch[j1].key < hi {
+			if fn != nil {
+				fn(&ch[j1])
+			}
+			j1++
+		}
+		l.n -= j1 - j0
+		done := j1 < len(ch)
+		ch = slices.Delete(ch, j0, j1)
+		if len(ch) == 0 {
+			l.chunks = slices.Delete(l.chunks, c, c+1)
+			l.last = slices.Delete(l.last, c, c+1)
+		} else {
+			l.chunks[c] = ch
+			l.last[c] = ch[len(ch)-1].key
+			c++
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// rank returns the number of entries with key < k.
+func (l *sortedList[V]) rank(k uint64) int {
+	p := l.lowerBound(k)
+	n := p.j
+	for c := range p.c {
+		n += len(l.chunks[c])
+	}
+	return n
+}
+
+// push appends an entry whose key is not below the last one.
+func (l *sortedList[V]) push(k uint64, v V) { l.insertAt(l.end(), k, v) }
+
 // each calls fn with every entry in order.
 func (l *sortedList[V]) each(fn func(*entry[V])) {
 	for _, ch := range l.chunks {
@@ -168,6 +231,9 @@ func (l *sortedList[V]) each(fn func(*entry[V])) {
 
 func (l *sortedList[V]) clone() sortedList[V] {
 	c := sortedList[V]{chunks: make([][]entry[V], len(l.chunks)), last: slices.Clone(l.last), n: l.n}
+	if len(l.chunks) == 0 {
+		c.chunks, c.last = nil, nil
+	}
 	for i, ch := range l.chunks {
 		c.chunks[i] = slices.Clone(ch)
 	}
