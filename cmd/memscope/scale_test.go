@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,5 +90,34 @@ func TestScalePeakManySegments(t *testing.T) {
 	p := dev.Numbers
 	if p.Allocated != n*2<<20 || p.Reserved != n*4<<20 {
 		t.Errorf("peak allocated %d, reserved %d; want %d, %d", p.Allocated, p.Reserved, n*2<<20, n*4<<20)
+	}
+}
+
+// BenchmarkScaleBudget is 'memscope budget --snapshot' on staircases of
+// rising length, through run (decode included):
+//
+//	go test ./cmd/memscope -run '^$' -bench ScaleBudget -benchtime 3x
+func BenchmarkScaleBudget(b *testing.B) {
+	for _, n := range []int{1000, 4000, 16000} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "snapshot.pickle")
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := snapgen.Write(f, snapgen.Staircase(n), 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				r := runMemscope("budget", "--json", "--config", "../../budget/testdata/llama-3.2-1b.json",
+					"--batch", "4", "--seq", "4096", "--snapshot", path)
+				if r.err != nil {
+					b.Fatal(r.err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
 	}
 }
