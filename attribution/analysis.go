@@ -21,6 +21,8 @@ type Analysis struct {
 	Snapshot *snapshot.Snapshot
 	Filter   *Filter
 	Devices  []*Device
+
+	kindCache *kindCache // frame and stack kinds, shared by the devices
 }
 
 // Device is the analysis of one device.
@@ -72,7 +74,10 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	if d < len(s.Traces) {
 		events = s.Traces[d]
 	}
-	k := newKinds(s.Stacks, events)
+	if a.kindCache == nil {
+		a.kindCache = newKindCache(s.Stacks)
+	}
+	k := newKindsShared(a.kindCache, events)
 	phases := findPhases(s, d, events, k)
 	acc := newPhaseAccumulator(phases, len(events))
 	before := map[int]int64{}

@@ -2,6 +2,7 @@ package attribution_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
@@ -79,8 +80,9 @@ func TestScaleFallingBlocks(t *testing.T) {
 	}
 }
 
-// 20,000 devices of one segment and one block each: every device scanned
-// every segment and annotation. Before: 3.7 s at 10,000.
+// 20,000 devices of one segment and one block each, under a stack of
+// their own: every device scanned every segment and annotation, and made
+// a table the size of the whole stack table. Before: 3.7 s at 10,000.
 func TestScaleManyDevices(t *testing.T) {
 	const n = 20_000
 	a := analyzeAll(snapgen.ManyDevices(n))
@@ -93,6 +95,15 @@ func TestScaleManyDevices(t *testing.T) {
 			tl.End.Allocated != mib2 || len(d.End.Live) != 1 || len(tl.Warnings) != 0 {
 			t.Fatalf("device %d (index %d): peak %d, reserved %d, end %d, %d live, warnings %v; want %d, %d, %d, 1, none",
 				d.Device, i, tl.PeakAllocated.Bytes, tl.PeakReserved.Bytes, tl.End.Allocated, len(d.End.Live), tl.Warnings, mib2, 2*mib2, mib2)
+		}
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		d := a.Devices[i]
+		if len(d.Peak.Sites) != 1 || d.Peak.Sites[0].Bytes != mib2 {
+			t.Fatalf("device %d: peak sites %+v, want one of 2 MiB", i, d.Peak.Sites)
+		}
+		if got := d.Peak.Sites[0].Label; !strings.Contains(got, fmt.Sprintf("train.py:%d", i+1)) {
+			t.Errorf("device %d: peak site %q, want train.py:%d", i, got, i+1)
 		}
 	}
 	if r := a.Snapshot.Ranges(n - 1); len(r) != 1 || r[0].Name != "step" {

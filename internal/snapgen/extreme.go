@@ -100,8 +100,9 @@ func FallingBlocks(n int) *snapshot.Snapshot {
 
 // ManyDevices is n devices, each with one 4 MiB segment holding one live
 // block of 2 MiB, a trace of its segment_alloc and alloc inside one
-// "step" record_function range, and nothing else. Every device peaks at
-// 2 MiB allocated and 4 MiB reserved.
+// "step" record_function range, and nothing else; device d's block is
+// allocated at line d+1 of train.py, so the stack table holds n stacks.
+// Every device peaks at 2 MiB allocated and 4 MiB reserved.
 func ManyDevices(n int) *snapshot.Snapshot {
 	const seg = 2 * extremeBlock
 	s := newExtreme(fmt.Sprintf("many-devices(%d)", n))
@@ -110,14 +111,16 @@ func ManyDevices(n int) *snapshot.Snapshot {
 	s.Annotations = make([]snapshot.Annotation, 0, 2*n)
 	for d := range n {
 		t := extremeStart + int64(d)*10
+		f := s.Stacks.InternFrame(snapshot.Frame{Name: "main", Filename: "<repo>/train.py", Line: int64(d + 1)})
+		stack := s.Stacks.InternStack([]snapshot.FrameID{f})
 		s.Traces[d] = []snapshot.Event{
 			{Action: snapshot.ActionSegmentAlloc, Addr: extremeBase, Size: seg, TimeUS: t + 1},
-			{Action: snapshot.ActionAlloc, Addr: extremeBase, Size: extremeBlock, TimeUS: t + 2},
+			{Action: snapshot.ActionAlloc, Addr: extremeBase, Size: extremeBlock, TimeUS: t + 2, Stack: stack},
 		}
 		s.Segments = append(s.Segments, snapshot.Segment{Device: d, Address: extremeBase, TotalSize: seg,
 			AllocatedSize: extremeBlock, ActiveSize: extremeBlock, RequestedSize: extremeBlock,
 			Blocks: []snapshot.Block{
-				{Address: extremeBase, Size: extremeBlock, RequestedSize: extremeBlock, State: snapshot.BlockActiveAllocated},
+				{Address: extremeBase, Size: extremeBlock, RequestedSize: extremeBlock, State: snapshot.BlockActiveAllocated, Stack: stack},
 				{Address: extremeBase + extremeBlock, Size: seg - extremeBlock},
 			}})
 		s.Annotations = append(s.Annotations,
