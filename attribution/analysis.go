@@ -21,6 +21,8 @@ type Analysis struct {
 	Snapshot *snapshot.Snapshot
 	Filter   *Filter
 	Devices  []*Device
+
+	kindCache *kindCache // frame and stack kinds, shared by the devices
 }
 
 // Device is the analysis of one device.
@@ -46,7 +48,8 @@ type Device struct {
 	// state up to it.
 	reservedBefore map[int]int64
 	churn          churn
-	pools          []poolRange // end-state segments by address, for poolOf
+	pools          []poolRange     // end-state segments by address, for poolOf
+	small          map[uint64]bool // end-state segment address → small pool, for holes
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -71,7 +74,10 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	if d < len(s.Traces) {
 		events = s.Traces[d]
 	}
-	k := newKinds(s.Stacks, events)
+	if a.kindCache == nil {
+		a.kindCache = newKindCache(s.Stacks)
+	}
+	k := newKindsShared(a.kindCache, events)
 	phases := findPhases(s, d, events, k)
 	acc := newPhaseAccumulator(phases, len(events))
 	before := map[int]int64{}
@@ -147,11 +153,10 @@ type StreamBytes struct {
 // poolOf returns the pool of the end-state segment holding addr.
 func (d *Device) poolOf(addr uint64) snapshot.PoolID {
 	if d.pools == nil {
-		for i := range d.an.Snapshot.Segments {
-			seg := &d.an.Snapshot.Segments[i]
-			if seg.Device == d.Device {
-				d.pools = append(d.pools, poolRange{seg.Address, seg.End(), seg.Pool})
-			}
+		s := d.an.Snapshot
+		for _, i := range s.SegmentsOf(d.Device) {
+			seg := &s.Segments[i]
+			d.pools = append(d.pools, poolRange{seg.Address, seg.End(), seg.Pool})
 		}
 		sort.Slice(d.pools, func(i, j int) bool { return d.pools[i].addr < d.pools[j].addr })
 	}

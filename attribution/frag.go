@@ -128,13 +128,14 @@ func (m *Moment) segments(fn func(s *segmentView)) {
 // holes lists the free blocks of a moment with their pool and whether they
 // count as split (torch's inactive_split).
 func (d *Device) holes(m *Moment) []hole {
-	small := map[uint64]bool{}
-	for i := range d.an.Snapshot.Segments {
-		seg := &d.an.Snapshot.Segments[i]
-		if seg.Device == d.Device {
-			small[seg.Address] = seg.Small
+	if d.small == nil {
+		d.small = map[uint64]bool{}
+		s := d.an.Snapshot
+		for _, i := range s.SegmentsOf(d.Device) {
+			d.small[s.Segments[i].Address] = s.Segments[i].Small
 		}
 	}
+	small := d.small
 	var out []hole
 	m.segments(func(s *segmentView) {
 		isSmall, known := small[s.Addr]

@@ -42,11 +42,9 @@ const (
 	fDone
 )
 
-// kinds computes and caches stack kinds for one snapshot's stack table.
+// kinds computes and caches stack kinds for one device's events.
 type kinds struct {
-	st     *snapshot.Stacks
-	frames []uint8
-	stacks []kind
+	*kindCache
 	// emptyAlloc and emptyFree are the kind of an empty stack on an alloc
 	// and on a free: backward when the recording has Python frames for
 	// the events of that action elsewhere (the engine's thread has none),
@@ -54,8 +52,22 @@ type kinds struct {
 	emptyAlloc, emptyFree kind
 }
 
-func newKinds(st *snapshot.Stacks, events []snapshot.Event) *kinds {
-	k := &kinds{st: st, frames: make([]uint8, len(st.Frames)), stacks: make([]kind, st.Len())}
+// kindCache holds the bits of each frame and stack of one snapshot's
+// stack table, shared by its devices: one table per device made 10⁵
+// devices cost devices × stacks.
+type kindCache struct {
+	st     *snapshot.Stacks
+	frames []uint8
+	stacks []kind
+}
+
+func newKindCache(st *snapshot.Stacks) *kindCache {
+	return &kindCache{st: st, frames: make([]uint8, len(st.Frames)), stacks: make([]kind, st.Len())}
+}
+
+// newKindsShared returns the kinds of events over an existing cache.
+func newKindsShared(c *kindCache, events []snapshot.Event) *kinds {
+	k := &kinds{kindCache: c}
 	var allocPy, freePy bool
 	for i := range events {
 		ev := &events[i]

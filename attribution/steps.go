@@ -64,9 +64,9 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event) ([]spa
 // annotationTimes returns the END and START times of device's annotations
 // whose name passes match, each in time order.
 func annotationTimes(s *snapshot.Snapshot, device int, match func(string) bool) (ends, starts []int64) {
-	for i := range s.Annotations {
+	for _, i := range s.AnnotationsOf(device) {
 		a := &s.Annotations[i]
-		if a.Device != device || !match(a.Name) {
+		if !match(a.Name) {
 			continue
 		}
 		if a.Start {

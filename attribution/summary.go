@@ -121,11 +121,8 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
 		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Timed: t.Timed,
 	}
-	for i := range s.Segments {
+	for _, i := range s.SegmentsOf(d) {
 		seg := &s.Segments[i]
-		if seg.Device != d {
-			continue
-		}
 		ds.Segments++
 		ds.Blocks += len(seg.Blocks)
 		for j := range seg.Blocks {
@@ -163,12 +160,13 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 // JoinTrace adds the peak's bytes by operator from the profiler trace of
 // the same run, keeping the top rows.
 func (s *Summary) JoinTrace(a *Analysis, tr *trace.Trace, top int) {
+	byDevice := map[int][]*Device{}
+	for _, d := range a.Devices {
+		byDevice[d.Device] = append(byDevice[d.Device], d)
+	}
 	for i := range s.Devices {
 		ds := &s.Devices[i]
-		for _, d := range a.Devices {
-			if d.Device != ds.Device {
-				continue
-			}
+		for _, d := range byDevice[ds.Device] {
 			rows, covered := d.JoinTrace(tr).ByOp(d.Peak)
 			ds.Ops, ds.OpsCovered, ds.Joined = rows[:min(top, len(rows))], covered, true
 		}

@@ -23,10 +23,8 @@ func (s *Snapshot) Ranges(device int) []Range {
 	var out []Range
 	open := map[string][]int{} // name → indexes into out of open ranges
 	depth := 0
-	for _, a := range s.Annotations {
-		if a.Device != device {
-			continue
-		}
+	for _, ai := range s.AnnotationsOf(device) {
+		a := &s.Annotations[ai]
 		if a.Start {
 			open[a.Name] = append(open[a.Name], len(out))
 			out = append(out, Range{Name: a.Name, StartUS: a.TimeUS, Depth: depth})

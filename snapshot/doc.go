@@ -53,5 +53,9 @@
 // A returned Snapshot owns all its memory: its slices, its Stacks and
 // Strings tables are not shared with the decoder or with other snapshots,
 // and nothing holds on to the input. A Snapshot is not safe for concurrent
-// mutation; concurrent reads are fine.
+// mutation; concurrent reads are fine. Replay, Devices, Ranges,
+// SegmentsOf and AnnotationsOf index the segments and annotations by
+// device on first use and rebuild the index when those slices are
+// replaced or change length; a caller that edits a Device field in place
+// after that must replace the slice.
 package snapshot

@@ -1,9 +1,6 @@
 package snapshot
 
-import (
-	"slices"
-	"sort"
-)
+import "sort"
 
 // engine applies trace events to the allocator state of one device. Replay
 // runs it once over the whole trace; LiveAt runs a fresh one up to an index.
@@ -25,12 +22,8 @@ type engine struct {
 // newEngine returns an engine in the state before the first event.
 func (t *Timeline) newEngine() *engine {
 	e := &engine{t: t, live: newAddrMap(len(t.Initial))}
-	for _, s := range t.init.segs {
-		c := *s
-		c.active = slices.Clone(s.active)
-		e.lay.segs = append(e.lay.segs, &c)
-		e.n.Reserved += int64(s.end - s.addr)
-	}
+	e.lay = t.init.clone()
+	t.init.segs.each(func(s *entry[segVal]) { e.n.Reserved += int64(s.val.end - s.key) })
 	for i := range t.Initial {
 		b := t.Initial[i]
 		e.put(b)
@@ -178,11 +171,8 @@ func (t *Timeline) initialState() {
 		live.put(b.Addr, int32(len(slab)))
 		slab = append(slab, b)
 	}
-	for si := range t.snap.Segments {
+	for _, si := range t.snap.SegmentsOf(t.Device) {
 		seg := &t.snap.Segments[si]
-		if seg.Device != t.Device {
-			continue
-		}
 		if seg.TotalSize < 0 || seg.End() < seg.Address {
 			t.initInconsistent++
 			continue

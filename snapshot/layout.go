@@ -1,9 +1,8 @@
 package snapshot
 
 import (
+	"math"
 	"math/bits"
-	"slices"
-	"sort"
 )
 
 // This file recovers exact block sizes from the allocator's layout
@@ -89,9 +88,9 @@ func npuRound(size int64) int64 {
 // that only CUDA's does.
 func (r *rounding) detectNPU(s *Snapshot, device int) bool {
 	var npu, cuda int
-	for si := range s.Segments {
+	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
-		if seg.Device != device || !seg.Small {
+		if !seg.Small {
 			continue
 		}
 		for bi := range seg.Blocks {
@@ -145,106 +144,143 @@ func roundPow2Division(size, divisions int64) int64 {
 	return int64(low + step)
 }
 
-// segRange is one reserved range during replay: a cudaMalloc'd segment, or a
-// mapped range of an expandable segment.
-type segRange struct {
-	addr, end  uint64
+// segVal is what the layout keeps of a reserved range (a cudaMalloc'd
+// segment, or a mapped range of an expandable segment) beside its address.
+type segVal struct {
+	end        uint64
 	expandable bool
-	active     []uint64 // start addresses of active blocks inside, sorted
+	active     blockSet // start addresses of active blocks inside
 }
+
+// segRange is a range found by layout.find: valid until the ranges change.
+type segRange = *entry[segVal]
+
+type blockSet = sortedList[struct{}]
 
 // layout tracks the reserved ranges and where active blocks sit in them.
+// The ranges, and the active blocks of each, are ordered lists
+// (sortedList): a replay over 10⁵ segments, or 10⁵ blocks in one segment,
+// costs near-linear time, and a segment of a few blocks costs what a
+// sorted slice does.
 type layout struct {
-	segs []*segRange // sorted by addr, non-overlapping
-	last int         // index of the range find returned last: a hint
+	segs sortedList[segVal] // by addr, non-overlapping; empty ranges allowed
+	// last is the range find returned last, a hint: consecutive lookups
+	// often land in one segment. Cleared when the ranges change.
+	last segRange
 }
 
-// find returns the index of the range holding addr, or -1. Consecutive
-// lookups often land in one segment, so the last hit is tried first.
-func (l *layout) find(addr uint64) int {
-	if l.last < len(l.segs) {
-		if s := l.segs[l.last]; s.addr <= addr && addr < s.end {
-			return l.last
-		}
-	}
-	lo, hi := 0, len(l.segs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if l.segs[m].end <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(l.segs) && l.segs[lo].addr <= addr {
-		l.last = lo
-		return lo
-	}
-	return -1
+func (l *layout) clone() layout {
+	c := layout{segs: l.segs.clone()}
+	c.segs.each(func(e *entry[segVal]) { e.val.active = e.val.active.clone() })
+	return c
 }
 
-// add inserts the range [addr, end). Overlaps with existing ranges are
-// trimmed away (they mean the input is inconsistent); it reports whether the
-// range was inserted whole.
+// find returns the non-empty range holding addr, or nil.
+func (l *layout) find(addr uint64) segRange {
+	if s := l.last; s != nil && s.key <= addr && addr < s.val.end {
+		return s
+	}
+	p, ok := l.segs.prev(l.segs.upperBound(addr))
+	if !ok {
+		return nil
+	}
+	e := l.segs.at(p)
+	if addr >= e.val.end {
+		return nil
+	}
+	l.last = e
+	return e
+}
+
+// add inserts the range [addr, end) unless it overlaps an existing range
+// (which means the input is inconsistent); it reports whether it did. An
+// empty range goes before any range at the same address.
 func (l *layout) add(addr, end uint64, expandable bool) bool {
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].addr >= addr })
-	if (i > 0 && l.segs[i-1].end > addr) || (i < len(l.segs) && l.segs[i].addr < end) {
+	p := l.segs.lowerBound(addr)
+	if q, ok := l.segs.prev(p); ok && l.segs.at(q).val.end > addr {
 		return false
 	}
-	l.segs = slices.Insert(l.segs, i, &segRange{addr: addr, end: end, expandable: expandable})
+	if l.segs.valid(p) && l.segs.at(p).key < end {
+		return false
+	}
+	l.last = nil
+	l.segs.insertAt(p, addr, segVal{end: end, expandable: expandable})
 	return true
 }
 
 // remove deletes [addr, end) from the reserved ranges, splitting mapped
-// ranges as needed (segment_unmap may cover part of a range or several).
-// It returns the bytes actually removed.
+// ranges as needed (segment_unmap may cover part of a range or several),
+// with the active blocks in what it removes. It returns the bytes actually
+// removed.
 func (l *layout) remove(addr, end uint64) uint64 {
 	var removed uint64
-	var out []*segRange
-	for _, s := range l.segs {
-		if s.end <= addr || s.addr >= end {
-			out = append(out, s)
+	p := l.segs.lowerBound(addr)
+	if q, ok := l.segs.prev(p); ok && l.segs.at(q).val.end > addr {
+		p = q // the one range that starts below addr and reaches past it
+	}
+	for l.segs.valid(p) {
+		e := *l.segs.at(p)
+		if e.key >= end {
+			break
+		}
+		if e.val.end <= addr {
+			p = l.segs.next(p)
 			continue
 		}
-		lo, hi := max(s.addr, addr), min(s.end, end)
+		lo, hi := max(e.key, addr), min(e.val.end, end)
 		removed += hi - lo
-		if s.addr < lo {
-			out = append(out, &segRange{addr: s.addr, end: lo, expandable: s.expandable, active: blocksIn(s.active, s.addr, lo)})
+		l.last = nil
+		left, right := splitBlocks(e.val.active, lo, hi, e.key < lo, hi < e.val.end)
+		p = l.segs.deleteAt(p)
+		if e.key < lo {
+			p = l.segs.next(l.segs.insertAt(p, e.key, segVal{lo, e.val.expandable, left}))
 		}
-		if hi < s.end {
-			out = append(out, &segRange{addr: hi, end: s.end, expandable: s.expandable, active: blocksIn(s.active, hi, s.end)})
+		if hi < e.val.end {
+			p = l.segs.next(l.segs.insertAt(p, hi, segVal{e.val.end, e.val.expandable, right}))
 		}
 	}
-	l.segs = out
 	return removed
 }
 
-func blocksIn(active []uint64, lo, hi uint64) []uint64 {
-	var out []uint64
-	for _, a := range active {
-		if a >= lo && a < hi {
-			out = append(out, a)
-		}
+// splitBlocks drops the blocks of b in [lo, hi) and returns those below
+// lo and those from hi on, as two sets when both sides are wanted: the
+// smaller side is copied out, so splitting a range again and again costs
+// O(n log n) in all.
+func splitBlocks(b blockSet, lo, hi uint64, wantLeft, wantRight bool) (left, right blockSet) {
+	b.cut(lo, hi, nil)
+	if !wantLeft || !wantRight {
+		return b, b // the side not wanted holds no block
 	}
-	return out
+	var moved blockSet
+	move := func(e *entry[struct{}]) { moved.push(e.key, e.val) }
+	if below := b.rank(lo); below <= b.len()-below {
+		b.cut(0, lo, move)
+		return moved, b
+	}
+	b.cut(hi, math.MaxUint64, move) // every key is below the range's end
+	return b, moved
 }
 
 func (l *layout) insertBlock(addr uint64) {
-	if i := l.find(addr); i >= 0 {
-		s := l.segs[i]
-		j, found := slices.BinarySearch(s.active, addr)
-		if !found {
-			s.active = slices.Insert(s.active, j, addr)
-		}
+	s := l.find(addr)
+	if s == nil {
+		return
+	}
+	a := &s.val.active
+	p := a.lowerBound(addr)
+	if !a.valid(p) || a.at(p).key != addr {
+		a.insertAt(p, addr, struct{}{})
 	}
 }
 
 func (l *layout) removeBlock(addr uint64) {
-	if i := l.find(addr); i >= 0 {
-		s := l.segs[i]
-		if j, found := slices.BinarySearch(s.active, addr); found {
-			s.active = slices.Delete(s.active, j, j+1)
-		}
+	s := l.find(addr)
+	if s == nil {
+		return
+	}
+	a := &s.val.active
+	if p := a.lowerBound(addr); a.valid(p) && a.at(p).key == addr {
+		a.deleteAt(p)
 	}
 }
 
@@ -257,17 +293,18 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	if rounded <= smallSize {
 		return rounded, true // small pool: always split to the rounded size
 	}
-	i := l.find(addr)
-	if i < 0 {
+	s := l.find(addr)
+	if s == nil {
 		return rounded, false
 	}
-	s := l.segs[i]
-	if s.expandable {
+	if s.val.expandable {
 		return rounded, true // expandable segments split any remainder ≥ 512 B
 	}
-	next := s.end
-	if j, _ := slices.BinarySearch(s.active, addr+1); j < len(s.active) {
-		next = s.active[j]
+	next := s.val.end
+	if a := &s.val.active; a.len() > 0 {
+		if p := a.upperBound(addr); a.valid(p) {
+			next = a.at(p).key
+		}
 	}
 	run := int64(next - addr)
 	if run < rounded {
@@ -279,11 +316,11 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	return run, true
 }
 
-// reserved returns the bytes of all ranges.
-func (l *layout) reserved() int64 {
-	var n int64
-	for _, s := range l.segs {
-		n += int64(s.end - s.addr)
-	}
-	return n
+// ranges returns the reserved ranges in address order.
+func (l *layout) ranges() []ReservedRange {
+	out := make([]ReservedRange, 0, l.segs.len())
+	l.segs.each(func(e *entry[segVal]) {
+		out = append(out, ReservedRange{e.key, e.val.end, e.val.expandable})
+	})
+	return out
 }

@@ -37,6 +37,8 @@ type Snapshot struct {
 	Strings *Strings // compile_context and user_metadata values
 
 	Warnings []Warning
+
+	devIndex *deviceIndex // see devindex.go
 }
 
 // Format says how a snapshot file was encoded.

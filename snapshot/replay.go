@@ -1,6 +1,9 @@
 package snapshot
 
-import "sort"
+import (
+	"slices"
+	"sync"
+)
 
 // Numbers are the allocator's quantities at one moment on one device.
 // Device used (the driver's view) is not in a snapshot and is not here.
@@ -83,6 +86,7 @@ type Timeline struct {
 
 	snap             *Snapshot
 	final            *engine // the state after the last event
+	cur              *cursor // the state At and StateAt reached last
 	initInconsistent int
 	round            rounding
 	init             layout
@@ -102,21 +106,7 @@ type ReplayOptions struct {
 
 // Devices returns the device ordinals that have segments or trace entries.
 func (s *Snapshot) Devices() []int {
-	seen := map[int]bool{}
-	for i := range s.Segments {
-		seen[s.Segments[i].Device] = true
-	}
-	for d, tr := range s.Traces {
-		if len(tr) > 0 {
-			seen[d] = true
-		}
-	}
-	var out []int
-	for d := range seen {
-		out = append(out, d)
-	}
-	sort.Ints(out)
-	return out
+	return slices.Clone(s.index().devices)
 }
 
 // Replay rebuilds device's memory over its recorded events: the four
@@ -183,7 +173,43 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	t.Death, t.PreDeath = e.death, e.preDeath
 	t.warnings(e, &w)
 	t.final = e
+	t.cur = &cursor{}
 	return t
+}
+
+// cursor is a replay stopped after event at, kept so that At and StateAt
+// at rising indexes (every OOM of a device, every step of a staircase) go
+// on from the last state instead of replaying from the first event.
+type cursor struct {
+	mu sync.Mutex
+	e  *engine
+	at int
+}
+
+// upTo returns an engine in the state after event index: the cursor's,
+// moved forward, or a fresh one when the cursor is past index. fn runs
+// with the engine while the cursor is held.
+func (t *Timeline) upTo(index int, fn func(e *engine)) {
+	index = min(index, len(t.Events)-1)
+	if t.cur == nil {
+		e := t.newEngine()
+		for i := 0; i <= index; i++ {
+			e.apply(i, &t.Events[i])
+		}
+		fn(e)
+		return
+	}
+	c := t.cur
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.e == nil || c.at > index {
+		c.e, c.at = t.newEngine(), -1
+	}
+	for i := c.at + 1; i <= index; i++ {
+		c.e.apply(i, &t.Events[i])
+	}
+	c.at = max(c.at, index)
+	fn(c.e)
 }
 
 // Range is one reserved range at a moment: a segment, or a mapped range of
@@ -196,19 +222,12 @@ type ReservedRange struct {
 // At replays up to and including event index (-1: nothing) and returns the
 // numbers, the active blocks sorted by address, and the reserved ranges
 // sorted by address.
-func (t *Timeline) At(index int) (Numbers, []LiveBlock, []ReservedRange) {
-	e := t.final
-	if index < len(t.Events)-1 || e == nil {
-		e = t.newEngine()
-		for i := 0; i <= index && i < len(t.Events); i++ {
-			e.apply(i, &t.Events[i])
-		}
+func (t *Timeline) At(index int) (n Numbers, live []LiveBlock, ranges []ReservedRange) {
+	if e := t.final; e != nil && index >= len(t.Events)-1 {
+		return e.n, e.liveBlocks(), e.lay.ranges()
 	}
-	ranges := make([]ReservedRange, len(e.lay.segs))
-	for i, s := range e.lay.segs {
-		ranges[i] = ReservedRange{s.addr, s.end, s.expandable}
-	}
-	return e.n, e.liveBlocks(), ranges
+	t.upTo(index, func(e *engine) { n, live, ranges = e.n, e.liveBlocks(), e.lay.ranges() })
+	return n, live, ranges
 }
 
 // LiveAt returns the blocks live after event index (before the first event
@@ -236,10 +255,7 @@ func (t *Timeline) AllocSizes() []int64 {
 }
 
 // StateAt returns the four numbers after event index (-1: the start).
-func (t *Timeline) StateAt(index int) Numbers {
-	e := t.newEngine()
-	for i := 0; i <= index && i < len(t.Events); i++ {
-		e.apply(i, &t.Events[i])
-	}
-	return e.n
+func (t *Timeline) StateAt(index int) (n Numbers) {
+	t.upTo(index, func(e *engine) { n = e.n })
+	return n
 }

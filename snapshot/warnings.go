@@ -231,7 +231,7 @@ func (t *Timeline) memoryStats() map[string]int64 {
 	}
 	if d, ok := ms[fmt.Sprint(t.Device)].(map[string]any); ok {
 		ms = d
-	} else if len(t.snap.Devices()) != 1 {
+	} else if len(t.snap.index().devices) != 1 {
 		return nil
 	}
 	out := map[string]int64{}
@@ -273,11 +273,8 @@ type endCheck struct {
 func (t *Timeline) checkEnd(e *engine) endCheck {
 	var c endCheck
 	seen := map[uint64]bool{}
-	for si := range t.snap.Segments {
+	for _, si := range t.snap.SegmentsOf(t.Device) {
 		seg := &t.snap.Segments[si]
-		if seg.Device != t.Device {
-			continue
-		}
 		c.segReserved += seg.TotalSize
 		for bi := range seg.Blocks {
 			b := &seg.Blocks[bi]

@@ -82,10 +82,21 @@ func (o *budgetOptions) measure(p *budget.Prediction, tr *truthFile) (*measuredD
 		for _, st := range d.Phases.Steps {
 			last = max(last, st.Step)
 		}
-		for _, ph := range d.Phases.List {
+		// The highest peak of each phase name (the first to reach it),
+		// then what was live there: one moment per name, not one per step
+		// of a rising staircase.
+		best := map[string]int{}
+		for i, ph := range d.Phases.List {
 			if !steadyPhase(ph.Step, last) || ph.Last < ph.First {
 				continue
 			}
+			get(ph.Name)
+			if j, ok := best[ph.Name]; !ok || ph.Peak.Allocated > d.Phases.List[j].Peak.Allocated {
+				best[ph.Name] = i
+			}
+		}
+		for _, name := range order {
+			ph := d.Phases.List[best[name]]
 			m := get(ph.Name)
 			if ph.Peak.Allocated <= m.Peak {
 				continue
