@@ -42,7 +42,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		bw := bufio.NewWriter(f)
-		if err := report.PProf(bw, an, d, m, d.Allocations()); err != nil {
+		if err := report.PProf(bw, an, d, m, d.EachAllocation()); err != nil {
 			f.Close()
 			return err
 		}
