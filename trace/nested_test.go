@@ -126,7 +126,7 @@ func nestedTrace(sh nestedShape) (string, map[int64]nestedWant) {
 
 // TestNestedDeep decodes a trace with 10⁵ nested ops and 5·10⁴ nested
 // python functions and checks every memory event's op, python fallback,
-// forward op and module, and the labels. Climbing the op tree per event
+// forward op and module, the labels and the op and module tables. Climbing the op tree per event
 // (innermostOp, ForwardOf, enclosingModule) made this quadratic: 25 s for
 // ForwardOf alone; the input size, not a timer, is what catches that.
 func TestNestedDeep(t *testing.T) {
@@ -210,6 +210,33 @@ func checkNested(t *testing.T, sh nestedShape) {
 	if bad > 10 {
 		t.Errorf("… and %d more events wrong", bad-10)
 	}
+	// The tables sum over the trees: each row's total is every event on a
+	// chain through it.
+	rows := map[string]Stats{}
+	for _, r := range tr.OpTable(cuda0, false).Rows {
+		rows[r.Name] = r
+	}
+	const b = 512
+	check := func(name string, self, total int64) {
+		t.Helper()
+		if r := rows[name]; r.SelfAlloc != self || r.TotalAlloc != total {
+			t.Errorf("OpTable row %s: self %d, total %d; want %d, %d", name, r.SelfAlloc, r.TotalAlloc, self, total)
+		}
+	}
+	check("aten::add", 2*int64(sh.Plain)*b, 2*int64(sh.Plain)*b)
+	if sh.Nodes > 0 && sh.Backward >= 2 {
+		check(evaluatePrefix+"LinearBackward0", 2*int64(sh.Nodes)*b, 2*int64(sh.Backward)*b)
+		check("LinearBackward0", 2*int64(sh.Nodes)*b, 2*int64(sh.Backward-1)*b)
+	}
+	var inNet int64
+	for _, w := range want {
+		if w.module {
+			inNet += b
+		}
+	}
+	if mt := tr.ModuleTable(cuda0); len(mt.Rows) != 1 || mt.Rows[0].TotalAlloc != inNet || mt.Rows[0].SelfAlloc != inNet {
+		t.Errorf("ModuleTable = %+v, want one row, Net_0, with %d bytes self and total", mt.Rows, inNet)
+	}
 	// Labels of the deepest op of each thread.
 	for i := range tr.Ops {
 		id := OpID(i)
@@ -246,6 +273,28 @@ func BenchmarkDecodeNested(b *testing.B) {
 				ops = len(tr.Ops)
 			}
 			b.ReportMetric(float64(ops)*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+		})
+	}
+}
+
+// BenchmarkTablesNested builds the op table (backward ops split) and the
+// module table of nestedTrace at three depths.
+//
+//	go test ./trace -run '^$' -bench TablesNested -benchtime 3x
+func BenchmarkTablesNested(b *testing.B) {
+	for _, depth := range []int{10_000, 30_000, 100_000} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			text, _ := nestedTrace(nestedShape{Backward: depth, Plain: depth, Py: depth, Nodes: 10})
+			tr, err := Decode(strings.NewReader(text), "nested.json")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.OpTable(cuda0, true)
+				tr.ModuleTable(cuda0)
+			}
+			b.ReportMetric(float64(len(tr.Memory))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
 }
