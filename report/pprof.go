@@ -185,7 +185,9 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 			Value:    make([]int64, 4),
 			Label:    map[string][]string{"category": {k.category.String()}},
 			NumLabel: map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}},
-			NumUnit:  map[string][]string{"bytes": {"bytes"}},
+			// A unit keeps stream 0, the default stream: pprof drops a
+			// numeric label of value 0 that has none.
+			NumUnit: map[string][]string{"bytes": {"bytes"}, "stream": {"count"}},
 		}
 		if k.phase != "" {
 			s.Label["phase"] = []string{k.phase}

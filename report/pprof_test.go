@@ -103,6 +103,9 @@ func TestPProfSteps(t *testing.T) {
 				if v, ok := s.Label["step"]; ok {
 					stepLabels["step="+v[0]] = true
 				}
+				if v := s.NumLabel["stream"]; len(v) != 1 || v[0] != 0 {
+					t.Errorf("sample stream label %v, want [0] (the default stream)", v)
+				}
 				if len(s.Location) != 1 {
 					t.Errorf("sample with %d locations, want 1 (its train.py line)", len(s.Location))
 				}
