@@ -83,8 +83,8 @@ func (g *writer) blocks(blocks []snapshot.Block) {
 
 // traces writes device_traces with every device's entries repeated reps
 // times (the first repetition whole, the others without onceOnly's
-// entries) and returns the number of entries written. Repetition r uses
-// stack variant r mod g.variants.
+// entries) and returns the number of entries written. With variants, an
+// entry of repetition r uses variant (r + its block key) mod g.variants.
 func (g *writer) traces(reps int) int64 {
 	p := g.p
 	p.Raw(pickle.EmptyList)
@@ -93,6 +93,10 @@ func (g *writer) traces(reps int) int64 {
 	p.List(len(g.s.Traces), func(d int) {
 		tr := g.s.Traces[d]
 		once := onceOnly(tr)
+		var keys []int
+		if g.variants > 1 {
+			keys = blockKeys(tr)
+		}
 		kept := make([]int, 0, len(tr))
 		for i := range tr {
 			if !once[i] {
@@ -122,7 +126,10 @@ func (g *writer) traces(reps int) int64 {
 				_, pk := entry(i - 1)
 				prev = tr[pk].Action
 			}
-			stack := variant(g.s.Stacks, g.vcache, e.Stack, rep%g.variants)
+			stack := e.Stack
+			if g.variants > 1 {
+				stack = variant(g.s.Stacks, g.vcache, e.Stack, (rep+keys[k])%g.variants)
+			}
 			g.event(e, stack, int64(rep)*g.span, sharesTraceback(e.Action, prev))
 		})
 	})

@@ -11,11 +11,13 @@ import (
 // field pushes one dimension of the input (the zero value changes
 // nothing), so benchmarks can vary one dimension at a time.
 type Options struct {
-	// Stacks makes every traceback come in this many variants: repetition
-	// r of the trace uses variant r mod Stacks, which differs from the
-	// source's by its outermost frame (a user's line, <repo>/bench/
-	// variant_N.py), so the innermost user frame, the site, is the
-	// same. Distinct stacks: about Stacks × the source's.
+	// Stacks makes every traceback come in this many variants, which
+	// differ from the source's by the outermost frame (a user's line,
+	// <repo>/bench/variant_N.py), so the innermost user frame, the site,
+	// is the same. Each block gets one (its alloc and frees, and the
+	// segment_alloc it caused, share it), (its alloc's entry index +
+	// repetition) mod Stacks: distinct stacks up to Stacks × the source's,
+	// at any size.
 	Stacks int
 	// Frames adds this many library frames (nn.Module's _call_impl and
 	// _wrapped_call_impl, as a deeper model has) just inside the outermost
@@ -253,4 +255,30 @@ func onceOnly(tr []snapshot.Event) []bool {
 		}
 	}
 	return once
+}
+
+// blockKeys returns, per entry of a trace, the number that picks its stack
+// variant: for an alloc its own index, for a free that of the alloc it
+// frees, for a segment_alloc or segment_map that of the alloc after it
+// (torch gives them one traceback), else the entry's own index.
+func blockKeys(tr []snapshot.Event) []int {
+	keys := make([]int, len(tr))
+	allocAt := map[uint64]int{}
+	for i := range tr {
+		keys[i] = i
+		e := &tr[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			allocAt[e.Addr] = i
+		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+			if a, ok := allocAt[e.Addr]; ok {
+				keys[i] = a
+			}
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			if i+1 < len(tr) && tr[i+1].Action == snapshot.ActionAlloc {
+				keys[i] = i + 1
+			}
+		}
+	}
+	return keys
 }

@@ -61,20 +61,55 @@ func TestOptions(t *testing.T) {
 			replayClean(t, got)
 		})
 		t.Run(fixture+"/stacks", func(t *testing.T) {
-			src, got := generate(t, fixture, reps, Options{Stacks: reps})
+			const variants = 50
+			src, got := generate(t, fixture, 1, Options{Stacks: variants})
 			replayClean(t, got)
-			once := onceOnly(src.Traces[0])
-			all, kept := map[snapshot.StackID]bool{}, map[snapshot.StackID]bool{}
-			for i, e := range src.Traces[0] {
-				if e.Stack != 0 {
-					all[e.Stack] = true
-					if !once[i] {
-						kept[e.Stack] = true
+			// Every stack is a source stack with its outermost frame moved
+			// to a variant file; the number per source stack is bounded by
+			// the variants and by its blocks.
+			base := map[snapshot.StackID]map[snapshot.StackID]bool{}
+			for i, e := range got.Traces[0] {
+				w := src.Traces[0][i].Stack
+				if w == 0 {
+					continue
+				}
+				gs, ws := got.Stacks.Stack(e.Stack), src.Stacks.Stack(w)
+				if len(gs) != len(ws) {
+					t.Fatalf("entry %d: %d frames, want %d", i, len(gs), len(ws))
+				}
+				for j := range len(ws) - 1 {
+					if *got.Stacks.Frame(gs[j]) != *src.Stacks.Frame(ws[j]) {
+						t.Fatalf("entry %d: frame %d differs from the source's", i, j)
 					}
 				}
+				if base[w] == nil {
+					base[w] = map[snapshot.StackID]bool{}
+				}
+				base[w][e.Stack] = true
 			}
-			if n, want := len(eventStacks(got, 0)), len(all)+(reps-1)*len(kept); n != want {
-				t.Errorf("%d distinct stacks, want %d (%d + %d × %d variants)", n, want, len(all), reps-1, len(kept))
+			n, most := 0, 0
+			for _, vs := range base {
+				n += len(vs)
+				most = max(most, len(vs))
+			}
+			if most > variants || most < variants/2 || n < 2*len(base) {
+				t.Errorf("%d distinct stacks from %d source stacks, at most %d variants of one; want %d to %d of the busiest and more than twice the source's",
+					n, len(base), most, variants/2, variants)
+			}
+			// A block's alloc and frees share their variant.
+			at := map[uint64]snapshot.StackID{}
+			for _, e := range got.Traces[0] {
+				switch e.Action {
+				case snapshot.ActionAlloc:
+					at[e.Addr] = e.Stack
+				case snapshot.ActionFreeRequested:
+					if s, ok := at[e.Addr]; ok && len(got.Stacks.Stack(s)) > 0 && len(got.Stacks.Stack(e.Stack)) > 0 {
+						fa, ff := got.Stacks.Stack(s), got.Stacks.Stack(e.Stack)
+						if got.Stacks.Frame(fa[len(fa)-1]).Filename != got.Stacks.Frame(ff[len(ff)-1]).Filename {
+							t.Fatalf("block at %#x: alloc and free_requested have different variants", e.Addr)
+						}
+					}
+				}
 			}
 		})
 		t.Run(fixture+"/frames", func(t *testing.T) {
