@@ -153,6 +153,9 @@ type pprofBuilder struct {
 	funcs     map[[2]string]*profile.Function
 	locs      map[snapshot.FrameID]*profile.Location
 	stackLocs map[snapshot.StackID][]*profile.Location
+	labelSets map[labelKey]map[string][]string
+	numSets   map[[2]int64]map[string][]int64
+	numUnit   map[string][]string
 }
 
 func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder {
@@ -172,6 +175,11 @@ func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder 
 		funcs:     map[[2]string]*profile.Function{},
 		locs:      map[snapshot.FrameID]*profile.Location{},
 		stackLocs: map[snapshot.StackID][]*profile.Location{},
+		labelSets: map[labelKey]map[string][]string{},
+		numSets:   map[[2]int64]map[string][]int64{},
+		// A unit keeps stream 0, the default stream: pprof drops a numeric
+		// label of value 0 that has none.
+		numUnit: map[string][]string{"bytes": {"bytes"}, "stream": {"count"}},
 	}
 }
 
@@ -183,21 +191,9 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 		s = &profile.Sample{
 			Location: b.locations(stack),
 			Value:    make([]int64, 4),
-			Label:    map[string][]string{"category": {k.category.String()}},
-			NumLabel: map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}},
-			// A unit keeps stream 0, the default stream: pprof drops a
-			// numeric label of value 0 that has none.
-			NumUnit: map[string][]string{"bytes": {"bytes"}, "stream": {"count"}},
-		}
-		if k.phase != "" {
-			s.Label["phase"] = []string{k.phase}
-		}
-		switch {
-		case k.step < 0:
-		case b.steps.perStep:
-			s.Label["step"] = []string{strconv.Itoa(k.step)}
-		default:
-			s.Label["step"] = []string{b.steps.labels[k.step]}
+			Label:    b.labels(k),
+			NumLabel: b.numLabels(k),
+			NumUnit:  b.numUnit,
 		}
 		b.samples[k] = s
 		b.p.Sample = append(b.p.Sample, s)
@@ -205,6 +201,46 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 	for i := range v {
 		s.Value[i] += v[i]
 	}
+}
+
+// labels returns the string labels of k, one map per distinct set shared
+// by its samples (nothing writes them after): a profile of thousands of
+// stacks holds few label sets.
+func (b *pprofBuilder) labels(k sampleKey) map[string][]string {
+	lk := labelKey{k.category, k.phase, k.step}
+	if l, ok := b.labelSets[lk]; ok {
+		return l
+	}
+	l := map[string][]string{"category": {k.category.String()}}
+	if k.phase != "" {
+		l["phase"] = []string{k.phase}
+	}
+	switch {
+	case k.step < 0:
+	case b.steps.perStep:
+		l["step"] = []string{strconv.Itoa(k.step)}
+	default:
+		l["step"] = []string{b.steps.labels[k.step]}
+	}
+	b.labelSets[lk] = l
+	return l
+}
+
+// numLabels is labels for the numeric labels, stream and bytes.
+func (b *pprofBuilder) numLabels(k sampleKey) map[string][]int64 {
+	nk := [2]int64{k.stream, k.bytes}
+	if l, ok := b.numSets[nk]; ok {
+		return l
+	}
+	l := map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}}
+	b.numSets[nk] = l
+	return l
+}
+
+type labelKey struct {
+	category attribution.Category
+	phase    string
+	step     int
 }
 
 // locations returns the frames of stack that count (user and library code,
