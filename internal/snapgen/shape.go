@@ -37,6 +37,16 @@ type Options struct {
 	Devices int
 }
 
+// Realistic returns the option values gensnap -realistic uses, by flag
+// name: a larger model's run than the fixtures' small ones, with more code
+// paths (stacks), deeper module nesting (frames) and more segments and
+// blocks held across steps (parameters and optimizer state in many
+// allocations). Expandable segments are left to -expandable, or to a
+// source captured with them (fixtures/expandable).
+func Realistic() map[string]int {
+	return map[string]int{"stacks": 64, "frames": 12, "segments": 256, "blocks": 16}
+}
+
 func (o Options) String() string {
 	return fmt.Sprintf("stacks=%d frames=%d segments=%d blocks=%d expandable=%v devices=%d",
 		o.Stacks, o.Frames, o.Segments, o.Blocks, o.Expandable, o.Devices)
