@@ -1,6 +1,10 @@
 package attribution
 
-import "github.com/memscope/memscope/snapshot"
+import (
+	"iter"
+
+	"github.com/memscope/memscope/snapshot"
+)
 
 // Allocation is one recorded allocation with what attribution knows of it.
 type Allocation struct {
@@ -16,22 +20,35 @@ type Allocation struct {
 
 // Allocations lists every allocation recorded on the device, in order.
 func (d *Device) Allocations() []Allocation {
-	t := d.Timeline
-	sizes := t.AllocSizes()
 	var out []Allocation
-	for i := range t.Events {
-		ev := &t.Events[i]
-		if ev.Action != snapshot.ActionAlloc {
-			continue
-		}
-		b := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack,
-			Stream: ev.Stream, AllocIndex: i, AllocTimeUS: ev.TimeUS}
-		a := Allocation{Index: i, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, Stream: ev.Stream,
-			Category: d.class.Classify(&b), Step: -1}
-		a.Phase, a.Step = d.PhaseOf(i)
+	for a := range d.EachAllocation() {
 		out = append(out, a)
 	}
 	return out
+}
+
+// EachAllocation yields every allocation recorded on the device, in order,
+// without holding them all: what Allocations lists, for callers that only
+// fold them (a pprof profile of a 1 GB snapshot has millions).
+func (d *Device) EachAllocation() iter.Seq[Allocation] {
+	return func(yield func(Allocation) bool) {
+		t := d.Timeline
+		sizes := t.AllocSizes()
+		for i := range t.Events {
+			ev := &t.Events[i]
+			if ev.Action != snapshot.ActionAlloc {
+				continue
+			}
+			b := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack,
+				Stream: ev.Stream, AllocIndex: i, AllocTimeUS: ev.TimeUS}
+			a := Allocation{Index: i, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, Stream: ev.Stream,
+				Category: d.class.Classify(&b), Step: -1}
+			a.Phase, a.Step = d.PhaseOf(i)
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // PhaseOf returns the phase name and step that event i falls in ("", -1

@@ -3,6 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"iter"
+	"slices"
+	"strconv"
 
 	"github.com/google/pprof/profile"
 
@@ -12,16 +15,22 @@ import (
 
 // PProf writes a pprof profile (gzipped protobuf) of one device: the blocks
 // live at moment m as inuse_space/inuse_objects, and every allocation of
-// the recorded window as alloc_space/alloc_objects. Each Python frame is a
-// function with its file and line, leaf first; frames the analysis's filter
-// does not count as the user's (torch, site-packages, the interpreter, C++
-// by default) are left out, so the leaf is the site attribution names.
-// Blocks with no frame left (allocated before recording, or by the autograd
-// engine's thread) have no location: they count in the totals and carry
-// their labels. Labels: category, phase, and op when known; numeric step,
-// stream and bytes.
-func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, allocs []attribution.Allocation) error {
-	b := newPProfBuilder(an)
+// the recorded window (allocs, d.EachAllocation) as
+// alloc_space/alloc_objects. Each Python frame is a function with its file
+// and line, leaf first; frames the analysis's filter does not count as the
+// user's (torch, site-packages, the interpreter, C++ by default) are left
+// out, so the leaf is the site attribution names. Blocks with no frame left
+// (allocated before recording, or by the autograd engine's thread) have no
+// location: they count in the totals and carry their labels. Labels:
+// category, phase, and op when known; numeric stream and bytes; the step
+// or run of steps (see maxStepLabels).
+//
+// pprof keeps one sample per distinct stack and label set, so the profile
+// grows with stacks × categories × phases × block sizes × step labels, not
+// with the allocations: millions of allocations fold into the samples of
+// their stacks.
+func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, allocs iter.Seq[attribution.Allocation]) error {
+	b := newPProfBuilder(an, newStepGroups(d.Phases))
 	for i := range m.Live {
 		lb := &m.Live[i]
 		if lb.PendingFree {
@@ -36,11 +45,11 @@ func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attr
 		default:
 			phase = "before recording"
 		}
-		b.add(lb.Stack, sampleKey{category: m.Category[i].String(), phase: phase, step: step,
+		b.add(lb.Stack, sampleKey{category: m.Category[i], phase: phase, step: b.steps.group(step),
 			stream: lb.Stream, bytes: lb.Size}, [4]int64{lb.Size, 1, 0, 0})
 	}
-	for _, a := range allocs {
-		b.add(a.Stack, sampleKey{category: a.Category.String(), phase: a.Phase, step: a.Step,
+	for a := range allocs {
+		b.add(a.Stack, sampleKey{category: a.Category, phase: a.Phase, step: b.steps.group(a.Step),
 			stream: a.Stream, bytes: a.Size}, [4]int64{0, 0, a.Size, 1})
 	}
 	p := b.profile()
@@ -61,25 +70,98 @@ func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attr
 
 type sampleKey struct {
 	stack    snapshot.StackID
-	category string
+	category attribution.Category
 	phase    string
-	step     int
+	step     int // a step group (stepGroups.group); -1 outside steps
 	stream   int64
 	bytes    int64
 }
 
+// maxStepLabels is how many step labels a profile carries at most. With
+// as many steps or fewer, each sample carries the step it was allocated in
+// ("step=0"; -tagfocus 'step=^3$' picks one). A run of thousands of steps
+// would multiply the samples of every stack by its steps (a label per step
+// makes a sample per step), to a profile larger than the snapshot; there,
+// the first step, where optimizer state is allocated, keeps its own label
+// and the others are grouped into maxStepLabels-1 runs of consecutive
+// steps, labelled with the range ("step=1-447"). One step's live blocks
+// are what --at step:N:PHASE profiles. The label is a string: pprof drops
+// a numeric label whose value is 0, which would lose step 0.
+const maxStepLabels = 32
+
+// stepGroups maps step numbers to at most maxStepLabels groups.
+type stepGroups struct {
+	perStep bool        // every step its own numeric label
+	index   map[int]int // step number → group, when grouped
+	labels  []string    // per group: "first-last", or "step" for one
+}
+
+func newStepGroups(ph *attribution.Phases) *stepGroups {
+	g := &stepGroups{perStep: true}
+	if ph == nil {
+		return g
+	}
+	var nums []int
+	for _, st := range ph.Steps {
+		nums = append(nums, st.Step)
+	}
+	slices.Sort(nums)
+	nums = slices.Compact(nums)
+	n := len(nums)
+	if n <= maxStepLabels {
+		return g
+	}
+	g.perStep = false
+	g.index = make(map[int]int, n)
+	g.labels = make([]string, maxStepLabels)
+	first := make([]int, maxStepLabels)
+	prev := -1
+	for i, num := range nums {
+		grp := 0
+		if i > 0 {
+			grp = 1 + (i-1)*(maxStepLabels-1)/(n-1)
+		}
+		if grp != prev {
+			first[grp], prev = num, grp
+		}
+		g.index[num] = grp
+		g.labels[grp] = strconv.Itoa(num)
+		if first[grp] != num {
+			g.labels[grp] = fmt.Sprintf("%d-%d", first[grp], num)
+		}
+	}
+	return g
+}
+
+// group returns the group of step (the step itself when every step has
+// its own label); -1 for none.
+func (g *stepGroups) group(step int) int {
+	if step < 0 || g.perStep {
+		return step
+	}
+	if grp, ok := g.index[step]; ok {
+		return grp
+	}
+	return -1
+}
+
 type pprofBuilder struct {
 	an        *attribution.Analysis
+	steps     *stepGroups
 	p         *profile.Profile
 	samples   map[sampleKey]*profile.Sample
 	funcs     map[[2]string]*profile.Function
 	locs      map[snapshot.FrameID]*profile.Location
 	stackLocs map[snapshot.StackID][]*profile.Location
+	labelSets map[labelKey]map[string][]string
+	numSets   map[[2]int64]map[string][]int64
+	numUnit   map[string][]string
 }
 
-func newPProfBuilder(an *attribution.Analysis) *pprofBuilder {
+func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder {
 	return &pprofBuilder{
-		an: an,
+		an:    an,
+		steps: steps,
 		p: &profile.Profile{
 			SampleType: []*profile.ValueType{
 				{Type: "inuse_space", Unit: "bytes"},
@@ -93,6 +175,11 @@ func newPProfBuilder(an *attribution.Analysis) *pprofBuilder {
 		funcs:     map[[2]string]*profile.Function{},
 		locs:      map[snapshot.FrameID]*profile.Location{},
 		stackLocs: map[snapshot.StackID][]*profile.Location{},
+		labelSets: map[labelKey]map[string][]string{},
+		numSets:   map[[2]int64]map[string][]int64{},
+		// A unit keeps stream 0, the default stream: pprof drops a numeric
+		// label of value 0 that has none.
+		numUnit: map[string][]string{"bytes": {"bytes"}, "stream": {"count"}},
 	}
 }
 
@@ -104,15 +191,9 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 		s = &profile.Sample{
 			Location: b.locations(stack),
 			Value:    make([]int64, 4),
-			Label:    map[string][]string{"category": {k.category}},
-			NumLabel: map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}},
-			NumUnit:  map[string][]string{"bytes": {"bytes"}},
-		}
-		if k.phase != "" {
-			s.Label["phase"] = []string{k.phase}
-		}
-		if k.step >= 0 {
-			s.NumLabel["step"] = []int64{int64(k.step)}
+			Label:    b.labels(k),
+			NumLabel: b.numLabels(k),
+			NumUnit:  b.numUnit,
 		}
 		b.samples[k] = s
 		b.p.Sample = append(b.p.Sample, s)
@@ -120,6 +201,46 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 	for i := range v {
 		s.Value[i] += v[i]
 	}
+}
+
+// labels returns the string labels of k, one map per distinct set shared
+// by its samples (nothing writes them after): a profile of thousands of
+// stacks holds few label sets.
+func (b *pprofBuilder) labels(k sampleKey) map[string][]string {
+	lk := labelKey{k.category, k.phase, k.step}
+	if l, ok := b.labelSets[lk]; ok {
+		return l
+	}
+	l := map[string][]string{"category": {k.category.String()}}
+	if k.phase != "" {
+		l["phase"] = []string{k.phase}
+	}
+	switch {
+	case k.step < 0:
+	case b.steps.perStep:
+		l["step"] = []string{strconv.Itoa(k.step)}
+	default:
+		l["step"] = []string{b.steps.labels[k.step]}
+	}
+	b.labelSets[lk] = l
+	return l
+}
+
+// numLabels is labels for the numeric labels, stream and bytes.
+func (b *pprofBuilder) numLabels(k sampleKey) map[string][]int64 {
+	nk := [2]int64{k.stream, k.bytes}
+	if l, ok := b.numSets[nk]; ok {
+		return l
+	}
+	l := map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}}
+	b.numSets[nk] = l
+	return l
+}
+
+type labelKey struct {
+	category attribution.Category
+	phase    string
+	step     int
 }
 
 // locations returns the frames of stack that count (user and library code,

@@ -36,9 +36,8 @@ func (d *decoder) finish() error {
 	t.sortAndIndex()
 	d.runningTotals()
 	t.linkForward(flows, d.warn)
-	for i := range t.Memory {
-		t.attribute(&t.Memory[i])
-	}
+	t.indexForward()
+	t.attributeAll()
 	return nil
 }
 
@@ -276,8 +275,15 @@ func (t *Trace) innermostPy(th ThreadID, ns int64) PyID {
 	return id
 }
 
-// enclosingModule climbs from a python function to the nearest nn.Module.
+// enclosingModule returns the nearest nn.Module at or above a python
+// function (modOf, once indexForward has run).
 func (t *Trace) enclosingModule(p PyID) PyID {
+	if p == NoPy {
+		return NoPy
+	}
+	if len(t.modOf) == len(t.PyFuncs) {
+		return t.modOf[p]
+	}
 	for p != NoPy {
 		if t.PyFuncs[p].Module {
 			return p
@@ -287,26 +293,16 @@ func (t *Trace) enclosingModule(p PyID) PyID {
 	return NoPy
 }
 
-// attribute sets the op, python fallback and module of one memory event.
-func (t *Trace) attribute(m *MemEvent) {
-	m.Op = t.innermostOp(m.Thread, m.Time)
-	m.Py = NoPy
-	if m.Op == NoOp {
-		m.Py = t.innermostPy(m.Thread, m.Time)
-	}
-	m.Module = t.enclosingModule(t.innermostPy(m.Thread, m.Time))
-	if m.Module != NoPy {
-		return
-	}
-	if f := t.ForwardOf(m.Op); f != NoOp {
-		fo := &t.Ops[f]
-		m.Module = t.enclosingModule(t.innermostPy(fo.Thread, fo.Start))
-	}
-}
-
 // ForwardOf climbs from op to the nearest ancestor (or itself) linked to a
-// forward op and returns that forward op; NoOp outside backward.
+// forward op and returns that forward op; NoOp outside backward. It is one
+// lookup: the answer for every op is computed once, after linking.
 func (t *Trace) ForwardOf(op OpID) OpID {
+	if op == NoOp {
+		return NoOp
+	}
+	if len(t.fwdOf) == len(t.Ops) {
+		return t.fwdOf[op]
+	}
 	for op != NoOp {
 		if f := t.Ops[op].Forward; f != NoOp {
 			return f
@@ -314,6 +310,142 @@ func (t *Trace) ForwardOf(op OpID) OpID {
 		op = t.Ops[op].Parent
 	}
 	return NoOp
+}
+
+// indexForward computes, in one pass each, what ForwardOf, enclosingModule
+// and Label would otherwise climb the trees for: per op its forward op
+// (its own link or its parent's answer: parents precede children), per
+// python function its nn.Module, and per op the module around its start
+// (the module a backward op's allocations are charged to).
+func (t *Trace) indexForward() {
+	t.fwdOf = make([]OpID, len(t.Ops))
+	for i := range t.Ops {
+		o := &t.Ops[i]
+		switch {
+		case o.Forward != NoOp:
+			t.fwdOf[i] = o.Forward
+		case o.Parent != NoOp:
+			t.fwdOf[i] = t.fwdOf[o.Parent]
+		default:
+			t.fwdOf[i] = NoOp
+		}
+	}
+	t.modOf = make([]PyID, len(t.PyFuncs))
+	for i := range t.PyFuncs {
+		p := &t.PyFuncs[i]
+		switch {
+		case p.Module:
+			t.modOf[i] = PyID(i)
+		case p.Parent != NoPy:
+			t.modOf[i] = t.modOf[p.Parent]
+		default:
+			t.modOf[i] = NoPy
+		}
+	}
+	// Ops are sorted by thread and start, so the queries of each thread
+	// come in time order, as the climber needs.
+	py := newClimber(len(t.PyFuncs), func(i int32) int64 { return t.PyFuncs[i].End() },
+		func(i int32) int32 { return int32(t.PyFuncs[i].Parent) })
+	t.opModule = make([]PyID, len(t.Ops))
+	for i := range t.Ops {
+		o := &t.Ops[i]
+		t.opModule[i] = t.enclosingModule(PyID(py.find(t.lastPyStarting(o.Thread, o.Start), o.Start)))
+	}
+}
+
+// attributeAll sets the op, python fallback and module of every memory
+// event. Memory is sorted by time, so each thread's queries come in time
+// order and the climbs of innermostOp and innermostPy are shared between
+// events through the climbers' shortcuts.
+func (t *Trace) attributeAll() {
+	ops := newClimber(len(t.Ops), func(i int32) int64 { return t.Ops[i].End() },
+		func(i int32) int32 { return int32(t.Ops[i].Parent) })
+	py := newClimber(len(t.PyFuncs), func(i int32) int64 { return t.PyFuncs[i].End() },
+		func(i int32) int32 { return int32(t.PyFuncs[i].Parent) })
+	for i := range t.Memory {
+		m := &t.Memory[i]
+		m.Op = OpID(ops.find(t.lastOpStarting(m.Thread, m.Time), m.Time))
+		inner := PyID(py.find(t.lastPyStarting(m.Thread, m.Time), m.Time))
+		m.Py = NoPy
+		if m.Op == NoOp {
+			m.Py = inner
+		}
+		m.Module = t.enclosingModule(inner)
+		if m.Module == NoPy {
+			if f := t.ForwardOf(m.Op); f != NoOp {
+				m.Module = t.moduleAround(f)
+			}
+		}
+	}
+}
+
+// climber finds, for a query time ns, the first interval at or above a
+// start interval (climbing parent links) whose end is not before ns, as
+// innermostOp's loop does, for queries whose times never decrease within
+// a thread. An interval that ends before one query ends before every later
+// one, so a climb that passed it is remembered: jump[i] = i while i has
+// not been passed, else where the climb from it got to (path
+// compression). The work over all queries is near-linear in intervals
+// plus queries, whatever the depth.
+type climber struct {
+	end    func(int32) int64
+	parent func(int32) int32
+	jump   []int32
+}
+
+func newClimber(n int, end func(int32) int64, parent func(int32) int32) *climber {
+	c := &climber{end: end, parent: parent, jump: make([]int32, n)}
+	for i := range c.jump {
+		c.jump[i] = int32(i)
+	}
+	return c
+}
+
+// find climbs from start (-1 for none) at time ns.
+func (c *climber) find(start int32, ns int64) int32 {
+	next := func(i int32) int32 {
+		if j := c.jump[i]; j != i {
+			return j
+		}
+		return c.parent(i)
+	}
+	r := start
+	for r >= 0 && c.end(r) < ns {
+		r = next(r)
+	}
+	for i := start; i >= 0 && i != r; {
+		n := next(i)
+		c.jump[i] = r
+		i = n
+	}
+	return r
+}
+
+// lastOpStarting returns the last op (in sorted order) on thread th that
+// starts at or before ns; -1 for none.
+func (t *Trace) lastOpStarting(th ThreadID, ns int64) int32 {
+	if int(th) >= len(t.opSpans) {
+		return -1
+	}
+	s := t.opSpans[th]
+	i, _ := slices.BinarySearchFunc(t.Ops[s.lo:s.hi], ns+1, func(o Op, target int64) int { return cmp.Compare(o.Start, target) })
+	if i == 0 {
+		return -1
+	}
+	return s.lo + int32(i) - 1
+}
+
+// lastPyStarting is lastOpStarting for python functions.
+func (t *Trace) lastPyStarting(th ThreadID, ns int64) int32 {
+	if int(th) >= len(t.pySpans) {
+		return -1
+	}
+	s := t.pySpans[th]
+	i, _ := slices.BinarySearchFunc(t.PyFuncs[s.lo:s.hi], ns+1, func(p PyFunc, target int64) int { return cmp.Compare(p.Start, target) })
+	if i == 0 {
+		return -1
+	}
+	return s.lo + int32(i) - 1
 }
 
 // CheckValid verifies the invariants the analyses rely on: IDs in range,

@@ -206,9 +206,8 @@ func (t *Trace) Label(id OpID) string {
 	if f == NoOp {
 		return name
 	}
-	fo := &t.Ops[f]
 	s := name + " (backward of " + t.OpName(f)
-	if m := t.enclosingModule(t.innermostPy(fo.Thread, fo.Start)); m != NoPy {
+	if m := t.moduleAround(f); m != NoPy {
 		s += " in " + t.Str(t.PyFuncs[m].Name)
 	}
 	return s + ")"
@@ -223,4 +222,14 @@ func (t *Trace) ModulePath(p PyID) string {
 	}
 	slices.Reverse(names)
 	return strings.Join(names, "/")
+}
+
+// moduleAround returns the nn.Module around op's start: the module its
+// allocations, and those of the backward ops linked to it, are charged to.
+func (t *Trace) moduleAround(op OpID) PyID {
+	if len(t.opModule) == len(t.Ops) {
+		return t.opModule[op]
+	}
+	o := &t.Ops[op]
+	return t.enclosingModule(t.innermostPy(o.Thread, o.Start))
 }

@@ -45,6 +45,9 @@ type Trace struct {
 	recorded map[Device]Recorded
 	opSpans  []span // per thread: Ops[lo:hi]
 	pySpans  []span // per thread: PyFuncs[lo:hi]
+	fwdOf    []OpID // per op: ForwardOf
+	modOf    []PyID // per python function: enclosingModule
+	opModule []PyID // per op: the module around its start (moduleAround)
 }
 
 type span struct{ lo, hi int32 }

@@ -87,40 +87,39 @@ func (tb *Table) Sort(key SortKey) {
 // Rows are sorted BySelf.
 func (t *Trace) OpTable(dev Device, splitBackward bool) *Table {
 	agg := newAggregator()
-	name := func(id OpID) string {
-		if splitBackward {
-			return t.Label(id)
-		}
-		return t.OpName(id)
-	}
+	opRows := make([]*Stats, len(t.Ops))
 	for i := range t.Ops {
-		agg.row(name(OpID(i)), t.Ops[i].Kind.String()).Calls++
+		name := t.OpName(OpID(i))
+		if splitBackward {
+			name = t.Label(OpID(i))
+		}
+		opRows[i] = agg.row(name, t.Ops[i].Kind.String())
+		opRows[i].Calls++
 	}
+	pyRows := make([]*Stats, len(t.PyFuncs)) // made when an event needs one
+	ops := newTree(len(t.Ops), func(i int) int { return int(t.Ops[i].Parent) }, func(i int) *Stats { return opRows[i] })
+	py := newTree(len(t.PyFuncs), func(i int) int { return int(t.PyFuncs[i].Parent) }, func(i int) *Stats {
+		if pyRows[i] == nil {
+			pyRows[i] = agg.row(t.Str(t.PyFuncs[i].Name), "python_function")
+		}
+		return pyRows[i]
+	})
+	none := newTree(1, func(int) int { return -1 }, func(int) *Stats { return agg.row("(none)", "(none)") })
 	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev)}
-	chain := func(m *MemEvent, visit func(name, kind string)) {
+	t.fill(tb, dev, func(m *MemEvent) (*tree, int) {
 		switch {
 		case m.Op != NoOp:
-			for id := m.Op; id != NoOp; id = t.Ops[id].Parent {
-				visit(name(id), t.Ops[id].Kind.String())
-			}
+			return ops, int(m.Op)
 		case m.Py != NoPy:
-			for p := m.Py; p != NoPy; p = t.PyFuncs[p].Parent {
-				visit(t.Str(t.PyFuncs[p].Name), "python_function")
-			}
-		default:
-			visit("(none)", "(none)")
+			tb.NoOp++
+			return py, int(m.Py)
 		}
-	}
-	t.fill(tb, agg, dev, chain)
-	for i := range t.Memory {
-		if m := &t.Memory[i]; m.Device() == dev && !m.OOM && m.Op == NoOp {
-			if m.Py != NoPy {
-				tb.NoOp++
-			} else {
-				tb.Unattributed++
-			}
-		}
-	}
+		tb.Unattributed++
+		return none, 0
+	})
+	ops.totals()
+	py.totals()
+	none.totals()
 	tb.Rows = agg.rows()
 	tb.Sort(BySelf)
 	return tb
@@ -132,6 +131,7 @@ func (t *Trace) OpTable(dev Device, splitBackward bool) *Table {
 // left out and counted in Unattributed.
 func (t *Trace) ModuleTable(dev Device) *Table {
 	agg := newAggregator()
+	rows := make([]*Stats, len(t.PyFuncs))
 	for i := range t.PyFuncs {
 		if t.PyFuncs[i].Module {
 			r := agg.row(t.Str(t.PyFuncs[i].Name), "nn.Module")
@@ -139,69 +139,164 @@ func (t *Trace) ModuleTable(dev Device) *Table {
 			if r.Path == "" {
 				r.Path = t.ModulePath(PyID(i))
 			}
+			rows[i] = r
 		}
 	}
+	// The python tree with rows on its modules only: an event's chain of
+	// modules is the modules among its python ancestors.
+	mods := newTree(len(t.PyFuncs), func(i int) int { return int(t.PyFuncs[i].Parent) }, func(i int) *Stats { return rows[i] })
 	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev)}
-	chain := func(m *MemEvent, visit func(name, kind string)) {
-		for p := m.Module; p != NoPy; p = t.enclosingModule(t.PyFuncs[p].Parent) {
-			visit(t.Str(t.PyFuncs[p].Name), "nn.Module")
-		}
-	}
-	t.fill(tb, agg, dev, chain)
-	for i := range t.Memory {
-		if m := &t.Memory[i]; m.Device() == dev && !m.OOM && m.Module == NoPy {
+	t.fill(tb, dev, func(m *MemEvent) (*tree, int) {
+		if m.Module == NoPy {
 			tb.Unattributed++
+			return nil, 0
 		}
-	}
+		return mods, int(m.Module)
+	})
+	mods.totals()
 	tb.Rows = agg.rows()
 	tb.Sort(BySelf)
 	return tb
 }
 
-// fill adds every memory event of dev to the rows its chain names: the
-// first name visited gets the self figures, every distinct name the totals.
-func (t *Trace) fill(tb *Table, agg *aggregator, dev Device, chain func(*MemEvent, func(name, kind string))) {
-	live := map[int]bool{}
+// fill adds every memory event of dev to the node of a tree that at
+// names (nil: none): the node's row gets the self figures at once, and
+// tree.totals gives every distinct row on the node's chain of ancestors
+// the total figures.
+func (t *Trace) fill(tb *Table, dev Device, at func(*MemEvent) (*tree, int)) {
+	live := make([]bool, len(t.Memory))
 	for _, i := range t.liveAtPeak(dev, tb.Peak.Event) {
 		live[i] = true
 		tb.LiveAtPeak += t.Memory[i].Bytes
 	}
-	seen := map[*Stats]bool{}
 	for i := range t.Memory {
 		m := &t.Memory[i]
 		if m.Device() != dev || m.OOM {
 			continue
 		}
 		tb.Events++
-		alloc := max(m.Bytes, 0)
-		first := true
-		clear(seen)
-		chain(m, func(name, kind string) {
-			r := agg.row(name, kind)
-			if first {
-				first = false
-				r.SelfAlloc += alloc
-				r.SelfNet += m.Bytes
-				if alloc > 0 {
-					r.Allocs++
+		tr, node := at(m)
+		if tr == nil {
+			continue
+		}
+		f := figures{alloc: max(m.Bytes, 0), net: m.Bytes, events: 1}
+		if f.alloc > 0 {
+			f.allocs = 1
+		}
+		if live[i] {
+			f.live = m.Bytes
+		}
+		if r := tr.row(node); r != nil {
+			r.SelfAlloc += f.alloc
+			r.SelfNet += f.net
+			r.Allocs += int(f.allocs)
+			r.SelfPeakLive += f.live
+		}
+		tr.sub[node].add(f)
+	}
+}
+
+// figures are what one event, or the events under a node, add to a row.
+type figures struct {
+	alloc, net, allocs, live int64
+	events                   int
+}
+
+func (f *figures) add(g figures) {
+	f.alloc += g.alloc
+	f.net += g.net
+	f.allocs += g.allocs
+	f.live += g.live
+	f.events += g.events
+}
+
+// tree sums events over a forest given by parent links (a parent's index
+// below its child's) without walking each event's chain: an event counts
+// in the total of every distinct row on its chain, once per row even when
+// the row recurs, which is the sum, over the topmost node of each row on
+// any chain (no ancestor of the same row), of the events under it.
+type tree struct {
+	parent func(int) int
+	row    func(int) *Stats // nil for a node with no row
+	sub    []figures        // per node: its events; after totals, with those below
+}
+
+func newTree(n int, parent func(int) int, row func(int) *Stats) *tree {
+	return &tree{parent: parent, row: row, sub: make([]figures, n)}
+}
+
+// totals adds the events under each topmost node of a row to the row's
+// totals. Only nodes with events under them get a row made.
+func (tr *tree) totals() {
+	n := len(tr.sub)
+	for i := n - 1; i >= 0; i-- {
+		if p := tr.parent(i); p >= 0 && tr.sub[i].events > 0 {
+			tr.sub[p].add(tr.sub[i])
+		}
+	}
+	// Children lists (CSR), then a depth-first walk counting each row's
+	// nodes on the current path.
+	start := make([]int32, n+1)
+	for i := range n {
+		if p := tr.parent(i); p >= 0 {
+			start[p+1]++
+		}
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	kids := make([]int32, start[n])
+	fillAt := slices.Clone(start[:n])
+	for i := range n {
+		if p := tr.parent(i); p >= 0 {
+			kids[fillAt[p]] = int32(i)
+			fillAt[p]++
+		}
+	}
+	onPath := map[*Stats]int{}
+	type frame struct {
+		node int
+		next int32 // next child to visit
+		row  *Stats
+	}
+	var stack []frame
+	for root := range n {
+		if tr.parent(root) >= 0 || tr.sub[root].events == 0 {
+			continue
+		}
+		push := func(i int) {
+			var r *Stats
+			if tr.sub[i].events > 0 {
+				r = tr.row(i)
+			}
+			if r != nil {
+				if onPath[r] == 0 {
+					s := &tr.sub[i]
+					r.TotalAlloc += s.alloc
+					r.TotalNet += s.net
+					r.TotalAllocs += int(s.allocs)
+					r.TotalPeakLive += s.live
 				}
-				if live[i] {
-					r.SelfPeakLive += m.Bytes
+				onPath[r]++
+			}
+			stack = append(stack, frame{node: i, next: start[i], row: r})
+		}
+		push(root)
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.next == start[f.node+1] {
+				if f.row != nil {
+					onPath[f.row]--
 				}
+				stack = stack[:len(stack)-1]
+				continue
 			}
-			if seen[r] {
-				return
+			c := int(kids[f.next])
+			f.next++
+			if tr.sub[c].events > 0 {
+				push(c)
 			}
-			seen[r] = true
-			r.TotalAlloc += alloc
-			r.TotalNet += m.Bytes
-			if alloc > 0 {
-				r.TotalAllocs++
-			}
-			if live[i] {
-				r.TotalPeakLive += m.Bytes
-			}
-		})
+		}
 	}
 }
 

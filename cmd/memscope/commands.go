@@ -176,11 +176,16 @@ functions with file and line, leaf first; plumbing frames are dropped by
 the same filter the other commands use (user and library code are kept;
 --ignore, --focus; see 'memscope help peak'), so the leaf is the
 allocation site. Samples carry the labels category, phase, step, stream
-and bytes:
+and bytes. The step is the step's number when the run has at most 32
+steps; in a longer run the first step keeps its own and the others are
+grouped into 31 runs of consecutive steps ("step=1-447"), so the profile
+grows with the stacks, not the steps (--at step:N:PHASE profiles one step's
+live blocks):
 
   go tool pprof -top mem.pb.gz
   go tool pprof -sample_index=alloc_space -http=: mem.pb.gz
-  go tool pprof -tagfocus=category=activation -top mem.pb.gz`,
+  go tool pprof -tagfocus=category=activation -top mem.pb.gz
+  go tool pprof -tagfocus='step=^0$' -sample_index=alloc_space -top mem.pb.gz`,
 			flags: pprofFlags,
 		},
 		{

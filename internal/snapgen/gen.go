@@ -7,7 +7,14 @@
 // every frame dict written once and shared, a new frames list per captured
 // traceback (see sharesTraceback), compile_context a new string per entry,
 // FRAME opcodes every 64 KiB. Each repetition copies the original entries verbatim with time_us
-// shifted past the previous one, so allocations and frees stay paired.
+// shifted past the previous one, so allocations and frees stay paired; a
+// repetition after the first leaves out what only the first can do (free
+// a block live before the trace began, allocate one still live at its
+// end; see onceOnly), so a late-start capture repeats consistently too.
+// The step annotations are repeated with the entries (the harness's
+// renumbered, torch's Optimizer.step and zero_grad ranges shifted), and
+// Options push one dimension at a time: stacks, frames, segments, blocks,
+// expandable segments, devices.
 package snapgen
 
 import (
@@ -52,24 +59,31 @@ type Stats struct {
 // Write writes s to w with its device traces repeated until the file holds
 // at least minBytes (once at least).
 func Write(w io.Writer, s *snapshot.Snapshot, minBytes int64) (Stats, error) {
+	return WriteOptions(w, s, minBytes, Options{})
+}
+
+// WriteOptions is Write with the snapshot shaped by opt first.
+func WriteOptions(w io.Writer, s *snapshot.Snapshot, minBytes int64, opt Options) (Stats, error) {
 	if !s.HasTraces || len(s.Traces) == 0 {
 		return Stats{}, errors.New("gen: the source snapshot has no device traces to repeat")
 	}
+	s = shape(s, opt)
+	variants := max(opt.Stacks, 1)
 	// Size one and two repetitions to find how many reach minBytes.
-	one, err := write(io.Discard, s, 1)
+	one, err := write(io.Discard, s, 1, variants)
 	if err != nil {
 		return Stats{}, err
 	}
 	reps := 1
 	if minBytes > one.Bytes {
-		two, err := write(io.Discard, s, 2)
+		two, err := write(io.Discard, s, 2, variants)
 		if err != nil {
 			return Stats{}, err
 		}
 		per := max(two.Bytes-one.Bytes, 1)
 		reps = 1 + int((minBytes-one.Bytes+per-1)/per)
 	}
-	return write(w, s, reps)
+	return write(w, s, reps, variants)
 }
 
 // writer holds the memo indexes of shared objects while writing.
@@ -81,15 +95,20 @@ type writer struct {
 	lists  map[snapshot.StackID]uint32 // the last frames list of each stack
 	empty  uint32                      // the shared empty frames list
 	span   int64                       // time_us shift per repetition
+
+	variants int                         // stack variants (Options.Stacks), at least 1
+	vcache   map[[2]int]snapshot.StackID // (stack, variant) → stack
 }
 
-func write(out io.Writer, s *snapshot.Snapshot, reps int) (Stats, error) {
+func write(out io.Writer, s *snapshot.Snapshot, reps, variants int) (Stats, error) {
 	g := &writer{
 		p: pickle.NewWriter(out, 4), s: s,
-		shared: map[string]uint32{},
-		frames: map[snapshot.FrameID]uint32{},
-		lists:  map[snapshot.StackID]uint32{},
-		empty:  math.MaxUint32,
+		shared:   map[string]uint32{},
+		frames:   map[snapshot.FrameID]uint32{},
+		lists:    map[snapshot.StackID]uint32{},
+		empty:    math.MaxUint32,
+		variants: max(variants, 1),
+		vcache:   map[[2]int]snapshot.StackID{},
 	}
 	g.span = g.timeSpan()
 	st := Stats{Repeats: reps}

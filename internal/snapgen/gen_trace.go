@@ -82,7 +82,9 @@ func (g *writer) blocks(blocks []snapshot.Block) {
 }
 
 // traces writes device_traces with every device's entries repeated reps
-// times and returns the number of entries written.
+// times (the first repetition whole, the others without onceOnly's
+// entries) and returns the number of entries written. With variants, an
+// entry of repetition r uses variant (r + its block key) mod g.variants.
 func (g *writer) traces(reps int) int64 {
 	p := g.p
 	p.Raw(pickle.EmptyList)
@@ -90,17 +92,45 @@ func (g *writer) traces(reps int) int64 {
 	var total int64
 	p.List(len(g.s.Traces), func(d int) {
 		tr := g.s.Traces[d]
+		once := onceOnly(tr)
+		var keys []int
+		if g.variants > 1 {
+			keys = blockKeys(tr)
+		}
+		kept := make([]int, 0, len(tr))
+		for i := range tr {
+			if !once[i] {
+				kept = append(kept, i)
+			}
+		}
 		p.Raw(pickle.EmptyList)
 		p.Memoize()
-		n := len(tr) * reps
+		n := len(tr)
+		if len(kept) > 0 {
+			n += (reps - 1) * len(kept)
+		}
 		total += int64(n)
+		// entry returns repetition and source index of output entry i.
+		entry := func(i int) (int, int) {
+			if i < len(tr) {
+				return 0, i
+			}
+			j := i - len(tr)
+			return 1 + j/len(kept), kept[j%len(kept)]
+		}
 		p.List(n, func(i int) {
-			e := &tr[i%len(tr)]
+			rep, k := entry(i)
+			e := &tr[k]
 			var prev snapshot.Action
 			if i > 0 {
-				prev = tr[(i-1)%len(tr)].Action
+				_, pk := entry(i - 1)
+				prev = tr[pk].Action
 			}
-			g.event(e, int64(i/len(tr))*g.span, sharesTraceback(e.Action, prev))
+			stack := e.Stack
+			if g.variants > 1 {
+				stack = variant(g.s.Stacks, g.vcache, e.Stack, (rep+keys[k])%g.variants)
+			}
+			g.event(e, stack, int64(rep)*g.span, sharesTraceback(e.Action, prev))
 		})
 	})
 	return total
@@ -121,12 +151,12 @@ func sharesTraceback(a, prev snapshot.Action) bool {
 	return false
 }
 
-func (g *writer) event(e *snapshot.Event, shift int64, share bool) {
+func (g *writer) event(e *snapshot.Event, stack snapshot.StackID, shift int64, share bool) {
 	p := g.p
 	p.Raw(pickle.EmptyDict)
 	p.Memoize()
 	n := 7
-	if e.Stack != 0 {
+	if stack != 0 {
 		n++
 	}
 	p.Dict(n, func(j int) {
@@ -150,7 +180,7 @@ func (g *writer) event(e *snapshot.Event, shift int64, share bool) {
 		case 6:
 			g.item("user_metadata", func() { g.fresh(g.s.Strings.Get(e.UserMetadata)) })
 		case 7:
-			g.item("frames", func() { g.stack(e.Stack, share) })
+			g.item("frames", func() { g.stack(stack, share) })
 		}
 	})
 }

@@ -4,7 +4,16 @@
 //	go run ./snapshot/internal/gensnap -o bench-data/big.pickle -size 1GiB -from fixtures/<x>/snapshot.pickle
 //
 // Without -from it uses snapgen.DefaultSource: a real fixture when there is one,
-// else the synthetic snapshot in snapshot/testdata.
+// else the synthetic snapshot in snapshot/testdata. The other flags push one
+// dimension at a time (snapgen.Options; BENCHMARKS.md lists them):
+//
+//	-stacks N      N variants of every traceback, one per repetition in turn
+//	-frames N      N more library frames in every traceback
+//	-segments N    N more segments, held from before recording ...
+//	-blocks N      ... each with N active blocks
+//	-expandable    expandable segments (segment_map / segment_unmap)
+//	-devices N     the trace and segments copied to N devices
+//	-realistic     -stacks 64 -frames 12 -segments 256 -blocks 16, unless given
 package main
 
 import (
@@ -33,8 +42,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output pickle `file` (required)")
 	size := fs.String("size", "1GiB", "minimum output size (e.g. 64MiB, 1GiB)")
 	from := fs.String("from", "", "source snapshot (default: first fixtures/*/snapshot.pickle, else snapshot/testdata/synthetic.pickle)")
+	var opt snapgen.Options
+	fs.IntVar(&opt.Stacks, "stacks", 0, "up to `N` variants of every traceback, one per block (distinct stacks up to N × the source's)")
+	fs.IntVar(&opt.Frames, "frames", 0, "add `N` library frames to every traceback")
+	fs.IntVar(&opt.Segments, "segments", 0, "add `N` segments held from before recording")
+	fs.IntVar(&opt.Blocks, "blocks", 0, "`N` active blocks of 64 KiB in each added segment (default 1)")
+	fs.BoolVar(&opt.Expandable, "expandable", false, "expandable segments: is_expandable, segment_map/segment_unmap")
+	fs.IntVar(&opt.Devices, "devices", 0, "copy the first device's trace and segments to `N` devices")
+	realistic := fs.Bool("realistic", false, "the shape of a larger model's run: -stacks 64 -frames 12 -segments 256 -blocks 16 unless given")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *realistic {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, p := range map[string]*int{"stacks": &opt.Stacks, "frames": &opt.Frames, "segments": &opt.Segments, "blocks": &opt.Blocks} {
+			if !set[name] {
+				*p = snapgen.Realistic()[name]
+			}
+		}
 	}
 	if *out == "" {
 		return errors.New("-o is required")
@@ -56,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	st, err := snapgen.Write(w, s, minBytes)
+	st, err := snapgen.WriteOptions(w, s, minBytes, opt)
 	if err == nil {
 		err = w.Flush()
 	}

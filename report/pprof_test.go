@@ -1,0 +1,157 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/memscope/memscope/attribution"
+	sg "github.com/memscope/memscope/internal/snapgen"
+)
+
+// stepsRun is a run of steps marked like the capture harness's: in each,
+// the forward phase allocates one 1 MiB block from each of stacks distinct
+// user lines and the backward phase frees them, in one 20 MiB segment
+// reserved before recording. Every step is alike, so a profile's samples
+// follow from stacks and steps alone.
+func stepsRun(t testing.TB, steps, stacks int) (*attribution.Analysis, *attribution.Device) {
+	t.Helper()
+	const mib, seg = int64(1) << 20, int64(0x7f0000000000)
+	var trace, annots []map[string]any
+	annot := func(stage, name string, us int64) map[string]any {
+		return map[string]any{"stage": stage, "name": name, "device": 0, "time_us": us}
+	}
+	for s := range steps {
+		base := int64(1_000_000 + 10_000*s)
+		for _, ph := range []struct {
+			name  string
+			start int64
+		}{{"forward", 0}, {"backward", 5000}} {
+			name := fmt.Sprintf("memscope/step/%d/%s", s, ph.name)
+			annots = append(annots, annot("START", name, base+ph.start), annot("END", name, base+ph.start+4000))
+		}
+		for k := range stacks {
+			fr := sg.Frame("forward", "train.py", 100+k)
+			trace = append(trace, sg.Ev("alloc", seg+int64(k)*mib, mib, base+100+int64(k), fr))
+		}
+		for k := range stacks {
+			fr := sg.Frame("backward", "train.py", 900)
+			trace = append(trace, sg.Ev("free_requested", seg+int64(k)*mib, mib, base+5100+2*int64(k), fr),
+				sg.Ev("free_completed", seg+int64(k)*mib, mib, base+5101+2*int64(k), fr))
+		}
+	}
+	syn := &sg.Synth{
+		Segments:    []map[string]any{sg.Seg(seg, sg.Blk(20*mib, 0, "inactive"))},
+		Traces:      [][]map[string]any{trace},
+		Annotations: annots,
+	}
+	snap, err := syn.Decode("steps.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := attribution.Analyze(snap, attribution.Options{Device: -1})
+	return an, an.Devices[0]
+}
+
+// writePProf renders the profile at the peak and parses it back with
+// pprof's own reader.
+func writePProf(t testing.TB, an *attribution.Analysis, d *attribution.Device) (*profile.Profile, int) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := PProf(&buf, an, d, d.Peak, d.EachAllocation()); err != nil {
+		t.Fatalf("PProf: %v", err)
+	}
+	n := buf.Len()
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatalf("profile.Parse: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	return p, n
+}
+
+// TestPProfSteps: a profile has one sample per stack and step label, and
+// at most maxStepLabels step labels whatever the steps: each step its own
+// label up to maxStepLabels steps (step 0 included), then the first step
+// alone and the rest in runs ("step=1-31"). The values add up to the input's.
+func TestPProfSteps(t *testing.T) {
+	const stacks, mib = 5, int64(1) << 20
+	for _, steps := range []int{3, maxStepLabels, maxStepLabels + 1, 1000} {
+		t.Run(strconv.Itoa(steps), func(t *testing.T) {
+			an, d := stepsRun(t, steps, stacks)
+			if got := len(d.Phases.Steps); got != steps {
+				t.Fatalf("the analysis found %d steps, want %d", got, steps)
+			}
+			p, _ := writePProf(t, an, d)
+			groups := min(steps, maxStepLabels)
+			if got, want := len(p.Sample), stacks*groups; got != want {
+				t.Errorf("len(Sample) = %d, want %d (%d stacks × %d step labels)", got, want, stacks, groups)
+			}
+			var sums [4]int64
+			stepLabels := map[string]bool{}
+			for _, s := range p.Sample {
+				for i := range sums {
+					sums[i] += s.Value[i]
+				}
+				if v, ok := s.Label["step"]; ok {
+					stepLabels["step="+v[0]] = true
+				}
+				if v := s.NumLabel["stream"]; len(v) != 1 || v[0] != 0 {
+					t.Errorf("sample stream label %v, want [0] (the default stream)", v)
+				}
+				if len(s.Location) != 1 {
+					t.Errorf("sample with %d locations, want 1 (its train.py line)", len(s.Location))
+				}
+			}
+			if want := [4]int64{stacks * mib, stacks, int64(steps*stacks) * mib, int64(steps * stacks)}; sums != want {
+				t.Errorf("inuse_space, inuse_objects, alloc_space, alloc_objects = %v, want %v", sums, want)
+			}
+			if len(stepLabels) != groups {
+				t.Errorf("%d distinct step labels, want %d: %v", len(stepLabels), groups, stepLabels)
+			}
+			if steps > maxStepLabels {
+				last := strconv.Itoa(steps - 1)
+				if !stepLabels["step=0"] || !slices.ContainsFunc(sortedKeys(stepLabels), func(k string) bool { return strings.HasSuffix(k, "-"+last) || k == "step="+last }) {
+					t.Errorf("step labels %v: want step=0 alone and a run ending at step %d", sortedKeys(stepLabels), steps-1)
+				}
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// BenchmarkPProfSteps writes the profile of stepsRun at three step counts
+// with 50 stacks: samples and bytes stay flat once the steps pass
+// maxStepLabels (a label per step made them grow with stacks × steps).
+//
+//	go test ./report -run '^$' -bench PProfSteps -benchtime 3x
+func BenchmarkPProfSteps(b *testing.B) {
+	for _, steps := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+			an, d := stepsRun(b, steps, 50)
+			b.ReportAllocs()
+			var samples, size int
+			for b.Loop() {
+				p, n := writePProf(b, an, d)
+				samples, size = len(p.Sample), n
+			}
+			b.ReportMetric(float64(samples), "samples")
+			b.ReportMetric(float64(size), "profile-bytes")
+		})
+	}
+}
