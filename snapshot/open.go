@@ -67,7 +67,13 @@ func decode(r io.Reader, name string, size int64) (s *Snapshot, err error) {
 					strings.ReplaceAll(string(debug.Stack()), "\n", " | "))}
 		}
 	}()
-	return d.decodeAny(r, size, 0)
+	s, err = d.decodeAny(r, size, 0)
+	if s != nil {
+		if cerr := d.checkValues(s); cerr != nil {
+			return nil, cerr
+		}
+	}
+	return s, err
 }
 
 // Wrappers removed before the snapshot itself; each may be removed once.
@@ -104,7 +110,8 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 		if err != nil {
 			return nil, d.wrapAt(0, kindFormat, err, "reading gzip header")
 		}
-		return d.decodeAny(zr, -1, wrapped|wrapGzip)
+		s, err := d.decodeAny(zr, -1, wrapped|wrapGzip)
+		return d.gzipEnd(zr, s, err)
 	case head[0] == opProto:
 		s, err := d.decodePickle()
 		if s != nil {
@@ -142,6 +149,11 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 func (d *decoder) decodePickle() (*Snapshot, error) {
 	d.sized = d.in.size >= 0
 	top, err := d.run()
+	if err != nil && d.shortFrame != "" {
+		if de, ok := err.(*decodeError); ok {
+			de.msg += "; " + d.shortFrame
+		}
+	}
 	if err != nil {
 		if errKindOf(err) == kindTruncated {
 			if s := d.salvage(d.opOff); s != nil {
@@ -150,7 +162,52 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 		}
 		return nil, err
 	}
-	return d.finish(top)
+	s, err := d.finish(top)
+	if s != nil {
+		d.trailing(s)
+	}
+	return s, err
+}
+
+// drainLimit bounds what is read past the pickle's STOP (or past an error)
+// to check the gzip stream's checksum and length.
+const drainLimit = 64 << 20
+
+// trailing warns about bytes after the pickle's STOP in a file of known
+// size: a snapshot written twice into one file, or garbage appended.
+func (d *decoder) trailing(s *Snapshot) {
+	if r := d.in.remaining(); r > 0 {
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: fmt.Sprintf("%d bytes after the pickle's end, at byte %d, were ignored", r, d.in.offset())})
+	}
+}
+
+// gzipEnd reads the rest of a gzip stream after its snapshot was decoded,
+// so that its checksum and length are checked, and reports what it finds:
+// a damaged stream (bad checksum or length, corrupt data) as a warning
+// that the snapshot may be wrong, or as the cause of a decoding error;
+// data after the snapshot's end as a warning.
+func (d *decoder) gzipEnd(zr *gzip.Reader, s *Snapshot, err error) (*Snapshot, error) {
+	after := int64(d.in.end - d.in.pos) // decompressed bytes read ahead past the end
+	n, derr := io.Copy(io.Discard, io.LimitReader(zr, drainLimit))
+	after += n
+	if err != nil {
+		if derr != nil && errKindOf(err) != kindTruncated {
+			if de, ok := err.(*decodeError); ok {
+				de.msg += "; reading the gzip stream failed: " + derr.Error() + " (a damaged file)"
+			}
+		}
+		return s, err
+	}
+	switch {
+	case derr != nil:
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost,
+			Message: "the gzip stream is damaged after the snapshot was read (" + derr.Error() + "): its numbers may be wrong"})
+	case after > 0 && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: fmt.Sprintf("%d bytes after the pickle's end, inside the gzip stream, were ignored", after)})
+	}
+	return s, nil
 }
 
 // rest returns a reader of the unread input: the buffered bytes, then the
