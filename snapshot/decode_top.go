@@ -21,6 +21,10 @@ type decoder struct {
 	sized   bool // the input's length is known and d.in reads it
 	hinted  bool // eventsHint has sized a list
 
+	// shortFrame, when set, says that a FRAME claimed more bytes than the
+	// file holds: a file cut short, named in any later error.
+	shortFrame string
+
 	genericN    int // values made by generic
 	blockCopies int // blocks copied for blocks lists shared by segments
 
@@ -350,6 +354,14 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		}
 		pairs = append(pairs, kv{region[i], region[i+1]})
 	}
+	inSegments := 0 // segments kept from a list cut short, when the cut is inside "segments"
+	if len(region) == 2 && keyID(region[0]) == kSegments && len(d.marks) > 1 {
+		var ok bool
+		if inSegments, ok = d.closeSegments(region[1]); !ok {
+			return nil
+		}
+		pairs = append(pairs, kv{region[0], region[1]})
+	}
 	var parts topParts
 	if d.topPairs(pairs, &parts) != nil || !parts.hasSegments {
 		return nil
@@ -359,6 +371,10 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		return nil
 	}
 	lost := fmt.Sprintf("the file ends early, at byte %d: kept the segments", at)
+	if inSegments > 0 {
+		lost = fmt.Sprintf("the file ends early, at byte %d, inside the segments: kept the first %d segments; "+
+			"later segments, every device trace and later keys are lost", at, len(s.Segments))
+	}
 	if keyID(partialKey) == kDeviceTraces && !parts.hasTraces {
 		traces, err := d.tracesOf(partial)
 		ct := d.resolve(child)
@@ -374,6 +390,30 @@ func (d *decoder) salvage(at int64) *Snapshot {
 	}
 	s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost, Message: lost})
 	return s
+}
+
+// closeSegments ends the "segments" list list cut short: the segments
+// complete on the stack after its MARK are appended to it, the one being
+// read (the last value) is dropped. It returns 1 and true when the list
+// could be closed.
+func (d *decoder) closeSegments(list value) (int, bool) {
+	end := len(d.stack)
+	if len(d.marks) > 2 {
+		end = d.marks[2]
+	}
+	items := d.stack[d.marks[1]:end]
+	if len(items) > 0 {
+		items = items[:len(items)-1] // the one being read, or just made: complete or not, we cannot tell
+	}
+	for _, it := range items {
+		if it.tag != tObj || d.objs[it.n].kind != objDict {
+			return 0, false
+		}
+	}
+	if list.tag != tObj || d.objs[list.n].kind != objList || d.appendItemsOp(list, items, "APPENDS") != nil {
+		return 0, false
+	}
+	return 1, true
 }
 
 // offOf returns the stream offset where v was made, for messages; 0 for

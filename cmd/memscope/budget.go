@@ -136,7 +136,7 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 		doc.Fit = &f
 	}
 	if o.snapshot != "" || tr != nil {
-		md, mnotes, err := o.measure(p, tr)
+		md, mnotes, err := o.measure(cc, p, tr)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
-	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -97,9 +96,9 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	var analyses []*attribution.Analysis
 	sections := 0
 	for _, p := range paths {
-		s, err := snapshot.Open(p)
+		s, err := openSnapshot(cc, p)
 		if err != nil {
-			return badInput(err)
+			return err
 		}
 		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device})
 		sections += len(an.Devices)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// openSnapshot opens the snapshot at path for a command. A file cut short
+// (a dump written as the process died) is not an error here: the valid
+// part is returned, and a warning on stderr says where the file ended and
+// what was lost; every analysis command then reports on that part. Other
+// errors are the input's fault.
+func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
+	s, err := snapshot.Open(path)
+	if err != nil {
+		if s == nil {
+			return nil, badInput(err)
+		}
+		cc.warnf("%s", salvageNote(path, s, err))
+	}
+	return s, nil
+}
+
+// salvageNote is the one line that says a snapshot was cut short: the
+// decoder's error and how much of the file the kept part covers.
+func salvageNote(path string, s *snapshot.Snapshot, err error) string {
+	lost := ""
+	for _, w := range s.Warnings {
+		if w.Kind == snapshot.WarnLost {
+			lost = w.Message
+		}
+	}
+	size := ""
+	if st, serr := os.Stat(path); serr == nil {
+		size = fmt.Sprintf(" (the file has %d bytes)", st.Size())
+	}
+	return fmt.Sprintf("%v%s; analysing the valid part: %s", err, size, lost)
+}
+
+// salvaged reports whether s is the valid part of a file cut short.
+func salvaged(s *snapshot.Snapshot) bool {
+	for _, w := range s.Warnings {
+		if w.Kind == snapshot.WarnLost {
+			return true
+		}
+	}
+	return false
+}
