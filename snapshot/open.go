@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -106,12 +107,14 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 		if wrapped != 0 {
 			return nil, d.failAt(0, kindFormat, "gzip inside gzip or HTML: not a memory snapshot")
 		}
-		zr, err := gzip.NewReader(in.rest())
+		br := bufio.NewReader(in.rest()) // a ByteReader: gzip reads no further than its stream
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, d.wrapAt(0, kindFormat, err, "reading gzip header")
 		}
+		zr.Multistream(false)
 		s, err := d.decodeAny(zr, -1, wrapped|wrapGzip)
-		return d.gzipEnd(zr, s, err)
+		return d.gzipEnd(zr, br, s, err)
 	case head[0] == opProto:
 		s, err := d.decodePickle()
 		if s != nil {
@@ -169,6 +172,12 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 	return s, err
 }
 
+// hasMore reports whether r holds another byte.
+func hasMore(r *bufio.Reader) bool {
+	_, err := r.Peek(1)
+	return err == nil
+}
+
 // drainLimit bounds what is read past the pickle's STOP (or past an error)
 // to check the gzip stream's checksum and length.
 const drainLimit = 64 << 20
@@ -187,7 +196,7 @@ func (d *decoder) trailing(s *Snapshot) {
 // a damaged stream (bad checksum or length, corrupt data) as a warning
 // that the snapshot may be wrong, or as the cause of a decoding error;
 // data after the snapshot's end as a warning.
-func (d *decoder) gzipEnd(zr *gzip.Reader, s *Snapshot, err error) (*Snapshot, error) {
+func (d *decoder) gzipEnd(zr *gzip.Reader, br *bufio.Reader, s *Snapshot, err error) (*Snapshot, error) {
 	after := int64(d.in.end - d.in.pos) // decompressed bytes read ahead past the end
 	n, derr := io.Copy(io.Discard, io.LimitReader(zr, drainLimit))
 	after += n
@@ -203,6 +212,9 @@ func (d *decoder) gzipEnd(zr *gzip.Reader, s *Snapshot, err error) (*Snapshot, e
 	case derr != nil:
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost,
 			Message: "the gzip stream is damaged after the snapshot was read (" + derr.Error() + "): its numbers may be wrong"})
+	case n < drainLimit && hasMore(br):
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: "data after the end of the gzip stream was ignored"})
 	case after > 0 && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: fmt.Sprintf("%d bytes after the pickle's end, inside the gzip stream, were ignored", after)})

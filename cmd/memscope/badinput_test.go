@@ -19,7 +19,7 @@ func TestBadSnapshot(t *testing.T) {
 	random := make([]byte, 1<<16)
 	rand.New(rand.NewSource(7)).Read(random)
 	files := map[string][]byte{
-		"empty.pickle":     {},
+		"empty.pickle": {},
 		// cut a few bytes in, before "segments": nothing to keep (a later
 		// cut is salvaged: TestSalvageCut)
 		"truncated.pickle": fixture[:12],
