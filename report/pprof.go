@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -109,7 +110,7 @@ func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
 			NumUnit:  map[string][]string{"bytes": {"bytes"}},
 		}
 		if k.phase != "" {
-			s.Label["phase"] = []string{k.phase}
+			s.Label["phase"] = []string{textsafe.Escape(k.phase)}
 		}
 		if k.step >= 0 {
 			s.NumLabel["step"] = []int64{int64(k.step)}
@@ -141,7 +142,8 @@ func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 			key := [2]string{fr.Name, fr.Filename}
 			fn := b.funcs[key]
 			if fn == nil {
-				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.Name, SystemName: fr.Name, Filename: fr.Filename}
+				name := textsafe.Escape(fr.Name) // pprof -top prints it raw
+				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: textsafe.Escape(fr.Filename)}
 				b.funcs[key] = fn
 				b.p.Function = append(b.p.Function, fn)
 			}
