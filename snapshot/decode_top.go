@@ -25,6 +25,12 @@ type decoder struct {
 	// file holds: a file cut short, named in any later error.
 	shortFrame string
 
+	// budget bounds the bytes decoding materialises (budget.go); used
+	// counts them.
+	budget, used   int64
+	budgetFor      string // what the budget was set for, for the message
+	explicitBudget bool   // budget came from Options.MaxMemory
+
 	genericN    int // values made by generic
 	blockCopies int // blocks copied for blocks lists shared by segments
 

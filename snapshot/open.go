@@ -23,16 +23,7 @@ const htmlMarker = `"base64": "`
 // same data as JSON, a _memory_viz HTML page with the pickle embedded, or
 // any of those gzipped. See Decode for the results on damaged files.
 func Open(path string) (*Snapshot, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening snapshot: %w", err)
-	}
-	defer f.Close()
-	size := int64(-1)
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	return decode(f, path, size)
+	return OpenWith(path, Options{})
 }
 
 // Decode reads a snapshot from r; name is used in messages and as
@@ -44,6 +35,11 @@ func Open(path string) (*Snapshot, error) {
 // error and a partial Snapshot holding what was read, with a Warning that
 // says what was lost; otherwise the Snapshot is nil on error.
 func Decode(r io.Reader, name string) (*Snapshot, error) {
+	return decodeWith(r, name, readerSize(r), Options{})
+}
+
+// readerSize returns how many bytes r holds, -1 when that is not known.
+func readerSize(r io.Reader) int64 {
 	size := int64(-1)
 	switch r := r.(type) {
 	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
@@ -55,11 +51,14 @@ func Decode(r io.Reader, name string) (*Snapshot, error) {
 			}
 		}
 	}
-	return decode(r, name, size)
+	return size
 }
 
-func decode(r io.Reader, name string, size int64) (s *Snapshot, err error) {
+func decodeWith(r io.Reader, name string, size int64, opt Options) (s *Snapshot, err error) {
 	d := newDecoder(name)
+	if opt.MaxMemory > 0 {
+		d.budget, d.explicitBudget = opt.MaxMemory, true
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s = nil
@@ -88,6 +87,9 @@ const (
 func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, error) {
 	in := &d.in
 	in.reset(r, size)
+	if wrapped == 0 {
+		d.setBudget(size, false)
+	}
 	if d.maxObjs == 0 {
 		d.maxObjs = 1 << 24 // unknown size
 		if size >= 0 {
@@ -113,6 +115,9 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 			return nil, d.wrapAt(0, kindFormat, err, "reading gzip header")
 		}
 		zr.Multistream(false)
+		if size >= 0 {
+			d.setBudget(size, true)
+		}
 		s, err := d.decodeAny(zr, -1, wrapped|wrapGzip)
 		return d.gzipEnd(zr, br, s, err)
 	case head[0] == opProto:

@@ -115,6 +115,9 @@ func (d *decoder) run() (value, error) {
 			}
 			m.push(v)
 			m.count++
+			if m.n&(memoChunk-1) == 0 { // a memo chunk filled: charge it
+				err = d.charge(memoChunk * costValue)
+			}
 		case opBinPut:
 			if pos+2 > len(buf) {
 				return value{}, d.truncated("BINPUT")
