@@ -28,6 +28,7 @@ func (o *analysisOptions) define(fs *pflag.FlagSet) {
 	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
 	fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
 	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
 }
 
 // filterFlags defines --focus and --ignore, which every command that
@@ -107,7 +108,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 		var prof trace.Profile
 		if *tracePath != "" {
 			var err error
-			if prof, err = trace.OpenProfile(*tracePath); err != nil {
+			if prof, err = openProfile(cc, *tracePath); err != nil {
 				return badInput(err)
 			}
 		}
@@ -285,6 +286,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
 	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
 	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		limits := map[string]int64{}
 		for name, v := range map[string]string{"--max-peak": o.maxPeak, "--max-reserved": o.maxReserved, "--max-leak": o.maxLeak} {

@@ -68,3 +68,28 @@ func TestHostileValues(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxMemory: --max-memory sets the decoding budget of every command
+// that reads snapshots or traces; past it, exit 2 and one line naming it.
+func TestMaxMemory(t *testing.T) {
+	const snap = "../../fixtures/mlp-adamw/snapshot.pickle"
+	const tr = "../../fixtures/llama-profiled/trace.json.gz"
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"summary", snap}, {"peak", snap}, {"leaks", snap}, {"frag", snap}, {"oom", snap}, {"diff", snap, snap},
+		{"check", "--max-peak", "1TiB", snap}, {"pprof", "-o", out, snap}, {"report", "-o", out, snap}, {"ops", tr},
+	} {
+		name := strings.Join(args, " ")
+		r := runMemscope(append([]string{args[0], "--max-memory", "64GiB"}, args[1:]...)...)
+		if r.code != 0 && !(args[0] == "check" && r.code == 1) {
+			t.Errorf("%s --max-memory 64GiB: exit %d, err %v; want 0", name, r.code, r.err)
+		}
+		r = runMemscope(append([]string{args[0], "--max-memory", "1KiB"}, args[1:]...)...)
+		if r.code != 2 || r.err == nil || strings.Contains(r.err.Error(), "\n") || !strings.Contains(r.err.Error(), "the --max-memory limit") {
+			t.Errorf("%s --max-memory 1KiB: exit %d, err %v; want 2 naming the --max-memory limit", name, r.code, r.err)
+		}
+		if r := runMemscope(append([]string{args[0], "--max-memory", "lots"}, args[1:]...)...); r.code != 2 || !strings.Contains(r.stderr, "--max-memory") {
+			t.Errorf("%s --max-memory lots: exit %d, stderr %q; want a usage error", name, r.code, r.stderr)
+		}
+	}
+}

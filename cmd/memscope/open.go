@@ -4,8 +4,37 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
+	"github.com/memscope/memscope/trace"
+	"github.com/spf13/pflag"
 )
+
+// memoryFlag defines --max-memory, which every command that reads
+// snapshots or traces takes; runCommand reads it into cmdContext.maxMemory.
+func memoryFlag(fs *pflag.FlagSet) {
+	fs.String("max-memory", "", "let decoding use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to the file's size")
+}
+
+// parseMemoryFlag sets cc.maxMemory from fs's --max-memory, if it has one.
+func parseMemoryFlag(cc *cmdContext, fs *pflag.FlagSet) error {
+	f := fs.Lookup("max-memory")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	n, err := units.ParseBytes(f.Value.String())
+	if err != nil || n <= 0 {
+		return usageErrorf("--max-memory %q: want a size such as 8GiB", f.Value.String())
+	}
+	cc.maxMemory = n
+	return nil
+}
+
+// openProfile reads a torch.profiler trace or memory timeline for a
+// command, within --max-memory.
+func openProfile(cc *cmdContext, path string) (trace.Profile, error) {
+	return trace.OpenProfileWith(path, cc.maxMemory)
+}
 
 // openSnapshot opens the snapshot at path for a command. A file cut short
 // (a dump written as the process died) is not an error here: the valid
@@ -13,7 +42,7 @@ import (
 // what was lost; every analysis command then reports on that part. Other
 // errors are the input's fault.
 func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
-	s, err := snapshot.Open(path)
+	s, err := snapshot.OpenWith(path, snapshot.Options{MaxMemory: cc.maxMemory})
 	if err != nil {
 		if s == nil {
 			return nil, badInput(err)

@@ -83,6 +83,9 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 	if err := checkArgs(c.args, fs.Args()); err != nil {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
+	if err := parseMemoryFlag(cc, fs); err != nil {
+		return err
+	}
 	return runFn(cc, fs.Args())
 }
 

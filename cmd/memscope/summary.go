@@ -20,7 +20,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	var prof trace.Profile
 	if opts.trace != "" {
 		var err error
-		if prof, err = trace.OpenProfile(opts.trace); err != nil {
+		if prof, err = openProfile(cc, opts.trace); err != nil {
 			return badInput(err)
 		}
 	}
