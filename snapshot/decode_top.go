@@ -360,13 +360,26 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		}
 		pairs = append(pairs, kv{region[i], region[i+1]})
 	}
-	inSegments := 0 // segments kept from a list cut short, when the cut is inside "segments"
-	if len(region) == 2 && keyID(region[0]) == kSegments && len(d.marks) > 1 {
-		var ok bool
-		if inSegments, ok = d.closeSegments(region[1]); !ok {
+	// A list cut short is closed: the complete values above its MARK are
+	// appended to it, as its APPENDS would have.
+	inSegments, inTraces := false, false
+	switch n := len(region); {
+	case n == 2 && keyID(region[0]) == kSegments && len(d.marks) > 1:
+		if inSegments = d.closeList(region[1], 1, false); !inSegments {
 			return nil
 		}
 		pairs = append(pairs, kv{region[0], region[1]})
+	case n >= 2 && n%2 == 0 && keyID(region[n-2]) == kDeviceTraces && len(d.marks) > 1:
+		// device_traces of several devices, cut inside one: the lists
+		// above its MARK are the complete devices and the one being read.
+		if devs := st[d.marks[1]:d.markEnd(1)]; len(devs) > 0 && len(d.marks) > 2 {
+			d.closeList(devs[len(devs)-1], 2, false)
+		}
+		if inTraces = d.closeList(region[n-1], 1, true); inTraces {
+			pairs = append(pairs, kv{region[n-2], region[n-1]})
+		}
+	case n%2 == 1 && len(d.marks) > 1: // one device's list, added by APPEND: close its entries
+		d.closeList(child, 1, false)
 	}
 	var parts topParts
 	if d.topPairs(pairs, &parts) != nil || !parts.hasSegments {
@@ -377,7 +390,12 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		return nil
 	}
 	lost := fmt.Sprintf("the file ends early, at byte %d: kept the segments", at)
-	if inSegments > 0 {
+	if inTraces && len(s.Traces) > 0 {
+		last := len(s.Traces) - 1
+		lost += fmt.Sprintf(", %d complete device traces and the first %d entries of device %d's trace; later entries, devices and keys are lost",
+			last, len(s.Traces[last]), last)
+	}
+	if inSegments {
 		lost = fmt.Sprintf("the file ends early, at byte %d, inside the segments: kept the first %d segments; "+
 			"later segments, every device trace and later keys are lost", at, len(s.Segments))
 	}
@@ -398,28 +416,30 @@ func (d *decoder) salvage(at int64) *Snapshot {
 	return s
 }
 
-// closeSegments ends the "segments" list list cut short: the segments
-// complete on the stack after its MARK are appended to it, the one being
-// read (the last value) is dropped. It returns 1 and true when the list
-// could be closed.
-func (d *decoder) closeSegments(list value) (int, bool) {
-	end := len(d.stack)
-	if len(d.marks) > 2 {
-		end = d.marks[2]
+// markEnd returns where the values above marks[k] end: at the next mark,
+// or at the top of the stack.
+func (d *decoder) markEnd(k int) int {
+	if len(d.marks) > k+1 {
+		return d.marks[k+1]
 	}
-	items := d.stack[d.marks[1]:end]
-	if len(items) > 0 {
-		items = items[:len(items)-1] // the one being read, or just made: complete or not, we cannot tell
+	return len(d.stack)
+}
+
+// closeList ends list, cut short: the values above marks[k] are appended
+// to it, all but the last unless keepLast (the one being read, or just
+// made: complete or not, we cannot tell). It reports whether the list
+// could be closed; the values must be dicts or lists.
+func (d *decoder) closeList(list value, k int, keepLast bool) bool {
+	items := d.stack[d.marks[k]:d.markEnd(k)]
+	if len(items) > 0 && !keepLast {
+		items = items[:len(items)-1]
 	}
 	for _, it := range items {
-		if it.tag != tObj || d.objs[it.n].kind != objDict {
-			return 0, false
+		if it.tag != tObj {
+			return false
 		}
 	}
-	if list.tag != tObj || d.objs[list.n].kind != objList || d.appendItemsOp(list, items, "APPENDS") != nil {
-		return 0, false
-	}
-	return 1, true
+	return list.tag == tObj && d.objs[list.n].kind == objList && d.appendItemsOp(list, items, "APPENDS") == nil
 }
 
 // offOf returns the stream offset where v was made, for messages; 0 for
