@@ -64,6 +64,9 @@ func salvageNote(path string, s *snapshot.Snapshot, err error) string {
 	size := ""
 	if st, serr := os.Stat(path); serr == nil {
 		size = fmt.Sprintf(" (the file has %d bytes)", st.Size())
+		if s.Format == snapshot.FormatPickle && isGzip(path) {
+			size = fmt.Sprintf(" (of the stream inside a gzip file of %d bytes)", st.Size())
+		}
 	}
 	return fmt.Sprintf("%v%s; analysing the valid part: %s", err, size, lost)
 }
@@ -76,4 +79,16 @@ func salvaged(s *snapshot.Snapshot) bool {
 		}
 	}
 	return false
+}
+
+// isGzip reports whether the file at path starts with the gzip magic.
+func isGzip(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [2]byte
+	n, _ := f.Read(b[:])
+	return n == 2 && b[0] == 0x1f && b[1] == 0x8b
 }
