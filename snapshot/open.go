@@ -190,7 +190,7 @@ const drainLimit = 64 << 20
 // trailing warns about bytes after the pickle's STOP in a file of known
 // size: a snapshot written twice into one file, or garbage appended.
 func (d *decoder) trailing(s *Snapshot) {
-	if r := d.in.remaining(); r > 0 {
+	if r := d.in.remaining(); r > 0 && d.in.size >= 0 { // a stream of unknown size: gzipEnd sees its end
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: fmt.Sprintf("%d bytes after the pickle's end, at byte %d, were ignored", r, d.in.offset())})
 	}
@@ -220,7 +220,7 @@ func (d *decoder) gzipEnd(zr *gzip.Reader, br *bufio.Reader, s *Snapshot, err er
 	case n < drainLimit && hasMore(br):
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: "data after the end of the gzip stream was ignored"})
-	case after > 0 && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
+	case after > 0 && s.Format != FormatHTML && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: fmt.Sprintf("%d bytes after the pickle's end, inside the gzip stream, were ignored", after)})
 	}
