@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +106,12 @@ func FuzzDecode(f *testing.F) {
 			return // a value past checkValues' bounds: the reference has no such check
 		}
 		if len(data) == 0 || data[0] != opProto || !reachedStop {
+			return
+		}
+		// A FRAME longer than the file does not stop ours (a file cut short
+		// is read as far as it goes), but gopickle allocates its length.
+		if err != nil && strings.Contains(err.Error(), "the FRAME at byte") ||
+			s != nil && slices.ContainsFunc(s.Warnings, func(w Warning) bool { return strings.Contains(w.Message, "the FRAME at byte") }) {
 			return
 		}
 		tree, gerr := gopickleLoad(data)

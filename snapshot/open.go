@@ -171,8 +171,16 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 		return nil, err
 	}
 	s, err := d.finish(top)
+	if err != nil && d.shortFrame != "" {
+		if de, ok := err.(*decodeError); ok {
+			de.msg += "; " + d.shortFrame
+		}
+	}
 	if s != nil {
 		d.trailing(s)
+		if d.shortFrame != "" { // STOP came before the file ran out: a damaged file all the same
+			s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost, Message: d.shortFrame + ": the file is damaged"})
+		}
 	}
 	return s, err
 }
