@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"compress/gzip"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,34 @@ func TestDamagedEnd(t *testing.T) {
 			}
 			t.Errorf("Decode(%s) warnings %+v; want a %s one saying %q", tt.name, s.Warnings, tt.kind, tt.want)
 		})
+	}
+}
+
+// TestCleanEnd: whole files, gzipped or not, in every encoding, get no
+// warning about their end.
+func TestCleanEnd(t *testing.T) {
+	for _, path := range []string{"testdata/snap_p4.pickle", "testdata/snap_p4.pickle.gz", "testdata/snap.json", "testdata/snap_trace_plot.html"} {
+		for _, gz := range []bool{false, true} {
+			data := mustRead(t, path)
+			if gz {
+				if data[0] == 0x1f {
+					continue
+				}
+				var b bytes.Buffer
+				zw := gzip.NewWriter(&b)
+				zw.Write(data)
+				zw.Close()
+				data = b.Bytes()
+			}
+			s, err := Decode(bytes.NewReader(data), path)
+			if err != nil {
+				t.Fatalf("Decode(%s, gzip %v): %v", path, gz, err)
+			}
+			for _, w := range s.Warnings {
+				if w.Kind == WarnTrailing || w.Kind == WarnLost {
+					t.Errorf("Decode(%s, gzip %v): warning %q", path, gz, w.Message)
+				}
+			}
+		}
 	}
 }

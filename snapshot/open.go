@@ -228,7 +228,7 @@ func (d *decoder) gzipEnd(zr *gzip.Reader, br *bufio.Reader, s *Snapshot, err er
 	case n < drainLimit && hasMore(br):
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: "data after the end of the gzip stream was ignored"})
-	case after > 0 && s.Format != FormatHTML && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
+	case after > 0 && s.Format == FormatPickle && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
 		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
 			Message: fmt.Sprintf("%d bytes after the pickle's end, inside the gzip stream, were ignored", after)})
 	}
