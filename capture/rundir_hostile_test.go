@@ -29,3 +29,33 @@ func TestReadRunHostile(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadRun: whatever run.json and capture.json hold, ReadRun returns an
+// analysis or an error of one line, allocating nothing for the ranks they
+// claim beyond MaxRanks.
+func FuzzReadRun(f *testing.F) {
+	f.Add([]byte(`{"schema": "memscope-run/v1", "nproc": 2}`), []byte(`{"schema": "memscope-capture/v1", "rank": 1, "world": 2}`))
+	f.Add([]byte(`{"schema": "memscope-run/v1", "nproc": 1000000000}`), []byte(``))
+	f.Add([]byte(``), []byte(`{"schema": "memscope-capture/v1", "rank": 0, "world": 131072, "phases": [{"phase": "forward", "step": 1}]}`))
+	f.Fuzz(func(t *testing.T, run, capt []byte) {
+		dir := t.TempDir()
+		for name, b := range map[string][]byte{"run.json": run, "capture.json": capt} {
+			if len(b) == 0 {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := ReadRun(dir)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		if len(a.Missing) > MaxRanks {
+			t.Fatalf("%d missing ranks listed, more than MaxRanks", len(a.Missing))
+		}
+	})
+}
