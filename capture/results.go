@@ -182,9 +182,9 @@ func readJSON(path, want string, v any) error {
 	if head.Schema != want {
 		name, _, _ := strings.Cut(want, "/")
 		if strings.HasPrefix(head.Schema, name+"/") {
-			return fmt.Errorf("reading %s: schema %s: this memscope reads %s", path, head.Schema, want)
+			return fmt.Errorf("reading %s: schema %q: this memscope reads %s", path, head.Schema, want)
 		}
-		return fmt.Errorf("reading %s: schema %s, want %s", path, head.Schema, want)
+		return fmt.Errorf("reading %s: schema %q, want %s", path, head.Schema, want)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
