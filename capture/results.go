@@ -158,7 +158,14 @@ var errNoSchema = errors.New(`no "schema" field`)
 
 // readJSON decodes path into v after checking its "schema" field against
 // want: the same name and major version.
+// maxJSONFile bounds the run files read whole (run.json, capture.json,
+// results): the harness writes kilobytes.
+const maxJSONFile = 64 << 20
+
 func readJSON(path, want string, v any) error {
+	if st, err := os.Stat(path); err == nil && st.Size() > maxJSONFile {
+		return fmt.Errorf("reading %s: %d bytes, more than a memscope %s file holds (%d at most)", path, st.Size(), want, maxJSONFile)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -175,9 +182,9 @@ func readJSON(path, want string, v any) error {
 	if head.Schema != want {
 		name, _, _ := strings.Cut(want, "/")
 		if strings.HasPrefix(head.Schema, name+"/") {
-			return fmt.Errorf("reading %s: schema %s: this memscope reads %s", path, head.Schema, want)
+			return fmt.Errorf("reading %s: schema %q: this memscope reads %s", path, head.Schema, want)
 		}
-		return fmt.Errorf("reading %s: schema %s, want %s", path, head.Schema, want)
+		return fmt.Errorf("reading %s: schema %q, want %s", path, head.Schema, want)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)

@@ -155,6 +155,9 @@ func ReadRun(dir string) (*RunAnalysis, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
+	if a.Run != nil && (a.Run.Nproc < 0 || a.Run.Nproc > MaxRanks) {
+		return nil, fmt.Errorf("%s: nproc %d is out of range (want 0 to %d)", filepath.Join(dir, "run.json"), a.Run.Nproc, MaxRanks)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -166,6 +169,10 @@ func ReadRun(dir string) (*RunAnalysis, error) {
 			var c CaptureRank
 			if err := readJSON(filepath.Join(dir, name), CaptureSchema, &c); err != nil {
 				return nil, err
+			}
+			if c.World < 0 || c.World > MaxRanks || c.Rank < 0 || c.Rank >= max(c.World, MaxRanks) {
+				return nil, fmt.Errorf("%s: rank %d of world %d is out of range (want a world of 0 to %d and a rank below it)",
+					filepath.Join(dir, name), c.Rank, c.World, MaxRanks)
 			}
 			a.Ranks = append(a.Ranks, &c)
 			world = max(world, c.World)
@@ -243,7 +250,17 @@ func intList(xs []int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		if i == 20 {
+			fmt.Fprintf(&b, "… %d more", len(xs)-i)
+			break
+		}
 		fmt.Fprint(&b, x)
 	}
 	return b.String()
 }
+
+// MaxRanks bounds the processes of one run (nproc, world sizes, rank
+// indexes): beyond the largest training jobs, and small enough that the
+// ranks a directory lacks can be listed. A run.json that claims more is
+// refused before anything is allocated for it.
+const MaxRanks = 1 << 17

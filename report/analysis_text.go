@@ -33,13 +33,13 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 	}
 	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), p.From))
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "step\tfloor\t")
+	fprintf(tw, "step\tfloor\t")
 	for _, n := range names {
-		fmt.Fprintf(tw, "%s\t", n)
+		fprintf(tw, "%s\t", n)
 	}
-	fmt.Fprintf(tw, "after\tpeak in\t\n")
+	fprintf(tw, "after\tpeak in\t\n")
 	for _, s := range p.Steps {
-		fmt.Fprintf(tw, "%d\t%s\t", s.Step, units.Bytes(s.FloorStart))
+		fprintf(tw, "%d\t%s\t", s.Step, units.Bytes(s.FloorStart))
 		peaks := map[string]int64{}
 		for _, pi := range s.Phases {
 			ph := &p.List[pi]
@@ -47,16 +47,16 @@ func PhasesText(w io.Writer, d *attribution.Device) error {
 		}
 		for _, n := range names {
 			if v, ok := peaks[n]; ok {
-				fmt.Fprintf(tw, "%s\t", units.Bytes(v))
+				fprintf(tw, "%s\t", units.Bytes(v))
 			} else {
-				fmt.Fprintf(tw, "-\t")
+				fprintf(tw, "-\t")
 			}
 		}
 		mark := ""
 		if p.PeakPhase >= 0 && p.List[p.PeakPhase].Step == s.Step {
 			mark = " *"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t\n", units.Bytes(s.FloorEnd), s.PeakPhase, mark)
+		fprintf(tw, "%s\t%s%s\t\n", units.Bytes(s.FloorEnd), s.PeakPhase, mark)
 	}
 	tw.Flush()
 	if p.PeakPhase >= 0 {
@@ -107,7 +107,7 @@ func sitesText(ew *errWriter, an *attribution.Analysis, sites []attribution.Site
 	}
 	ew.printf("\n%s, top %d of %d:\n", title, min(top, len(sites)), len(sites))
 	tw := newTable(ew, 0)
-	fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
+	fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
 	for i, s := range sites {
 		if i == top {
 			break
@@ -117,9 +117,9 @@ func sitesText(ew *errWriter, an *attribution.Analysis, sites []attribution.Site
 			share = 100 * float64(s.Bytes) / float64(total)
 		}
 		lines := siteLines(an.Snapshot.Stacks, s, 70)
-		fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), share, s.Count, lines[0])
+		fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), share, s.Count, lines[0])
 		for _, l := range lines[1:] {
-			fmt.Fprintf(tw, "\t\t\t%s\n", l)
+			fprintf(tw, "\t\t\t%s\n", l)
 		}
 	}
 	tw.Flush()
@@ -181,12 +181,12 @@ func LeakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) erro
 	if len(l.Sites) > 0 {
 		ew.printf("\nsites of blocks born in steady steps and live at the end:\n")
 		tw := newTable(ew, 0)
-		fmt.Fprintf(tw, "  %10s\t%10s\t%5s\t%s\n", "live", "per step", "steps", "site")
+		fprintf(tw, "  %10s\t%10s\t%5s\t%s\n", "live", "per step", "steps", "site")
 		for _, s := range l.Sites {
 			lines := siteLines(an.Snapshot.Stacks, s.SiteBytes, 66)
-			fmt.Fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, lines[0])
+			fprintf(tw, "  %10s\t%10s\t%5d\t%s\n", units.Bytes(s.Bytes), units.Bytes(s.BytesPerStep), s.Steps, lines[0])
 			for _, l := range lines[1:] {
-				fmt.Fprintf(tw, "\t\t\t%s\n", l)
+				fprintf(tw, "\t\t\t%s\n", l)
 			}
 		}
 		tw.Flush()
@@ -206,9 +206,9 @@ func FragText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d: free memory inside reserved segments\n\n", d.Device)
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "moment\treserved\tallocated\treserved-alloc\tfree\tinactive split\tholes\tlargest small\tlargest large\t\n")
+	fprintf(tw, "moment\treserved\tallocated\treserved-alloc\tfree\tinactive split\tholes\tlargest small\tlargest large\t\n")
 	for _, f := range d.Frag {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", f.Label, units.Bytes(f.Reserved), units.Bytes(f.Allocated),
+		fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", f.Label, units.Bytes(f.Reserved), units.Bytes(f.Allocated),
 			units.Bytes(f.Cached), units.Bytes(f.Free), units.Bytes(f.InactiveSplit), f.Holes,
 			units.Bytes(f.LargestFree[0]), units.Bytes(f.LargestFree[1]))
 	}
@@ -305,9 +305,9 @@ func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 		}
 		ew.printf("\n")
 		tw := newTable(ew, tabwriter.AlignRight)
-		fmt.Fprintf(tw, "\tA\tB\tB − A\t\n")
+		fprintf(tw, "\tA\tB\tB − A\t\n")
 		row := func(name string, a, b int64) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Bytes(a), units.Bytes(b), signed(b-a))
+			fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Bytes(a), units.Bytes(b), signed(b-a))
 		}
 		row("peak allocated", dd.PeakA.Allocated, dd.PeakB.Allocated)
 		row("peak reserved", dd.PeakA.Reserved, dd.PeakB.Reserved)
@@ -327,12 +327,12 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 	}
 	ew.printf("\n%s, largest change first:\n", title)
 	tw := newTable(ew, 0)
-	fmt.Fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", "A", "B", "B − A", "")
+	fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", "A", "B", "B − A", "")
 	for i, r := range rows {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", units.Bytes(r.A), units.Bytes(r.B), signed(r.Change), clip(r.Name, 60))
+		fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", units.Bytes(r.A), units.Bytes(r.B), signed(r.Change), clip(r.Name, 60))
 	}
 	tw.Flush()
 }

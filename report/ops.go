@@ -1,10 +1,10 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/trace"
 )
@@ -28,19 +28,19 @@ func OpsText(w io.Writer, name string, tb *trace.Table, top int) error {
 	ew.printf("\n")
 	tw := newTable(ew, tabwriter.AlignRight)
 	if live {
-		fmt.Fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
+		fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
 	} else {
-		fmt.Fprintf(tw, "self alloc\ttotal alloc\tallocs\t %s\n", "operator")
+		fprintf(tw, "self alloc\ttotal alloc\tallocs\t %s\n", "operator")
 	}
 	for i, r := range tb.Rows {
 		if i == top {
 			break
 		}
 		if live {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
+			fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
 				units.Bytes(r.SelfPeakLive), r.Allocs, clipTail(r.Name, 52))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipTail(r.Name, 52))
+			fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipTail(r.Name, 52))
 		}
 	}
 	tw.Flush()
@@ -104,9 +104,9 @@ func Ops(tb *trace.Table, top int) OpsJSON {
 // clipTail shortens s to n runes, keeping its start (the informative part
 // of an operator's name) before "…".
 func clipTail(s string, n int) string {
-	r := []rune(s)
+	r := []rune(textsafe.Escape(s))
 	if len(r) <= n {
-		return s
+		return string(r)
 	}
 	return string(r[:n-1]) + "…"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -213,7 +214,7 @@ func (b *pprofBuilder) labels(k sampleKey) map[string][]string {
 	}
 	l := map[string][]string{"category": {k.category.String()}}
 	if k.phase != "" {
-		l["phase"] = []string{k.phase}
+		l["phase"] = []string{textsafe.Escape(k.phase)}
 	}
 	switch {
 	case k.step < 0:
@@ -262,7 +263,8 @@ func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 			key := [2]string{fr.Name, fr.Filename}
 			fn := b.funcs[key]
 			if fn == nil {
-				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fr.Name, SystemName: fr.Name, Filename: fr.Filename}
+				name := textsafe.Escape(fr.Name) // pprof -top prints it raw
+				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: textsafe.Escape(fr.Filename)}
 				b.funcs[key] = fn
 				b.p.Function = append(b.p.Function, fn)
 			}

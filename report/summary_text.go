@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -48,13 +49,13 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	ew.printf("\n\n")
 
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\trequested\tallocated\tactive\treserved\tdevice used\t\n")
+	fprintf(tw, "\trequested\tallocated\tactive\treserved\tdevice used\t\n")
 	used := "not recorded"
 	if d.DeviceUsed != nil {
 		used = units.Bytes(*d.DeviceUsed)
 	}
 	row := func(name string, n snapshot.Numbers, dev string) {
-		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", name, units.Bytes(n.Requested),
+		fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", name, units.Bytes(n.Requested),
 			units.Bytes(n.Allocated), units.Bytes(n.Active), units.Bytes(n.Reserved), dev)
 	}
 	row("at start", d.Start, "")
@@ -64,7 +65,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if d.DeviceUsedPeak != nil {
 		usedPeak = units.Bytes(*d.DeviceUsedPeak)
 	}
-	fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", "own peak", units.Bytes(d.PeakRequested.Bytes),
+	fprintf(tw, "%-8s\t%s\t%s\t%s\t%s\t%s\t\n", "own peak", units.Bytes(d.PeakRequested.Bytes),
 		units.Bytes(d.PeakAllocated.Bytes), units.Bytes(d.PeakActive.Bytes), units.Bytes(d.PeakReserved.Bytes), usedPeak)
 	tw.Flush()
 	if d.DeviceUsedPeak != nil {
@@ -101,15 +102,15 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if len(d.TopSites) > 0 {
 		ew.printf("\ntop sites live at peak (%d blocks, %s allocated):\n", d.LiveAtPeak, units.Bytes(d.AtPeak.Allocated))
 		tw = newTable(ew, 0)
-		fmt.Fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
+		fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
 		for _, s := range d.TopSites {
 			lines := siteLines(sum.Stacks, s, 70)
 			if s.FreeStack {
 				lines[0] = clip(lines[0]+" [freed here; allocated before recording]", 70)
 			}
-			fmt.Fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), 100*s.Share, s.Count, lines[0])
+			fprintf(tw, "  %10s\t%5.1f%%\t%6d\t%s\n", units.Bytes(s.Bytes), 100*s.Share, s.Count, lines[0])
 			for _, l := range lines[1:] {
-				fmt.Fprintf(tw, "\t\t\t%s\n", l)
+				fprintf(tw, "\t\t\t%s\n", l)
 			}
 			if opt.Stacks {
 				tw.Flush()
@@ -175,9 +176,9 @@ func siteLines(st *snapshot.Stacks, s attribution.SiteBytes, width int) []string
 }
 
 func clip(s string, n int) string {
-	r := []rune(s)
+	r := []rune(textsafe.Escape(s))
 	if len(r) <= n {
-		return s
+		return string(r)
 	}
 	return "…" + string(r[len(r)-n+1:])
 }
@@ -198,8 +199,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// printf prints to e with its string arguments escaped (see safe.go).
 func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
+	fmt.Fprintf(e, format, escapeArgs(args)...)
 }
 
 func plural(n int) string {
@@ -211,10 +213,10 @@ func plural(n int) string {
 
 // wrap breaks s into lines of at most width columns at spaces, indenting
 // every line after the first with indent.
-func wrap(s string, width int, indent string) string {
+func wrap(s string, width int, indent string) safeText {
 	var b strings.Builder
 	col := 0
-	for i, w := range strings.Fields(s) {
+	for i, w := range strings.Fields(textsafe.Escape(s)) {
 		n := len([]rune(w))
 		if i > 0 && col+1+n > width {
 			b.WriteString("\n" + indent)
@@ -226,7 +228,7 @@ func wrap(s string, width int, indent string) string {
 		b.WriteString(w)
 		col += n
 	}
-	return b.String()
+	return safeText(b.String())
 }
 
 // stepsLine says how many steps were found and from what.

@@ -37,7 +37,7 @@ func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
 
 	ew.printf("\n")
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "precision\tbatch\tresult\tforward\tbackward\toptimizer\tallocated\trequested\treserved\tstep time\tretries\t\n")
+	fprintf(tw, "precision\tbatch\tresult\tforward\tbackward\toptimizer\tallocated\trequested\treserved\tstep time\tretries\t\n")
 	for _, p := range a.Rows {
 		res := "fits"
 		switch {
@@ -47,13 +47,13 @@ func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
 			res = "error"
 		}
 		if p.Fits {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", p.Precision, p.Batch, res,
+			fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", p.Precision, p.Batch, res,
 				phaseBytes(p, "forward"), phaseBytes(p, "backward"), phaseBytes(p, "optimizer"),
 				units.Bytes(p.Peak.Allocated), units.Bytes(p.Peak.Requested), units.Bytes(p.Peak.Reserved),
 				stepTime(p.StepTimeMS), p.NumAllocRetries)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\t\t\t\t\t\t\n", p.Precision, p.Batch, res)
+		fprintf(tw, "%s\t%d\t%s\t\t\t\t\t\t\t\t\t\n", p.Precision, p.Batch, res)
 	}
 	tw.Flush()
 	for _, p := range a.Rows {
@@ -167,9 +167,9 @@ func RunText(w io.Writer, a *capture.RunAnalysis) error {
 	if len(a.Ranks) > 0 {
 		ew.printf("\n")
 		tw := newTable(ew, tabwriter.AlignRight)
-		fmt.Fprintf(tw, "rank\tpeak allocated\trequested\treserved\tdevice used\tsteps\texit\tOOM events\t\n")
+		fprintf(tw, "rank\tpeak allocated\trequested\treserved\tdevice used\tsteps\texit\tOOM events\t\n")
 		for _, r := range a.Ranks {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Rank, units.Bytes(r.Peak.Allocated),
+			fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Rank, units.Bytes(r.Peak.Allocated),
 				units.Bytes(r.Peak.Requested), units.Bytes(r.Peak.Reserved), units.Bytes(r.DeviceUsed),
 				r.Steps, r.ExitCode, len(r.OOM))
 		}
@@ -183,9 +183,9 @@ func RunText(w io.Writer, a *capture.RunAnalysis) error {
 	if len(a.Phases) > 0 {
 		ew.printf("\nphases of the measured steps (highest over steps and ranks):\n")
 		tw := newTable(ew, tabwriter.AlignRight)
-		fmt.Fprintf(tw, "phase\tsteps\tpeak allocated\trequested\treserved\t\n")
+		fprintf(tw, "phase\tsteps\tpeak allocated\trequested\treserved\t\n")
 		for _, p := range a.Phases {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", p.Phase, p.Steps, units.Bytes(p.Peak.Allocated),
+			fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", p.Phase, p.Steps, units.Bytes(p.Peak.Allocated),
 				units.Bytes(p.Peak.Requested), units.Bytes(p.Peak.Reserved))
 		}
 		tw.Flush()

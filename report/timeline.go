@@ -38,11 +38,11 @@ func TimelineText(w io.Writer, name string, ct *trace.CategoryTimeline) error {
 	ew.printf("%d points over %s (epoch %d µs to %d µs)\n\n", s.Points, units.Duration(s.EndUS-s.StartUS), s.StartUS, s.EndUS)
 	ew.printf("peak %s at +%s (point %d, epoch %d µs)\n\n", units.Bytes(s.AtPeak.Total()), units.Duration(s.PeakUS-s.StartUS), s.PeakIndex, s.PeakUS)
 	tw := newTable(ew, tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  at peak\tmax\tat end\t %s\n", "category")
+	fprintf(tw, "  at peak\tmax\tat end\t %s\n", "category")
 	for c := range trace.NumCategories {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t %s\n", units.Bytes(s.AtPeak[c]), units.Bytes(s.Max[c]), units.Bytes(s.End[c]), timelineCategories[c])
+		fprintf(tw, "  %s\t%s\t%s\t %s\n", units.Bytes(s.AtPeak[c]), units.Bytes(s.Max[c]), units.Bytes(s.End[c]), timelineCategories[c])
 	}
-	fmt.Fprintf(tw, "  %s\t%s\t%s\t %s\n", units.Bytes(s.AtPeak.Total()), units.Bytes(s.AtPeak.Total()), units.Bytes(s.End.Total()), "total")
+	fprintf(tw, "  %s\t%s\t%s\t %s\n", units.Bytes(s.AtPeak.Total()), units.Bytes(s.AtPeak.Total()), units.Bytes(s.End.Total()), "total")
 	tw.Flush()
 	ew.printf("\nfor operators, give the Chrome trace of the same run (export_chrome_trace); to set these categories beside a snapshot's, 'memscope peak --trace %s SNAP'\n", name)
 	return ew.err

@@ -106,6 +106,9 @@ func (d *decoder) setItemsOp(dict value, items []value, op string) error {
 	if err != nil {
 		return err
 	}
+	if err := d.charge(int64(len(items)/2) * costPair); err != nil {
+		return err
+	}
 	keys := o.keys
 	n := len(o.pairs)
 	o.pairs = slices.Grow(o.pairs, len(items)/2)[:n+len(items)/2]
@@ -133,6 +136,9 @@ func (d *decoder) makeTuple(items []value) (value, error) {
 	if len(items) > maxStack {
 		return value{}, d.fail(kindLimit, "tuple of more than %d items", maxStack)
 	}
+	if err := d.charge(int64(len(items)) * costValue); err != nil {
+		return value{}, err
+	}
 	for i, it := range items {
 		if it.tag == tObj {
 			items[i] = d.store(it)
@@ -153,6 +159,7 @@ func (d *decoder) appendItemsOp(list value, items []value, op string) error {
 		return err
 	}
 	li := uint32(list.n)
+	var cost int64 // of what is copied: a value shared through the memo is copied at each use
 	for _, it := range items {
 		if it.tag == tObj {
 			if c := &d.objs[it.n]; c.hasConv {
@@ -166,34 +173,40 @@ func (d *decoder) appendItemsOp(list value, items []value, op string) error {
 		}
 		switch it.tag {
 		case tFrame:
+			cost += costFrame
 			if d.admit(o, clsFrame) {
 				o.frames = append(o.frames, FrameID(it.n))
 			}
 		case tEvent:
+			cost += costEvent
 			if d.admit(o, clsEvent) {
 				o.typed.events.add(d.objs[it.aux].typed.events.at(int(it.n)))
 			}
 		case tBlock:
+			cost += costBlock
 			if d.admit(o, clsBlock) {
 				o.typed.blocks = append(o.typed.blocks, d.objs[it.aux].typed.blocks[it.n])
 			}
 		case tSegment:
+			cost += costSeg
 			if d.admit(o, clsSegment) {
 				src := &d.objs[it.aux]
 				o.typed.segs = append(o.typed.segs, src.typed.segs[it.n])
 				o.typed.legacy = o.typed.legacy || src.typed.legacy
 			}
 		case tAnnot:
+			cost += costAnnot
 			if d.admit(o, clsAnnot) {
 				o.typed.annots = append(o.typed.annots, d.objs[it.aux].typed.annots[it.n])
 			}
 		default:
+			cost += costValue
 			if d.admit(o, clsGeneric) {
 				o.items = append(o.items, it)
 			}
 		}
 	}
-	return nil
+	return d.charge(cost)
 }
 
 // appendDict converts dict c (object ci) by shape and appends it to list o

@@ -40,13 +40,16 @@ const (
 // the (decompressed) stream and what was wrong, on one line.
 type decodeError struct {
 	name string
-	off  int64
+	off  int64 // -1 when the message names the entry instead
 	msg  string
 	kind errKind
 	err  error // wrapped cause, if any
 }
 
 func (e *decodeError) Error() string {
+	if e.off < 0 { // a value checked after decoding: the message names it
+		return fmt.Sprintf("decoding %s: %s", e.name, e.msg)
+	}
 	return fmt.Sprintf("decoding %s at byte %d: %s", e.name, e.off, e.msg)
 }
 

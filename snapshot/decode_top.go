@@ -21,6 +21,16 @@ type decoder struct {
 	sized   bool // the input's length is known and d.in reads it
 	hinted  bool // eventsHint has sized a list
 
+	// shortFrame, when set, says that a FRAME claimed more bytes than the
+	// file holds: a file cut short, named in any later error.
+	shortFrame string
+
+	// budget bounds the bytes decoding materialises (budget.go); used
+	// counts them.
+	budget, used   int64
+	budgetFor      string // what the budget was set for, for the message
+	explicitBudget bool   // budget came from Options.MaxMemory
+
 	genericN    int // values made by generic
 	blockCopies int // blocks copied for blocks lists shared by segments
 
@@ -350,6 +360,27 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		}
 		pairs = append(pairs, kv{region[i], region[i+1]})
 	}
+	// A list cut short is closed: the complete values above its MARK are
+	// appended to it, as its APPENDS would have.
+	inSegments, inTraces := false, false
+	switch n := len(region); {
+	case n == 2 && keyID(region[0]) == kSegments && len(d.marks) > 1:
+		if inSegments = d.closeList(region[1], 1, false); !inSegments {
+			return nil
+		}
+		pairs = append(pairs, kv{region[0], region[1]})
+	case n >= 2 && n%2 == 0 && keyID(region[n-2]) == kDeviceTraces && len(d.marks) > 1:
+		// device_traces of several devices, cut inside one: the lists
+		// above its MARK are the complete devices and the one being read.
+		if devs := st[d.marks[1]:d.markEnd(1)]; len(devs) > 0 && len(d.marks) > 2 {
+			d.closeList(devs[len(devs)-1], 2, false)
+		}
+		if inTraces = d.closeList(region[n-1], 1, true); inTraces {
+			pairs = append(pairs, kv{region[n-2], region[n-1]})
+		}
+	case n%2 == 1 && len(d.marks) > 1: // one device's list, added by APPEND: close its entries
+		d.closeList(child, 1, false)
+	}
 	var parts topParts
 	if d.topPairs(pairs, &parts) != nil || !parts.hasSegments {
 		return nil
@@ -359,6 +390,15 @@ func (d *decoder) salvage(at int64) *Snapshot {
 		return nil
 	}
 	lost := fmt.Sprintf("the file ends early, at byte %d: kept the segments", at)
+	if inTraces && len(s.Traces) > 0 {
+		last := len(s.Traces) - 1
+		lost += fmt.Sprintf(", %d complete device traces and the first %d entries of device %d's trace; later entries, devices and keys are lost",
+			last, len(s.Traces[last]), last)
+	}
+	if inSegments {
+		lost = fmt.Sprintf("the file ends early, at byte %d, inside the segments: kept the first %d segments; "+
+			"later segments, every device trace and later keys are lost", at, len(s.Segments))
+	}
 	if keyID(partialKey) == kDeviceTraces && !parts.hasTraces {
 		traces, err := d.tracesOf(partial)
 		ct := d.resolve(child)
@@ -374,6 +414,32 @@ func (d *decoder) salvage(at int64) *Snapshot {
 	}
 	s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost, Message: lost})
 	return s
+}
+
+// markEnd returns where the values above marks[k] end: at the next mark,
+// or at the top of the stack.
+func (d *decoder) markEnd(k int) int {
+	if len(d.marks) > k+1 {
+		return d.marks[k+1]
+	}
+	return len(d.stack)
+}
+
+// closeList ends list, cut short: the values above marks[k] are appended
+// to it, all but the last unless keepLast (the one being read, or just
+// made: complete or not, we cannot tell). It reports whether the list
+// could be closed; the values must be dicts or lists.
+func (d *decoder) closeList(list value, k int, keepLast bool) bool {
+	items := d.stack[d.marks[k]:d.markEnd(k)]
+	if len(items) > 0 && !keepLast {
+		items = items[:len(items)-1]
+	}
+	for _, it := range items {
+		if it.tag != tObj {
+			return false
+		}
+	}
+	return list.tag == tObj && d.objs[list.n].kind == objList && d.appendItemsOp(list, items, "APPENDS") == nil
 }
 
 // offOf returns the stream offset where v was made, for messages; 0 for

@@ -281,6 +281,7 @@ func (d *decoder) intern(b []byte) value {
 	id := uint32(len(d.strs))
 	d.strs = append(d.strs, s)
 	d.strIdx[s] = id
+	d.used += int64(len(s)) + costString // checked by the next charge
 	return value{tag: tStr, n: int64(id)}
 }
 
@@ -292,6 +293,7 @@ func (d *decoder) internString(s string) value {
 	id := uint32(len(d.strs))
 	d.strs = append(d.strs, s)
 	d.strIdx[s] = id
+	d.used += int64(len(s)) + costString
 	return value{tag: tStr, n: int64(id)}
 }
 

@@ -24,9 +24,20 @@
 //
 // Every error is one line, "decoding NAME at byte N: what was wrong", N
 // counting bytes of the pickle or JSON stream after gunzip or base64. A file
-// that ends early after its segments yields the error and a partial
-// Snapshot with a Warning saying what was lost. Limits on nesting, lengths,
-// memo indexes and containers keep hostile input from exhausting memory.
+// that ends early, wherever after the start of its "segments", yields the
+// error and a partial Snapshot with a Warning (WarnLost) saying what was
+// lost: the segments read, the complete device traces and the first entries
+// of the one being read. A gzip stream is read to its end, so a wrong
+// checksum or length is a warning, as are bytes after the snapshot's end
+// (WarnTrailing). Limits on nesting, lengths, memo indexes and containers,
+// and a budget on everything the decoder materialises (budget.go: strings,
+// list items with each copy of a memo entry, dict pairs; proportional to
+// the input's size, Options.MaxMemory to raise it) keep hostile input from
+// exhausting memory. Values the replay would index or sum with (device
+// indexes, addresses of entries replayed by address, sizes) are checked once
+// decoded (decode_check.go): one that no torch writes is an error naming
+// its segment or trace entry, "decoding NAME: device_traces[0][5] (alloc):
+// …".
 //
 // The unpickler assumes what every pickle.dump output satisfies: a
 // container is complete before it is stored in another one. A pickle that

@@ -206,6 +206,7 @@ type Warning struct {
 // Warning kinds.
 const (
 	WarnLost          = "lost"          // part of the file could not be read
+	WarnTrailing      = "trailing"      // bytes after the snapshot's end were ignored
 	WarnLateStart     = "late-start"    // blocks were live at the first recorded entry
 	WarnWrapped       = "wrapped"       // the trace ring buffer dropped its oldest entries
 	WarnOneEntry      = "one-entry"     // a one-entry trace (torch ≈ 2.0, or enabled="state")

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -22,16 +23,7 @@ const htmlMarker = `"base64": "`
 // same data as JSON, a _memory_viz HTML page with the pickle embedded, or
 // any of those gzipped. See Decode for the results on damaged files.
 func Open(path string) (*Snapshot, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening snapshot: %w", err)
-	}
-	defer f.Close()
-	size := int64(-1)
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	return decode(f, path, size)
+	return OpenWith(path, Options{})
 }
 
 // Decode reads a snapshot from r; name is used in messages and as
@@ -43,6 +35,11 @@ func Open(path string) (*Snapshot, error) {
 // error and a partial Snapshot holding what was read, with a Warning that
 // says what was lost; otherwise the Snapshot is nil on error.
 func Decode(r io.Reader, name string) (*Snapshot, error) {
+	return decodeWith(r, name, readerSize(r), Options{})
+}
+
+// readerSize returns how many bytes r holds, -1 when that is not known.
+func readerSize(r io.Reader) int64 {
 	size := int64(-1)
 	switch r := r.(type) {
 	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
@@ -54,11 +51,14 @@ func Decode(r io.Reader, name string) (*Snapshot, error) {
 			}
 		}
 	}
-	return decode(r, name, size)
+	return size
 }
 
-func decode(r io.Reader, name string, size int64) (s *Snapshot, err error) {
+func decodeWith(r io.Reader, name string, size int64, opt Options) (s *Snapshot, err error) {
 	d := newDecoder(name)
+	if opt.MaxMemory > 0 {
+		d.budget, d.explicitBudget = opt.MaxMemory, true
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s = nil
@@ -67,7 +67,13 @@ func decode(r io.Reader, name string, size int64) (s *Snapshot, err error) {
 					strings.ReplaceAll(string(debug.Stack()), "\n", " | "))}
 		}
 	}()
-	return d.decodeAny(r, size, 0)
+	s, err = d.decodeAny(r, size, 0)
+	if s != nil {
+		if cerr := d.checkValues(s); cerr != nil {
+			return nil, cerr
+		}
+	}
+	return s, err
 }
 
 // Wrappers removed before the snapshot itself; each may be removed once.
@@ -81,6 +87,9 @@ const (
 func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, error) {
 	in := &d.in
 	in.reset(r, size)
+	if wrapped == 0 {
+		d.setBudget(size, false)
+	}
 	if d.maxObjs == 0 {
 		d.maxObjs = 1 << 24 // unknown size
 		if size >= 0 {
@@ -100,11 +109,17 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 		if wrapped != 0 {
 			return nil, d.failAt(0, kindFormat, "gzip inside gzip or HTML: not a memory snapshot")
 		}
-		zr, err := gzip.NewReader(in.rest())
+		br := bufio.NewReader(in.rest()) // a ByteReader: gzip reads no further than its stream
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, d.wrapAt(0, kindFormat, err, "reading gzip header")
 		}
-		return d.decodeAny(zr, -1, wrapped|wrapGzip)
+		zr.Multistream(false)
+		if size >= 0 {
+			d.setBudget(size, true)
+		}
+		s, err := d.decodeAny(zr, -1, wrapped|wrapGzip)
+		return d.gzipEnd(zr, br, s, err)
 	case head[0] == opProto:
 		s, err := d.decodePickle()
 		if s != nil {
@@ -142,6 +157,11 @@ func (d *decoder) decodeAny(r io.Reader, size int64, wrapped int) (*Snapshot, er
 func (d *decoder) decodePickle() (*Snapshot, error) {
 	d.sized = d.in.size >= 0
 	top, err := d.run()
+	if err != nil && d.shortFrame != "" {
+		if de, ok := err.(*decodeError); ok {
+			de.msg += "; " + d.shortFrame
+		}
+	}
 	if err != nil {
 		if errKindOf(err) == kindTruncated {
 			if s := d.salvage(d.opOff); s != nil {
@@ -150,7 +170,69 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 		}
 		return nil, err
 	}
-	return d.finish(top)
+	s, err := d.finish(top)
+	if err != nil && d.shortFrame != "" {
+		if de, ok := err.(*decodeError); ok {
+			de.msg += "; " + d.shortFrame
+		}
+	}
+	if s != nil {
+		d.trailing(s)
+		if d.shortFrame != "" { // STOP came before the file ran out: a damaged file all the same
+			s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost, Message: d.shortFrame + ": the file is damaged"})
+		}
+	}
+	return s, err
+}
+
+// hasMore reports whether r holds another byte.
+func hasMore(r *bufio.Reader) bool {
+	_, err := r.Peek(1)
+	return err == nil
+}
+
+// drainLimit bounds what is read past the pickle's STOP (or past an error)
+// to check the gzip stream's checksum and length.
+const drainLimit = 64 << 20
+
+// trailing warns about bytes after the pickle's STOP in a file of known
+// size: a snapshot written twice into one file, or garbage appended.
+func (d *decoder) trailing(s *Snapshot) {
+	if r := d.in.remaining(); r > 0 && d.in.size >= 0 { // a stream of unknown size: gzipEnd sees its end
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: fmt.Sprintf("%d bytes after the pickle's end, at byte %d, were ignored", r, d.in.offset())})
+	}
+}
+
+// gzipEnd reads the rest of a gzip stream after its snapshot was decoded,
+// so that its checksum and length are checked, and reports what it finds:
+// a damaged stream (bad checksum or length, corrupt data) as a warning
+// that the snapshot may be wrong, or as the cause of a decoding error;
+// data after the snapshot's end as a warning.
+func (d *decoder) gzipEnd(zr *gzip.Reader, br *bufio.Reader, s *Snapshot, err error) (*Snapshot, error) {
+	after := int64(d.in.end - d.in.pos) // decompressed bytes read ahead past the end
+	n, derr := io.Copy(io.Discard, io.LimitReader(zr, drainLimit))
+	after += n
+	if err != nil {
+		if derr != nil && errKindOf(err) != kindTruncated {
+			if de, ok := err.(*decodeError); ok {
+				de.msg += "; reading the gzip stream failed: " + derr.Error() + " (a damaged file)"
+			}
+		}
+		return s, err
+	}
+	switch {
+	case derr != nil:
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost,
+			Message: "the gzip stream is damaged after the snapshot was read (" + derr.Error() + "): its numbers may be wrong"})
+	case n < drainLimit && hasMore(br):
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: "data after the end of the gzip stream was ignored"})
+	case after > 0 && s.Format == FormatPickle && !slices.ContainsFunc(s.Warnings, func(w Warning) bool { return w.Kind == WarnTrailing }):
+		s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnTrailing,
+			Message: fmt.Sprintf("%d bytes after the pickle's end, inside the gzip stream, were ignored", after)})
+	}
+	return s, nil
 }
 
 // rest returns a reader of the unread input: the buffered bytes, then the

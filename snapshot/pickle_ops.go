@@ -107,7 +107,7 @@ func (d *decoder) put(i uint64) error {
 		o.memoIdx = i
 	}
 	d.memo.set(i, v)
-	return nil
+	return d.charge(costValue)
 }
 
 // pushString interns b (valid only until the next read) and pushes it.
@@ -129,6 +129,9 @@ func (d *decoder) longString(unicode bool, n uint64) error {
 			return d.truncated("a string")
 		}
 		return d.fail(kindTruncated, "string of %d bytes but only %d bytes remain (truncated file?)", n, r)
+	}
+	if d.budget > 0 && d.used+int64(n) > d.budget { // before reading it in
+		return d.charge(int64(n))
 	}
 	b, ok := d.in.take(int(n))
 	if !ok {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 )
 
@@ -114,6 +115,9 @@ func (d *decoder) run() (value, error) {
 			}
 			m.push(v)
 			m.count++
+			if m.n&(memoChunk-1) == 0 { // a memo chunk filled: charge it
+				err = d.charge(memoChunk * costValue)
+			}
 		case opBinPut:
 			if pos+2 > len(buf) {
 				return value{}, d.truncated("BINPUT")
@@ -269,12 +273,12 @@ func (d *decoder) run() (value, error) {
 			}
 			n := binary.LittleEndian.Uint64(buf[pos+1:])
 			pos += 9
+			// A frame longer than what remains is a file cut short: its
+			// opcodes are read as far as they go, so that the valid part
+			// is kept; the cut is reported where the input ends.
 			in.pos = pos
-			if r := in.remaining(); r >= 0 && n > uint64(r) {
-				if in.rerr != nil {
-					return value{}, d.truncated("FRAME")
-				}
-				return value{}, d.fail(kindTruncated, "FRAME of %d bytes but only %d bytes remain (truncated file?)", n, r)
+			if r := in.remaining(); r >= 0 && n > uint64(r) && d.shortFrame == "" {
+				d.shortFrame = fmt.Sprintf("the FRAME at byte %d claims %d bytes but only %d bytes remain (truncated file?)", d.opOff, n, r)
 			}
 		case opProto:
 			if pos+2 > len(buf) {

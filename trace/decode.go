@@ -162,7 +162,7 @@ func (d *decoder) decodeObject() error {
 			continue
 		}
 		if err := d.readMeta(key); err != nil {
-			return d.damaged(err, "reading top-level key "+key)
+			return d.damaged(err, fmt.Sprintf("reading top-level key %q", key))
 		}
 	}
 	if _, err := d.dec.ReadToken(); err != nil {

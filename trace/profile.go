@@ -24,7 +24,11 @@ func OpenProfile(path string) (Profile, error) {
 		return Profile{}, err
 	}
 	defer f.Close()
-	return DecodeProfile(f, filepath.Base(path))
+	limit := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		limit = DefaultMaxJSON(st.Size())
+	}
+	return decodeProfile(f, filepath.Base(path), limit, false)
 }
 
 // DecodeProfile is OpenProfile on a reader. A memory timeline is a JSON array
@@ -32,10 +36,30 @@ func OpenProfile(path string) (Profile, error) {
 // category], …]); a Chrome trace is an object or an array of event
 // objects. Everything else is read as a trace, for its error messages.
 func DecodeProfile(r io.Reader, name string) (Profile, error) {
+	return decodeProfile(r, name, -1, false)
+}
+
+// decodeProfile is DecodeProfile reading at most limit bytes of a gzipped
+// input's JSON (-1: no bound); explicit says the caller gave the limit.
+func decodeProfile(r io.Reader, name string, limit int64, explicit bool) (Profile, error) {
 	in, gz, err := maybeGunzip(r)
 	if err != nil {
 		return Profile{}, fmt.Errorf("decoding %s: %w", name, err)
 	}
+	var bounded *boundedReader
+	if gz && limit >= 0 {
+		bounded = &boundedReader{r: in, limit: limit, explicit: explicit}
+		in = bounded
+	}
+	p, err := decodeBody(in, gz, name)
+	if bounded != nil && bounded.err != nil { // not a file cut short: refused
+		return Profile{}, fmt.Errorf("decoding %s at byte %d: %w", name, bounded.limit, bounded.err)
+	}
+	return p, err
+}
+
+// decodeBody tells a memory timeline from a trace and decodes it.
+func decodeBody(in io.Reader, gz bool, name string) (Profile, error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	if isMemoryTimeline(br) {
 		ct, err := decodeTimeline(br, gz, name)

@@ -12,7 +12,6 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
-	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -29,6 +28,7 @@ func (o *analysisOptions) define(fs *pflag.FlagSet) {
 	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
 	fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
 	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
 }
 
 // filterFlags defines --focus and --ignore, which every command that
@@ -57,14 +57,14 @@ case, and everything up to site-packages/ written <site-packages>/.
 frames whose file matches.`
 
 // analyze opens and analyses one snapshot.
-func (o *analysisOptions) analyze(path string) (*attribution.Analysis, error) {
+func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Analysis, error) {
 	f, err := attribution.NewFilter(o.ignore, o.focus)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	s, err := snapshot.Open(path)
+	s, err := openSnapshot(cc, path)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, err
 	}
 	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device}), nil
 }
@@ -74,7 +74,7 @@ func (o *analysisOptions) analyze(path string) (*attribution.Analysis, error) {
 func (o *analysisOptions) eachFile(cc *cmdContext, kind string, paths []string, fn func(an *attribution.Analysis) (any, error)) error {
 	doc := report.Doc{Schema: report.Schema, Kind: kind}
 	for i, p := range paths {
-		an, err := o.analyze(p)
+		an, err := o.analyze(cc, p)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 		var prof trace.Profile
 		if *tracePath != "" {
 			var err error
-			if prof, err = trace.OpenProfile(*tracePath); err != nil {
+			if prof, err = openProfile(cc, *tracePath); err != nil {
 				return badInput(err)
 			}
 		}
@@ -251,11 +251,11 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 		case sweepA || sweepB:
 			return usageErrorf("diff compares two sweep runs, or two snapshots (files or capture run directories), not one of each")
 		}
-		a, err := o.analyze(pa)
+		a, err := o.analyze(cc, pa)
 		if err != nil {
 			return err
 		}
-		b, err := o.analyze(pb)
+		b, err := o.analyze(cc, pb)
 		if err != nil {
 			return err
 		}
@@ -286,6 +286,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
 	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
 	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		limits := map[string]int64{}
 		for name, v := range map[string]string{"--max-peak": o.maxPeak, "--max-reserved": o.maxReserved, "--max-leak": o.maxLeak} {
@@ -313,10 +314,13 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 		type verdict struct {
 			Source string   `json:"source"`
 			Broken []string `json:"broken"`
+			// Truncated: the file was cut short and only its valid part was checked.
+			Truncated bool `json:"truncated,omitempty"`
 		}
 		var verdicts []verdict
+		var cut []string // files cut short: their lost part is unchecked
 		for _, p := range snaps {
-			an, err := o.analyze(p)
+			an, err := o.analyze(cc, p)
 			if err != nil {
 				return err
 			}
@@ -327,18 +331,25 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			for _, b := range v.Broken {
 				broken = append(broken, p+": "+b)
 			}
+			if salvaged(an.Snapshot) {
+				cut = append(cut, p)
+				v.Truncated = true
+			}
 			verdicts = append(verdicts, v)
 		}
 		if o.json {
 			if err := report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "check",
-				Result: map[string]any{"ok": len(broken) == 0, "files": verdicts}}); err != nil {
+				Result: map[string]any{"ok": len(broken) == 0 && len(cut) == 0, "files": verdicts}}); err != nil {
 				return err
 			}
-		} else if len(broken) == 0 {
+		} else if len(broken) == 0 && len(cut) == 0 {
 			fmt.Fprintf(cc.stdout, "ok: %d snapshot(s) within every limit\n", len(snaps))
 		}
-		if len(broken) > 0 {
+		switch {
+		case len(broken) > 0: // broken in the valid part: broken whatever was lost
 			return checkFailedf("%s", strings.Join(broken, "; "))
+		case len(cut) > 0: // the gate cannot vouch for what it could not read
+			return badInput(fmt.Errorf("%s: cut short: every limit holds on the part read, but the part lost was not checked", strings.Join(cut, ", ")))
 		}
 		return nil
 	}

@@ -19,8 +19,10 @@ func TestBadSnapshot(t *testing.T) {
 	random := make([]byte, 1<<16)
 	rand.New(rand.NewSource(7)).Read(random)
 	files := map[string][]byte{
-		"empty.pickle":     {},
-		"truncated.pickle": fixture[:len(fixture)/2],
+		"empty.pickle": {},
+		// cut a few bytes in, before "segments": nothing to keep (a later
+		// cut is salvaged: TestSalvageCut)
+		"truncated.pickle": fixture[:12],
 		"random.bin":       random,
 		// pickle.dumps(collections.OrderedDict) at protocol 4: a class reference
 		"global.pickle": []byte("\x80\x04\x95\x1e\x00\x00\x00\x00\x00\x00\x00\x8c\x0bcollections\x94\x8c\x0bOrderedDict\x94\x93\x94."),

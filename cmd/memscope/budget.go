@@ -65,6 +65,7 @@ func budgetFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.runDir, "run", "", "compare with `DIR`'s snapshot.pickle and truth.json (a fixture, or harness.py scenario output)")
 	fs.IntVar(&o.device, "device", -1, "the snapshot's CUDA device `N` (default: the first with recorded events)")
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	memoryFlag(fs)
 	return func(cc *cmdContext, args []string) error {
 		if len(args) > 0 {
 			if o.snapshot != "" {
@@ -136,7 +137,7 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 		doc.Fit = &f
 	}
 	if o.snapshot != "" || tr != nil {
-		md, mnotes, err := o.measure(p, tr)
+		md, mnotes, err := o.measure(cc, p, tr)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
-	"github.com/memscope/memscope/snapshot"
 )
 
 // The measured side of 'memscope budget': torch's per-phase peaks from a
@@ -56,7 +55,7 @@ func steadyPhase(step, lastStep int) bool { return step >= 1 || lastStep == 0 &&
 // measure reads the measured phase peaks: from the snapshot (peaks, and what
 // was live at each by category and term) and from truth.json (torch's own
 // peak counters, which take precedence for the peak numbers).
-func (o *budgetOptions) measure(p *budget.Prediction, tr *truthFile) (*measuredDoc, []string, error) {
+func (o *budgetOptions) measure(cc *cmdContext, p *budget.Prediction, tr *truthFile) (*measuredDoc, []string, error) {
 	md := &measuredDoc{Sources: []string{}}
 	var notes []string
 	byPhase := map[string]*budget.Measured{}
@@ -70,7 +69,7 @@ func (o *budgetOptions) measure(p *budget.Prediction, tr *truthFile) (*measuredD
 		return byPhase[name]
 	}
 	if o.snapshot != "" {
-		d, err := o.snapshotDevice()
+		d, err := o.snapshotDevice(cc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -160,10 +159,10 @@ func (o *budgetOptions) measure(p *budget.Prediction, tr *truthFile) (*measuredD
 }
 
 // snapshotDevice opens and analyses the snapshot and picks the device.
-func (o *budgetOptions) snapshotDevice() (*attribution.Device, error) {
-	s, err := snapshot.Open(o.snapshot)
+func (o *budgetOptions) snapshotDevice(cc *cmdContext) (*attribution.Device, error) {
+	s, err := openSnapshot(cc, o.snapshot)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, err
 	}
 	an := attribution.Analyze(s, attribution.Options{Device: o.device})
 	for _, d := range an.Devices {

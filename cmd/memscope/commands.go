@@ -35,6 +35,9 @@ type runFunc func(cc *cmdContext, args []string) error
 type cmdContext struct {
 	stdout io.Writer // results: text, JSON
 	stderr io.Writer // warnings and diagnostics
+	// maxMemory is --max-memory, for the commands that take it: the
+	// decoding budget in bytes; 0 for the default.
+	maxMemory int64
 }
 
 // commands is the command table, in the order the overview lists them. It is
@@ -303,6 +306,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
 	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		if o.run != "" {
 			return runSummaryRun(cc, o, paths)

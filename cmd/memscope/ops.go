@@ -16,6 +16,7 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
 	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
 	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices)")
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		keys := map[string]trace.SortKey{"self": trace.BySelf, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
 		key, ok := keys[*sortBy]
@@ -27,7 +28,7 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		}
 		var docs []any
 		for i, p := range paths {
-			prof, err := trace.OpenProfile(p)
+			prof, err := openProfile(cc, p)
 			if err != nil {
 				return badInput(err)
 			}

@@ -17,8 +17,9 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 	filterFlags(fs, &o.focus, &o.ignore)
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE, or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		an, err := o.analyze(paths[0])
+		an, err := o.analyze(cc, paths[0])
 		if err != nil {
 			return err
 		}

@@ -15,8 +15,6 @@ import (
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
-	"github.com/memscope/memscope/snapshot"
-	"github.com/memscope/memscope/trace"
 )
 
 const reportLong = `Report writes one self-contained HTML page about the snapshots: per device,
@@ -71,6 +69,7 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
 	fs.IntVar(&o.device, "device", -1, "show only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		if o.device < -1 {
 			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
@@ -97,9 +96,9 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	var analyses []*attribution.Analysis
 	sections := 0
 	for _, p := range paths {
-		s, err := snapshot.Open(p)
+		s, err := openSnapshot(cc, p)
 		if err != nil {
-			return badInput(err)
+			return err
 		}
 		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device})
 		sections += len(an.Devices)
@@ -121,7 +120,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 		}
 	}
 	if o.trace != "" {
-		if opt.Ops, opt.Timeline, err = opsView(o.trace, o.ops); err != nil {
+		if opt.Ops, opt.Timeline, err = opsView(cc, o.trace, o.ops); err != nil {
 			return err
 		}
 	}
@@ -213,8 +212,8 @@ func runView(dir string) (*report.RunView, error) {
 // opsView reads a profiler trace and tabulates its operators on the device
 // with the highest allocated peak; an export_memory_timeline file instead
 // becomes the category chart.
-func opsView(path string, top int) (*report.OpsView, *report.TimelineView, error) {
-	prof, err := trace.OpenProfile(path)
+func opsView(cc *cmdContext, path string, top int) (*report.OpsView, *report.TimelineView, error) {
+	prof, err := openProfile(cc, path)
 	if err != nil {
 		return nil, nil, badInput(err)
 	}

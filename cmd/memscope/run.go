@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/spf13/pflag"
 )
 
@@ -15,7 +16,7 @@ import (
 func run(args []string, stdout, stderr io.Writer) error {
 	err := dispatch(args, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "memscope: %v\n", err)
+		fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Escape(err.Error())) // errors may quote the input
 		if ue, ok := errors.AsType[*usageError](err); ok {
 			if ue.cmd == "" || ue.seeOverview {
 				fmt.Fprintf(stderr, "run 'memscope help' for the list of commands\n")
@@ -82,6 +83,9 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 	if err := checkArgs(c.args, fs.Args()); err != nil {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
+	if err := parseMemoryFlag(cc, fs); err != nil {
+		return err
+	}
 	return runFn(cc, fs.Args())
 }
 
@@ -138,5 +142,5 @@ func checkArgs(spec string, got []string) error {
 // that did not stop the command, such as the part of a damaged file that was
 // lost.
 func (cc *cmdContext) warnf(format string, args ...any) {
-	fmt.Fprintf(cc.stderr, "memscope: warning: "+format+"\n", args...)
+	fmt.Fprintf(cc.stderr, "memscope: warning: %s\n", textsafe.Escape(fmt.Sprintf(format, args...)))
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
-	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -21,7 +20,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	var prof trace.Profile
 	if opts.trace != "" {
 		var err error
-		if prof, err = trace.OpenProfile(opts.trace); err != nil {
+		if prof, err = openProfile(cc, opts.trace); err != nil {
 			return badInput(err)
 		}
 	}
@@ -32,9 +31,9 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	tr, tl := prof.Trace, prof.Timeline
 	var sums []*attribution.Summary
 	for i, path := range paths {
-		s, err := snapshot.Open(path)
+		s, err := openSnapshot(cc, path)
 		if err != nil {
-			return badInput(err)
+			return err
 		}
 		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: opts.device})
 		sum := attribution.Summarize(an, opts.top)

@@ -1,0 +1,109 @@
+package snapshot
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"github.com/memscope/memscope/internal/units"
+)
+
+// This file bounds what the decoder materialises, so that a small hostile
+// file (a gzip of a few MB that expands to 10^8 references to one memo
+// entry, or to strings of gigabytes) is refused with an error instead of
+// exhausting memory. The budget is proportional to what a real snapshot of
+// the input's size needs; Options.MaxMemory raises it.
+
+// Options changes how a snapshot is read.
+type Options struct {
+	// MaxMemory bounds, in bytes, what decoding may materialise: strings,
+	// list items (each copy of a value shared through the memo counts),
+	// dict items, tuples and memo entries. 0 picks the default,
+	// DefaultMaxMemory of the input's size.
+	MaxMemory int64
+}
+
+// The default budget: budgetBase plus budgetPerByte times the decoded
+// stream's size, taken as gzipRatio times the file's size for a gzip file
+// (real snapshot pickles compress 5-10×), or budgetUnknown when the size is
+// not known (a pipe). A decoded snapshot takes about the size of its
+// pickle, strings and typed entries together.
+const (
+	budgetBase    = 64 << 20
+	budgetPerByte = 4
+	gzipRatio     = 16
+	budgetUnknown = 16 << 30
+)
+
+// DefaultMaxMemory returns the decoding budget for an input of size bytes
+// (-1 when unknown), gzipped or not.
+func DefaultMaxMemory(size int64, gzipped bool) int64 {
+	if size < 0 {
+		return budgetUnknown
+	}
+	if gzipped {
+		size = min(size, 1<<40) * gzipRatio
+	}
+	return budgetBase + budgetPerByte*min(size, 1<<50)
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opt Options) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening snapshot: %w", err)
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return decodeWith(f, path, size, opt)
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(r io.Reader, name string, opt Options) (*Snapshot, error) {
+	return decodeWith(r, name, readerSize(r), opt)
+}
+
+// What each materialised item is charged.
+const (
+	costString = 40 // a string's header in the table and its index entry, beside its bytes
+	costValue  = int64(unsafe.Sizeof(value{}))
+	costPair   = int64(unsafe.Sizeof(kv{}))
+	costEvent  = int64(unsafe.Sizeof(Event{}))
+	costBlock  = int64(unsafe.Sizeof(Block{}))
+	costSeg    = int64(unsafe.Sizeof(Segment{}))
+	costAnnot  = int64(unsafe.Sizeof(Annotation{}))
+	costFrame  = int64(unsafe.Sizeof(FrameID(0)))
+)
+
+// charge counts n more bytes materialised and fails past the budget.
+func (d *decoder) charge(n int64) error {
+	if d.used += n; d.used > d.budget && d.budget > 0 {
+		if d.explicitBudget {
+			return d.fail(kindLimit, "decoding needs more than %s of memory, the --max-memory limit", units.Bytes(d.budget))
+		}
+		return d.fail(kindLimit, "decoding needs more than %s of memory, the limit for %s (a hostile or damaged file?); "+
+			"if the file is real, raise the limit with --max-memory", units.Bytes(d.budget), d.budgetFor)
+	}
+	return nil
+}
+
+// setBudget sets the default budget for an input of size bytes, unless
+// the caller gave one.
+func (d *decoder) setBudget(size int64, gzipped bool) {
+	if d.explicitBudget {
+		return
+	}
+	d.budget = DefaultMaxMemory(size, gzipped)
+	switch {
+	case size < 0:
+		d.budgetFor = "an input of unknown size"
+	case gzipped:
+		d.budgetFor = "a gzip file of " + units.Bytes(size)
+	default:
+		d.budgetFor = "a file of " + units.Bytes(size)
+	}
+}

@@ -1,0 +1,80 @@
+package snapshot
+
+import "fmt"
+
+// This file checks the schema values the replay and the analyses use as
+// indexes, keys or terms of sums, once the snapshot is built: a value no
+// torch writes (a negative device, an alloc without an address, a size
+// past any GPU) is an error naming the segment or the trace entry, so
+// nothing downstream can panic or overflow on it.
+
+// Bounds on values used as indexes and in sums. Each is far above what
+// any GPU has; with sizes below maxSize, sums of up to 2^15 of them fit in
+// an int64.
+const (
+	maxDevice = 1 << 20 // device indexes (segments, annotations)
+	maxSize   = 1 << 48 // one size in bytes (256 TiB)
+)
+
+// needsAddr says which actions replay by address.
+var needsAddr = [...]bool{
+	ActionAlloc: true, ActionFreeRequested: true, ActionFreeCompleted: true,
+	ActionSegmentAlloc: true, ActionSegmentFree: true, ActionSegmentMap: true, ActionSegmentUnmap: true,
+}
+
+// checkValues returns an error for the first value of s that no real
+// snapshot holds and that the replay or the analyses would index or sum
+// with.
+func (d *decoder) checkValues(s *Snapshot) error {
+	for i := range s.Segments {
+		g := &s.Segments[i]
+		what := func(format string, args ...any) error {
+			return d.failAt(-1, kindSchema, "segment %d (address %#x): %s", i, g.Address, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case g.Device < 0 || g.Device >= maxDevice:
+			return what("device %d is not a device index (want 0 to %d)", g.Device, maxDevice-1)
+		case g.Address == 0:
+			return what("no \"address\", or address 0")
+		case g.TotalSize < 0 || g.TotalSize > maxSize:
+			return what("total_size %d is out of range (want 0 to %d)", g.TotalSize, int64(maxSize))
+		case g.Address+uint64(g.TotalSize) < g.Address:
+			return what("address + total_size overflows 64 bits")
+		}
+		for _, n := range []int64{g.AllocatedSize, g.ActiveSize, g.RequestedSize} {
+			if n < -maxSize || n > maxSize {
+				return what("a size of %d is out of range", n)
+			}
+		}
+		var sum int64
+		for j := range g.Blocks {
+			b := &g.Blocks[j]
+			if b.Size < 0 || b.Size > maxSize || b.RequestedSize < -maxSize || b.RequestedSize > maxSize {
+				return what("block %d: size %d, requested_size %d out of range (want 0 to %d)", j, b.Size, b.RequestedSize, int64(maxSize))
+			}
+			if sum += b.Size; sum > maxSize {
+				return what("its blocks' sizes add up past %d", int64(maxSize))
+			}
+		}
+	}
+	for dev, tr := range s.Traces {
+		for i := range tr {
+			e := &tr[i]
+			what := func(format string, args ...any) error {
+				return d.failAt(-1, kindSchema, "device_traces[%d][%d] (%s): %s", dev, i, e.Action, fmt.Sprintf(format, args...))
+			}
+			if int(e.Action) < len(needsAddr) && needsAddr[e.Action] && e.Addr == 0 {
+				return what("no \"addr\", or addr 0")
+			}
+			if e.Action != ActionOOM && (e.Size < -maxSize || e.Size > maxSize) {
+				return what("size %d is out of range (want at most %d)", e.Size, int64(maxSize))
+			}
+		}
+	}
+	for i := range s.Annotations {
+		if a := &s.Annotations[i]; a.Device < -1 || a.Device >= maxDevice {
+			return d.failAt(-1, kindSchema, "external_annotations[%d] (%q): device %d is not a device index", i, a.Name, a.Device)
+		}
+	}
+	return nil
+}

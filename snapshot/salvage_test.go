@@ -1,0 +1,84 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/memscope/memscope/internal/snapgen"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// TestSalvageEveryCut: a two-device snapshot cut at every 211th byte keeps
+// a valid prefix: the first segments, then whole device traces and the
+// first entries of the one being read, never fewer entries for a later
+// cut, each equal to the file's.
+func TestSalvageEveryCut(t *testing.T) {
+	var traces [][]map[string]any
+	for d := range 2 {
+		var tr []map[string]any
+		for i := range 1500 { // more than one APPENDS batch
+			addr := int64(1<<30 + d<<28 + (i%50)*4096)
+			action := []string{"alloc", "free_requested", "free_completed"}[i%3]
+			tr = append(tr, snapgen.Ev(action, addr, 4096, int64(10+i), snapgen.Frame("f", "m.py", i%7)))
+		}
+		traces = append(traces, tr)
+	}
+	var segs []map[string]any
+	for i := range 40 {
+		segs = append(segs, snapgen.Seg(int64(1<<40+i<<22), snapgen.Blk(4096, 4096, "inactive")))
+	}
+	top := map[string]any{"segments": segs, "device_traces": []any{traces[0], traces[1]}}
+	var buf bytes.Buffer
+	if err := snapgen.Plain(&buf, top); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := snapshot.Decode(&buf, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset() // written again in torch's order: segments first
+	if _, err := snapgen.Write(&buf, plain, 0); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	full, err := snapshot.Decode(bytes.NewReader(data), "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, salvaged := 0, 0
+	for cut := 0; cut < len(data)-1; cut += 211 {
+		s, err := snapshot.Decode(bytes.NewReader(data[:cut]), "cut")
+		if err == nil {
+			t.Fatalf("cut at %d: no error", cut)
+		}
+		if s == nil {
+			if salvaged > 0 {
+				t.Fatalf("cut at %d: nothing kept after an earlier cut was salvaged: %v", cut, err)
+			}
+			continue
+		}
+		salvaged++
+		n := len(s.Segments)
+		for i := range s.Segments {
+			if s.Segments[i].Address != full.Segments[i].Address {
+				t.Fatalf("cut at %d: segment %d differs", cut, i)
+			}
+		}
+		for d, tr := range s.Traces {
+			for i := range tr {
+				if tr[i] != full.Traces[d][i] {
+					t.Fatalf("cut at %d: device %d entry %d = %+v, want %+v", cut, d, i, tr[i], full.Traces[d][i])
+				}
+			}
+			n += len(tr)
+		}
+		if n < kept {
+			t.Fatalf("cut at %d keeps %d segments and entries, an earlier cut %d", cut, n, kept)
+		}
+		kept = n
+	}
+	if kept < len(full.Segments)+len(full.Traces[0])+len(full.Traces[1])-10 {
+		t.Errorf("the last cut keeps %d segments and entries of %d", kept, len(full.Segments)+len(full.Traces[0])+len(full.Traces[1]))
+	}
+	t.Logf("%d of %d cuts salvaged", salvaged, len(data)/211)
+}
