@@ -47,9 +47,11 @@ type Device struct {
 	// reservedBefore holds, for each oom event, the most reserved in any
 	// state up to it.
 	reservedBefore map[int]int64
-	churn          churn
-	pools          []poolRange     // end-state segments by address, for poolOf
-	small          map[uint64]bool // end-state segment address → small pool, for holes
+	// ranges are the device's annotation ranges (Snapshot.Ranges).
+	ranges []snapshot.Range
+	churn  churn
+	pools  []poolRange     // end-state segments by address, for poolOf
+	small  map[uint64]bool // end-state segment address → small pool, for holes
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -78,7 +80,8 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		a.kindCache = newKindCache(s.Stacks)
 	}
 	k := newKindsShared(a.kindCache, events)
-	phases := findPhases(s, d, events, k)
+	ranges := s.Ranges(d)
+	phases := findPhases(s, d, events, ranges, k)
 	acc := newPhaseAccumulator(phases, len(events))
 	before := map[int]int64{}
 	var most int64
@@ -91,8 +94,8 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}
 	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, Lifetimes: true})
 	acc.finish(t)
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events), reservedBefore: before}
-	dev.class = newClassifier(s, d, events, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events), reservedBefore: before, ranges: ranges}
+	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")

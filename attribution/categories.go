@@ -75,9 +75,9 @@ type classifier struct {
 	pre map[uint64]Category
 }
 
-func newClassifier(s *snapshot.Snapshot, device int, events []snapshot.Event, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
+func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snapshot.Range, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
 	c := &classifier{st: s.Stacks, events: events, phases: p, owner: owner, life: life, kinds: k}
-	for _, r := range s.Ranges(device) {
+	for _, r := range ranges {
 		switch {
 		case strings.HasPrefix(r.Name, "Optimizer.step#"):
 			c.steps = append(c.steps, r)

@@ -69,13 +69,12 @@ var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
 // micro-batch's forward. Events before the first step are setup; events
 // after the last are "after", or a partial step when they hold a step's
 // work (a step cut short by an OOM or by the dump).
-func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, k *kinds) *Phases {
-	ranges := s.Ranges(device)
+func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range, k *kinds) *Phases {
 	if p := harnessPhases(events, ranges); p != nil {
 		p.From = "memscope's step annotations"
 		return p
 	}
-	spans, src := findSteps(s, device, events)
+	spans, src := findSteps(s, device, events, ranges)
 	p := &Phases{Source: src.key, From: src.text, PeakPhase: -1}
 	if len(spans) == 0 {
 		return p

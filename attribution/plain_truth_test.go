@@ -1,15 +1,11 @@
 package attribution
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memscope/memscope/snapshot"
 )
 
 // plainTruth is what capture/plain/truthlib.py writes beside a snapshot
@@ -57,37 +53,17 @@ type plainFixture struct {
 	an    *Analysis
 }
 
-var plainCache = map[string]*plainFixture{}
-
 // loadPlain returns the fixtures made without the harness (truth.json with
 // "plain": true).
 func loadPlain(t *testing.T) []*plainFixture {
 	t.Helper()
-	files, _ := filepath.Glob("../fixtures/*/truth.json")
 	var out []*plainFixture
-	for _, tf := range files {
-		dir := filepath.Dir(tf)
-		if f := plainCache[dir]; f != nil {
-			out = append(out, f)
-			continue
-		}
-		b, err := os.ReadFile(tf)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, dir := range fixtureDirs(t) {
 		f := &plainFixture{name: filepath.Base(dir)}
-		if err := json.Unmarshal(b, &f.truth); err != nil {
-			t.Fatalf("%s: %v", tf, err)
-		}
-		if !f.truth.Plain {
+		if readTruth(t, dir, &f.truth); !f.truth.Plain {
 			continue
 		}
-		s, err := snapshot.Open(filepath.Join(dir, "snapshot.pickle"))
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
-		f.an = Analyze(s, Options{Device: -1})
-		plainCache[dir] = f
+		f.an = fixtureAnalysis(t, dir)
 		out = append(out, f)
 	}
 	if len(out) < 9 {

@@ -167,7 +167,7 @@ func frameBits(fr *snapshot.Frame) uint8 {
 	if isPython(fr) {
 		f |= fPython
 	}
-	path := slashPath(fr.Filename)
+	path := normPath(fr.Filename)
 	if strings.Contains(strings.ToLower(fr.Name), "closure") {
 		f |= fClosure
 	}
@@ -190,15 +190,8 @@ func frameBits(fr *snapshot.Frame) uint8 {
 	return f
 }
 
-// slashPath turns a Windows path's backslashes into slashes.
-func slashPath(p string) string {
-	if strings.IndexByte(p, '\\') < 0 {
-		return p
-	}
-	return strings.ReplaceAll(p, `\`, "/")
-}
-
-// inTorch reports whether a slash path is inside the torch package.
+// inTorch reports whether a normalised path (normPath) is inside the torch
+// package.
 func inTorch(path string) bool {
 	return strings.HasPrefix(path, "torch/") || strings.Contains(path, "/torch/")
 }

@@ -30,7 +30,7 @@ type stepSource struct {
 // A step that ends at a range's END also keeps the frees that follow it up
 // to the next allocation (zero_grad, a gradient freed by the loop), so
 // the next step starts with its first allocation.
-func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event) ([]span, stepSource) {
+func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range) ([]span, stepSource) {
 	if len(events) == 0 {
 		return nil, stepSource{"none", "no events"}
 	}
@@ -44,7 +44,7 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event) ([]spa
 		if sp := spansFromEnds(events, ends); len(sp) > 0 {
 			return startAt(events, sp, starts), stepSource{"profiler", "ProfilerStep annotations"}
 		}
-		if name := repeatedRange(s.Ranges(device)); name != "" {
+		if name := repeatedRange(ranges); name != "" {
 			ends, starts := annotationTimes(s, device, func(n string) bool { return n == name })
 			if sp := spansFromEnds(events, ends); len(sp) > 0 {
 				return startAt(events, sp, starts), stepSource{"record_function", fmt.Sprintf("repeated %q ranges", name)}

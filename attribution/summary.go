@@ -136,7 +136,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		ds.DurationUS = t.Events[n-1].TimeUS - first
 		if t.PeakAllocated.Index >= 0 {
 			ds.PeakOffsetUS = t.PeakAllocated.TimeUS - first
-			ds.PeakRanges = snapshot.RangesAt(s.Ranges(d), t.PeakAllocated.TimeUS)
+			ds.PeakRanges = snapshot.RangesAt(dev.ranges, t.PeakAllocated.TimeUS)
 		}
 	}
 	ds.Steps, ds.StepsSource, ds.StepsFrom = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.From

@@ -55,38 +55,61 @@ type fixture struct {
 	an    *Analysis
 }
 
-var fixtureCache = map[string]*fixture{}
-
-func loadFixtures(t *testing.T) []*fixture {
+// fixtureDirs returns the folders under ../fixtures that hold a truth.json.
+func fixtureDirs(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob("../fixtures/*/truth.json")
 	if len(files) == 0 {
 		t.Fatal("no fixtures under ../fixtures")
 	}
+	dirs := make([]string, len(files))
+	for i, f := range files {
+		dirs[i] = filepath.Dir(f)
+	}
+	return dirs
+}
+
+// readTruth decodes dir's truth.json into v.
+func readTruth(t *testing.T, dir string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s/truth.json: %v", dir, err)
+	}
+}
+
+var analysisCache = map[string]*Analysis{}
+
+// fixtureAnalysis returns the analysis of dir's snapshot, every device,
+// made once per test binary.
+func fixtureAnalysis(t *testing.T, dir string) *Analysis {
+	t.Helper()
+	if an := analysisCache[dir]; an != nil {
+		return an
+	}
+	s, err := snapshot.Open(filepath.Join(dir, "snapshot.pickle"))
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	an := Analyze(s, Options{Device: -1})
+	analysisCache[dir] = an
+	return an
+}
+
+// loadFixtures returns the fixtures made by the harness (plain ones are
+// plain_truth_test.go's).
+func loadFixtures(t *testing.T) []*fixture {
+	t.Helper()
 	var out []*fixture
-	for _, tf := range files {
-		dir := filepath.Dir(tf)
-		if f := fixtureCache[dir]; f != nil {
-			out = append(out, f)
-			continue
-		}
+	for _, dir := range fixtureDirs(t) {
 		f := &fixture{name: filepath.Base(dir)}
-		b, err := os.ReadFile(tf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &f.truth); err != nil {
-			t.Fatalf("%s: %v", tf, err)
-		}
-		if f.truth.Plain {
+		if readTruth(t, dir, &f.truth); f.truth.Plain {
 			continue
 		}
-		s, err := snapshot.Open(filepath.Join(dir, "snapshot.pickle"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.an = Analyze(s, Options{Device: -1})
-		fixtureCache[dir] = f
+		f.an = fixtureAnalysis(t, dir)
 		out = append(out, f)
 	}
 	return out

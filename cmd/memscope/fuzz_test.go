@@ -255,6 +255,19 @@ func deepCopy(v any) any {
 
 // fuzzCommands are the command lines run on each mutated snapshot; SNAP is
 // its path, OUT a scratch output file.
+// writeSnapshot writes root (a snapshot dict of fuzzBase's shape) to path
+// as a pickle, failing the test when it cannot.
+func writeSnapshot(t *testing.T, path string, root map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := snapgen.Plain(&buf, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 var fuzzCommands = [][]string{
 	{"summary", "SNAP"}, {"summary", "--json", "SNAP"}, {"peak", "SNAP"}, {"peak", "--json", "SNAP"},
 	{"peak", "--tree", "SNAP"}, {"peak", "--at", "end", "SNAP"}, {"peak", "--at", "oom", "SNAP"},

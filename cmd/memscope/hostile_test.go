@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memscope/memscope/internal/snapgen"
 )
 
 // TestHostileValues: schema values no torch writes, which the replay and
@@ -43,14 +39,8 @@ func TestHostileValues(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := fuzzBase(0)
 			tt.mut(root)
-			var buf bytes.Buffer
-			if err := snapgen.Plain(&buf, root); err != nil {
-				t.Fatal(err)
-			}
 			path := filepath.Join(dir, "hostile"+string(rune('a'+i))+".pickle")
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeSnapshot(t, path, root)
 			for _, args := range [][]string{
 				{"summary", path}, {"peak", path}, {"leaks", path}, {"frag", path}, {"oom", path},
 				{"diff", path, path}, {"pprof", "-o", out, path}, {"report", "-o", out, path},

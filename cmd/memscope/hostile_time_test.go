@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memscope/memscope/internal/snapgen"
 )
 
 // TestHostileHistory: histories no torch writes but whose values are each
@@ -83,14 +79,8 @@ func TestHostileHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := fuzzBase(0)
 			tt.mut(root)
-			var buf bytes.Buffer
-			if err := snapgen.Plain(&buf, root); err != nil {
-				t.Fatal(err)
-			}
 			path := filepath.Join(dir, "history"+string(rune('a'+i))+".pickle")
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeSnapshot(t, path, root)
 			for _, args := range fuzzCommands {
 				args = append([]string(nil), args...)
 				for j, a := range args {

@@ -30,15 +30,9 @@ func TestSafeOutput(t *testing.T) {
 			a["name"] = "## forward" + evil + " ##"
 		}
 	}
-	var buf bytes.Buffer
-	if err := snapgen.Plain(&buf, root); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "evil.pickle")
-	if err := os.WriteFile(snap, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSnapshot(t, snap, root)
 	clean := func(what, s string) {
 		t.Helper()
 		for _, r := range s {
