@@ -22,6 +22,8 @@ type Options struct {
 	// dict items, tuples and memo entries. 0 picks the default,
 	// DefaultMaxMemory of the input's size.
 	MaxMemory int64
+
+	generalOnly bool // tests: no fast path (decode_fast.go)
 }
 
 // The default budget: budgetBase plus budgetPerByte times the decoded

@@ -206,6 +206,9 @@ func (d *decoder) appendItemsOp(list value, items []value, op string) error {
 			}
 		}
 	}
+	if o.lkind == listEvents && o.typed != nil {
+		d.reserveEvents(&o.typed.events)
+	}
 	return d.charge(cost)
 }
 
@@ -281,8 +284,9 @@ func (d *decoder) admit(o *object, c class) bool {
 		if want >= listEvents && o.typed == nil {
 			o.typed = &typedList{}
 		}
-		if want == listEvents {
-			o.typed.events.hint = d.eventsHint()
+		if want == listEvents && d.sized && !d.hinted {
+			d.hinted = true
+			o.typed.events.sizable, o.typed.events.start = true, o.off
 		}
 		return true
 	}
@@ -295,24 +299,30 @@ func (d *decoder) admit(o *object, c class) bool {
 	return false
 }
 
-// bytesPerEvent is a low guess of the pickle bytes per trace entry (torch
-// 2.11 writes 50 without a stack, about 60-110 with one): the first list
-// of entries is sized from the bytes left, so that it is filled in place.
-const bytesPerEvent = 64
-
-// eventsHint guesses how many trace entries the rest of a pickle holds,
-// for the first list of entries only (a later device's list is sized by
-// growth, and many small lists cannot each claim the rest of the file).
-func (d *decoder) eventsHint() int {
-	if !d.sized || d.hinted {
-		return 0
+// reserveEvents sizes the first list of entries of a pickle of known size
+// from the bytes its first thousand entries took and the bytes left, so
+// that it is filled in place and never copied (the list holds nearly all of
+// a big snapshot). A guess short of the truth costs chunks and one copy at
+// the end, as for any other list.
+func (d *decoder) reserveEvents(s *eventStore) {
+	if !s.sizable || s.reserved || s.n < 1000 {
+		return
 	}
-	d.hinted = true
-	r := d.in.remaining()
-	if r < 0 {
-		return 0
+	s.reserved = true
+	used, left := d.in.offset()-s.start, d.in.remaining()
+	if used <= 0 || left <= 0 {
+		return
 	}
-	return int(min(r/bytesPerEvent, 1<<31))
+	// No more than the bytes left could hold (an entry takes 16 bytes at
+	// the least), nor than half of the decoding budget left.
+	most := float64(left / 16)
+	if d.budget > 0 {
+		most = min(most, float64((d.budget-d.used)/2/costEvent))
+	}
+	est := min(float64(s.n)*float64(left)/float64(used)*1.15+1024, most, 1<<31)
+	if est > 0 {
+		s.reserve(int(est))
+	}
 }
 
 func classOfList(k listKind) class {

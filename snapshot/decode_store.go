@@ -14,7 +14,12 @@ type eventStore struct {
 	chunks [][]Event
 	cur    []Event
 	n      int
-	hint   int // expected number of events, 0 if unknown
+
+	// The first list of entries of a pickle of known size is sized once
+	// from its first entries: sizable from its start offset, reserved
+	// when done (see decoder.reserveEvents).
+	sizable, reserved bool
+	start             int64
 }
 
 func (s *eventStore) add(e Event) int {
@@ -35,8 +40,6 @@ func (s *eventStore) next() *Event {
 
 func (s *eventStore) newChunk() {
 	switch {
-	case s.cur == nil && s.hint > eventChunk:
-		s.cur = make([]Event, 0, s.hint) // filled in place: no copy at the end
 	case s.cur == nil:
 		s.cur = make([]Event, 0, 64) // short traces stay small
 	case cap(s.cur) < eventChunk: // the first chunk grows up to full size
@@ -45,6 +48,17 @@ func (s *eventStore) newChunk() {
 		s.chunks = append(s.chunks, s.cur)
 		s.cur = make([]Event, 0, eventChunk)
 	}
+}
+
+// reserve makes room for extra more entries in the current chunk, when
+// there is only one.
+func (s *eventStore) reserve(extra int) {
+	if len(s.chunks) != 0 || cap(s.cur)-len(s.cur) >= extra {
+		return
+	}
+	nc := make([]Event, len(s.cur), len(s.cur)+extra)
+	copy(nc, s.cur)
+	s.cur = nc
 }
 
 func (s *eventStore) drop() {
@@ -62,9 +76,11 @@ func (s *eventStore) at(i int) Event {
 
 // flat returns the events as one slice. The store keeps that slice as its
 // current chunk. Events that fit the first chunk are not copied, unless
-// more than a quarter of it is unused.
+// more than a quarter of it is unused and it was not reserved.
 func (s *eventStore) flat() []Event {
-	if len(s.chunks) == 0 && cap(s.cur)-len(s.cur) <= cap(s.cur)/4 {
+	if len(s.chunks) == 0 && (s.reserved || cap(s.cur)-len(s.cur) <= cap(s.cur)/4) {
+		// A reserved chunk's unused tail was never touched: it costs
+		// address space, not memory, and copying would double the peak.
 		s.cur = s.cur[:len(s.cur):len(s.cur)]
 		return s.cur
 	}
@@ -116,6 +132,7 @@ const memoChunk = 1 << memoChunkBits
 // memo is the unpickler's memo: dense chunks for the indexes pickle
 // assigns in order, a map for stray ones. count is Python's len(memo).
 type memo struct {
+	gen    uint64 // counts changes to entries already set (decode_fast.go's caches)
 	chunks [][]value
 	n      uint64 // dense entries 0..n-1 are all set
 	sparse map[uint64]value
@@ -135,6 +152,7 @@ func (m *memo) set(i uint64, v value) bool {
 	switch {
 	case i < m.n:
 		m.chunks[i>>memoChunkBits][i&(memoChunk-1)] = v
+		m.gen++
 		return false
 	case i == m.n && len(m.sparse) == 0:
 		m.push(v)

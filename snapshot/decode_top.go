@@ -19,7 +19,7 @@ type decoder struct {
 	free    []uint32
 	maxObjs int
 	sized   bool // the input's length is known and d.in reads it
-	hinted  bool // eventsHint has sized a list
+	hinted  bool // a list of entries is sized (reserveEvents)
 
 	// shortFrame, when set, says that a FRAME claimed more bytes than the
 	// file holds: a file cut short, named in any later error.
@@ -44,6 +44,9 @@ type decoder struct {
 	stacks   *Stacks
 	strings  *Strings
 	frameBuf []FrameID
+
+	fast    fastState // decode_fast.go
+	fastErr error     // the budget ran out in the fast path
 }
 
 func newDecoder(name string) *decoder {

@@ -159,6 +159,7 @@ func (d *decoder) recycle(i uint32, conv value) {
 			d.memo.set(j, conv)
 		}
 	}
+	d.used -= int64(len(o.pairs)) * costPair // no longer held: see setItemsOp
 	o.kind, o.lkind, o.stored, o.used, o.memoN, o.keys = 0, 0, false, false, 0, 0
 	o.pairs, o.items, o.frames = o.pairs[:0], o.items[:0], o.frames[:0]
 	o.typed, o.err = nil, nil

@@ -55,7 +55,13 @@ func readerSize(r io.Reader) int64 {
 }
 
 func decodeWith(r io.Reader, name string, size int64, opt Options) (s *Snapshot, err error) {
-	d := newDecoder(name)
+	return newDecoder(name).decodeTop(r, size, opt)
+}
+
+// decodeTop decodes r with d, which is fresh, and checks the values.
+func (d *decoder) decodeTop(r io.Reader, size int64, opt Options) (s *Snapshot, err error) {
+	name := d.name
+	d.fast.off = opt.generalOnly
 	if opt.MaxMemory > 0 {
 		d.budget, d.explicitBudget = opt.MaxMemory, true
 	}

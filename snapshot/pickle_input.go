@@ -7,7 +7,7 @@ import (
 // inputBufSize is the decoder's read window. Opcodes are decoded straight
 // from this slice; it is refilled from the reader when fewer bytes remain
 // than the next opcode needs.
-const inputBufSize = 1 << 20
+const inputBufSize = 4 << 20
 
 // input is a refillable window over the stream being decoded.
 type input struct {

@@ -50,6 +50,18 @@ const (
 	opFrame          = 0x95
 )
 
+// memoPush adds v as the next dense memo entry, charging each memo chunk
+// as it fills.
+func (d *decoder) memoPush(v value) error {
+	m := &d.memo
+	m.push(v)
+	m.count++
+	if m.n&(memoChunk-1) == 0 {
+		return d.charge(memoChunk * costValue)
+	}
+	return nil
+}
+
 // run executes opcodes until STOP and returns the value on top of the stack.
 // The window buf (the input buffer up to its end) and pos are kept in
 // locals and written back to d.in around the few opcodes that read more.
@@ -113,11 +125,7 @@ func (d *decoder) run() (value, error) {
 					o.memoN++
 				}
 			}
-			m.push(v)
-			m.count++
-			if m.n&(memoChunk-1) == 0 { // a memo chunk filled: charge it
-				err = d.charge(memoChunk * costValue)
-			}
+			err = d.memoPush(v)
 		case opBinPut:
 			if pos+2 > len(buf) {
 				return value{}, d.truncated("BINPUT")
@@ -131,6 +139,17 @@ func (d *decoder) run() (value, error) {
 			err = d.put(uint64(binary.LittleEndian.Uint32(buf[pos+1:])))
 			pos += 5
 		case opMark:
+			if pos+1 < len(buf) && buf[pos+1] == opEmptyDict {
+				in.pos = pos
+				ok, ferr := d.fastBatch()
+				buf, pos = in.buf[:in.end], in.pos
+				if ferr != nil {
+					return value{}, ferr
+				}
+				if ok {
+					continue
+				}
+			}
 			pos++
 			if len(d.marks) >= maxMarks {
 				return value{}, d.fail(kindLimit, "more than %d nested MARKs", maxMarks)

@@ -1,0 +1,601 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
+
+// This file is the unpickler's fast path for what makes up nearly all of a
+// big snapshot: batches of trace entries appended to a device's list, each
+// entry a dict of known keys with ints, strings and a list of frames already
+// seen. pickle.dump writes a list in batches, MARK item… APPENDS, so the
+// batches are read here in one go, straight from the input window, into the
+// list's events, without the general machine's stack, objects and pairs.
+//
+// The work is split in two, and the halves run on two cores when the
+// window holds several batches: a scanner reads the opcodes of a batch into
+// a tape (keys and values as memo indexes, ints, window positions), touching
+// nothing of the decoder's; the committer, on the decoding goroutine,
+// resolves the tape against the memo, interns strings and stacks in stream
+// order as the general machine would, pushes the memo entries and appends
+// the entries. The window is not refilled while a scanner runs, so tapes may
+// point into it.
+//
+// Anything the fast path does not know — an opcode, a key, a value of
+// another type, a frame defined inside the batch, a batch that does not end
+// in APPENDS, the end of the window — gives that batch back to the general
+// machine, which reads it as if the fast path did not exist (strings and
+// stacks the committer interned for it are interned again, to the same IDs).
+// TestFastPathEqualsGeneral and FuzzFastPath check that both give the same
+// snapshot, or the same error.
+
+// fastWindow is how much input the fast path wants in the window before a
+// run of batches (pickle.dump's batches are 1,000 entries of 50-200 bytes);
+// a window with more than fastParallel bytes left gets a scanner goroutine.
+const (
+	fastWindow   = 2 << 20
+	fastParallel = 256 << 10
+)
+
+// maxFastPending bounds the memo entries one batch may make.
+const maxFastPending = 1 << 16
+
+// Value kinds on a tape.
+const (
+	fvInt  = iota // n
+	fvRef         // n: memo index (a str or a stack, by key)
+	fvStr         // n: window position, slen bytes
+	fvList        // refs[n : n+cnt]: memo indexes of frames
+)
+
+// fastPair is one key/value item of a trace entry as the scanner read it.
+type fastPair struct {
+	key  uint32 // memo index of the key (keys are always memo references)
+	kind uint8
+	memo bool  // the value (a new str or list) was memoized
+	slen uint8 // fvStr: length
+	cnt  int32 // fvList: number of frames
+	n    int64
+}
+
+// fastTape is one batch as the scanner read it.
+type fastTape struct {
+	start int // window position of the batch's MARK
+	end   int // after its APPENDS, when ok
+	ok    bool
+	last  bool // the scanner stopped after this tape
+	pairs []fastPair
+	ev    []int32 // event i's pairs are pairs[ev[i]:ev[i+1]]
+	refs  []uint32
+}
+
+// frameInfo is what skipFrames needs to know of the input, copied for the
+// scanner goroutine.
+type frameInfo struct {
+	size, base int64
+	eof        bool
+	end        int
+}
+
+// pendingMemo is a memo entry a batch makes, pushed when it is committed.
+type pendingMemo struct {
+	event bool // the k-th entry of the batch: a tEvent once committed
+	open  bool // a list still being resolved: not referable
+	v     value
+	k     int
+}
+
+// fastState is the fast path's scratch, reused from batch to batch.
+type fastState struct {
+	tapes  [4]fastTape
+	events []Event
+	memo   []pendingMemo
+	frames []FrameID
+	// The keys of the last entry resolved, and the last stack: valid while
+	// *Gen is memo.gen+1 (no committed memo entry overwritten since).
+	keyRefs   []uint32
+	keyIDs    []int64
+	keySeen   uint64
+	keysGen   uint64
+	stackRefs []uint32
+	stackID   StackID
+	stackGen  uint64
+	off       bool // set by tests to read everything with the general machine
+	serial    bool // set by tests: no scanner goroutine
+	batch     int  // batches read here, for tests
+}
+
+// fastBatch reads batches of trace entries from the MARK at in.pos, whose
+// list is on top of the stack. It reports whether it read any; in.pos is
+// then where the general machine goes on.
+func (d *decoder) fastBatch() (bool, error) {
+	if d.fast.off || len(d.stack) == 0 {
+		return false, nil
+	}
+	lv := d.stack[len(d.stack)-1]
+	if lv.tag != tObj {
+		return false, nil
+	}
+	lo := &d.objs[lv.n]
+	if lo.kind != objList || lo.lkind != listEvents || lo.err != nil || lo.stored || lo.hasConv || lo.typed == nil {
+		return false, nil
+	}
+	if m := &d.memo; m.count != m.n || len(m.sparse) != 0 {
+		return false, nil
+	}
+	in := &d.in
+	if in.end-in.pos < fastWindow && !in.eof && len(in.buf) >= 2*fastWindow {
+		in.fill(fastWindow)
+	}
+	buf := in.buf[:in.end]
+	fi := frameInfo{size: in.size, base: in.base, eof: in.eof, end: in.end}
+	f := &d.fast
+	read := false
+	if f.serial || len(buf)-in.pos < fastParallel {
+		for {
+			t := &f.tapes[0]
+			scanBatch(buf, in.pos, fi, t)
+			if !t.ok || !d.commitTape(buf, t, lo, uint32(lv.n)) {
+				return read, d.fastErr
+			}
+			read, in.pos = true, t.end
+			if t.last {
+				return true, d.fastErr
+			}
+		}
+	}
+	// A scanner goroutine runs ahead while this one commits.
+	full := make(chan *fastTape, len(f.tapes))
+	empty := make(chan *fastTape, len(f.tapes))
+	for i := range f.tapes {
+		empty <- &f.tapes[i]
+	}
+	var stop atomic.Bool
+	go func(p int) {
+		defer close(full)
+		for t := range empty {
+			scanBatch(buf, p, fi, t)
+			if stop.Load() {
+				t.ok = false
+			}
+			if !t.ok {
+				t.last = true
+			}
+			full <- t
+			if t.last {
+				return
+			}
+			p = t.end
+		}
+	}(in.pos)
+	done := false
+	for t := range full {
+		if done {
+			continue // draining
+		}
+		ok := t.ok && d.commitTape(buf, t, lo, uint32(lv.n))
+		if ok {
+			read, in.pos = true, t.end
+		}
+		if !ok || t.last {
+			stop.Store(true)
+			done = true
+			close(empty) // the scanner stops at its next tape
+			continue
+		}
+		empty <- t
+	}
+	return read, d.fastErr
+}
+
+// skipFrames skips the FRAME opcodes at buf[p], which pickle puts between
+// any two opcodes. A FRAME that claims more than the input holds is left
+// for the general machine to report.
+func skipFrames(buf []byte, p int, fi *frameInfo) int {
+	for p+9 <= len(buf) && buf[p] == opFrame {
+		n := binary.LittleEndian.Uint64(buf[p+1:])
+		switch {
+		case fi.size >= 0 && n > uint64(fi.size-(fi.base+int64(p+9))):
+			return p
+		case fi.size < 0 && fi.eof && n > uint64(fi.end-(p+9)):
+			return p
+		}
+		p += 9
+	}
+	return p
+}
+
+// scanBatch reads the batch at buf[p] (a MARK) into t. t.ok says whether it
+// is one the committer may take; t.last that no batch follows it.
+func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
+	t.start, t.ok, t.last = p, false, false
+	t.pairs, t.ev, t.refs = t.pairs[:0], t.ev[:0], t.refs[:0]
+	if p+1 >= len(buf) || buf[p] != opMark || buf[p+1] != opEmptyDict {
+		return
+	}
+	p++
+	for {
+		if p = skipFrames(buf, p, &fi); p >= len(buf) {
+			return
+		}
+		switch buf[p] {
+		case opEmptyDict:
+			var ok bool
+			if p, ok = scanEvent(buf, p, &fi, t); !ok {
+				return
+			}
+			continue
+		case opAppends:
+			p++
+		default:
+			return
+		}
+		break
+	}
+	t.ev = append(t.ev, int32(len(t.pairs)))
+	t.end, t.ok = p, true
+	// Another batch follows when the next opcodes are MARK, EMPTY_DICT.
+	q := skipFrames(buf, p, &fi)
+	t.last = !(q+1 < len(buf) && buf[q] == opMark && buf[q+1] == opEmptyDict)
+}
+
+// scanRef reads BINGET/LONG_BINGET at buf[p].
+func scanRef(buf []byte, p int) (i uint32, next int, ok bool) {
+	switch {
+	case p+2 <= len(buf) && buf[p] == opBinGet:
+		return uint32(buf[p+1]), p + 2, true
+	case p+5 <= len(buf) && buf[p] == opLongBinGet:
+		return binary.LittleEndian.Uint32(buf[p+1:]), p + 5, true
+	}
+	return 0, p, false
+}
+
+// scanEvent reads one trace entry at buf[p] (EMPTY_DICT).
+func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
+	if p = skipFrames(buf, p+1, fi); p >= len(buf) || buf[p] != opMemoize {
+		return p, false
+	}
+	if p = skipFrames(buf, p+1, fi); p >= len(buf) || buf[p] != opMark {
+		return p, false
+	}
+	p++
+	t.ev = append(t.ev, int32(len(t.pairs)))
+	for {
+		if p = skipFrames(buf, p, fi); p >= len(buf) {
+			return p, false
+		}
+		if buf[p] == opSetItems {
+			return p + 1, true
+		}
+		var pr fastPair
+		var ok bool
+		if pr.key, p, ok = scanRef(buf, p); !ok {
+			return p, false
+		}
+		if p = skipFrames(buf, p, fi); p+2 > len(buf) {
+			return p, false
+		}
+		switch op := buf[p]; op {
+		case opBinInt1:
+			pr.n, p = int64(buf[p+1]), p+2
+		case opBinInt2:
+			if p+3 > len(buf) {
+				return p, false
+			}
+			pr.n, p = int64(binary.LittleEndian.Uint16(buf[p+1:])), p+3
+		case opBinInt:
+			if p+5 > len(buf) {
+				return p, false
+			}
+			pr.n, p = int64(int32(binary.LittleEndian.Uint32(buf[p+1:]))), p+5
+		case opLong1:
+			k := int(buf[p+1])
+			if k > 8 || p+2+k > len(buf) {
+				return p, false
+			}
+			pr.n, p = decodeLong(buf[p+2:p+2+k]), p+2+k
+		case opBinGet, opLongBinGet:
+			var i uint32
+			i, p, _ = scanRef(buf, p)
+			pr.kind, pr.n = fvRef, int64(i)
+		case opShortBinUnicod:
+			k := int(buf[p+1])
+			if p+2+k > len(buf) {
+				return p, false
+			}
+			pr.kind, pr.n, pr.slen = fvStr, int64(p+2), uint8(k)
+			if p = skipFrames(buf, p+2+k, fi); p < len(buf) && buf[p] == opMemoize {
+				pr.memo, p = true, p+1
+			}
+		case opEmptyList:
+			pr.kind, pr.n = fvList, int64(len(t.refs))
+			if p = skipFrames(buf, p+1, fi); p < len(buf) && buf[p] == opMemoize {
+				pr.memo, p = true, p+1
+			}
+			if p, ok = scanFrames(buf, p, fi, t); !ok {
+				return p, false
+			}
+			pr.cnt = int32(int64(len(t.refs)) - pr.n)
+		default:
+			return p, false
+		}
+		t.pairs = append(t.pairs, pr)
+	}
+}
+
+// scanFrames reads the items of a new list of frames: MARK ref… APPENDS
+// and ref APPEND, as often as they come.
+func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
+	for {
+		if p = skipFrames(buf, p, fi); p >= len(buf) {
+			return p, false
+		}
+		if buf[p] == opMark {
+			p++
+			for {
+				if p = skipFrames(buf, p, fi); p >= len(buf) {
+					return p, false
+				}
+				if buf[p] == opAppends {
+					p++
+					break
+				}
+				i, next, ok := scanRef(buf, p)
+				if !ok {
+					return p, false
+				}
+				t.refs = append(t.refs, i)
+				p = next
+			}
+			continue
+		}
+		i, next, ok := scanRef(buf, p)
+		if !ok {
+			return p, true // the list ended: a key or SETITEMS follows
+		}
+		if next = skipFrames(buf, next, fi); next >= len(buf) {
+			return p, false
+		}
+		if buf[next] != opAppend {
+			return p, true // that was the next key
+		}
+		t.refs = append(t.refs, i)
+		p = next + 1
+	}
+}
+
+// get resolves memo index i: a committed entry, or one this batch made.
+func (d *decoder) fastGet(i uint32) (value, bool) {
+	if uint64(i) < d.memo.n {
+		v := d.memo.chunks[i>>memoChunkBits][i&(memoChunk-1)]
+		if v.tag == tObj {
+			o := &d.objs[v.n]
+			if !o.hasConv {
+				return v, false
+			}
+			o.pinned = true // as the general machine's BINGET does
+			v = o.conv
+		}
+		return v, true
+	}
+	j := uint64(i) - d.memo.n
+	if j >= uint64(len(d.fast.memo)) || d.fast.memo[j].event || d.fast.memo[j].open {
+		return value{}, false
+	}
+	return d.fast.memo[j].v, true
+}
+
+// fastStr resolves a str value.
+func (d *decoder) fastStr(buf []byte, pr *fastPair) (int64, bool) {
+	switch pr.kind {
+	case fvRef:
+		v, ok := d.fastGet(uint32(pr.n))
+		return v.n, ok && v.tag == tStr
+	case fvStr:
+		v := d.intern(buf[pr.n : pr.n+int64(pr.slen)])
+		if pr.memo {
+			d.fast.memo = append(d.fast.memo, pendingMemo{v: v})
+		}
+		return v.n, true
+	}
+	return 0, false
+}
+
+// commitTape resolves t and, when every entry is one the fast path knows,
+// appends them to list lo (object li) and pushes the batch's memo entries.
+// A false result leaves the batch to the general machine; d.fastErr is set
+// when the budget ran out.
+func (d *decoder) commitTape(buf []byte, t *fastTape, lo *object, li uint32) bool {
+	f := &d.fast
+	f.events, f.memo = f.events[:0], f.memo[:0]
+	if len(t.pairs) > maxFastPending {
+		return false
+	}
+	for k := 0; k+1 < len(t.ev); k++ {
+		f.memo = append(f.memo, pendingMemo{event: true, k: k})
+		var e Event
+		var addr, free int64
+		var hasFree bool
+		var ccAt, umAt int // order of compile_context and user_metadata, 0 when absent
+		var cc, um int64
+		pairs := t.pairs[t.ev[k]:t.ev[k+1]]
+		if !d.fastKeys(pairs) {
+			return false
+		}
+		for at := range pairs {
+			pr := &pairs[at]
+			key := f.keyIDs[at]
+			var ok bool
+			isInt := pr.kind == fvInt
+			switch key {
+			case kAction:
+				var id int64
+				if id, ok = d.fastStr(buf, pr); ok {
+					e.Action = actionOfString(id)
+				}
+			case kAddr:
+				addr, ok = pr.n, isInt
+			case kDeviceFree:
+				free, ok, hasFree = pr.n, isInt, true
+			case kSize:
+				e.Size, ok = pr.n, isInt
+			case kStream:
+				e.Stream, ok = pr.n, isInt
+			case kTimeUS:
+				e.TimeUS, ok = pr.n, isInt
+			case kCompileContext:
+				cc, ok = d.fastStr(buf, pr)
+				ccAt = at + 1
+			case kUserMetadata:
+				um, ok = d.fastStr(buf, pr)
+				umAt = at + 1
+			case kFrames:
+				e.Stack, ok = d.fastFrames(t, pr)
+			default:
+				return false
+			}
+			if !ok {
+				return false
+			}
+		}
+		if f.keySeen&(1<<kAction) == 0 {
+			return false
+		}
+		// The general machine converts the entry walking its items
+		// backwards: the later of compile_context and user_metadata is
+		// interned first.
+		if umAt > ccAt {
+			e.UserMetadata = d.tableString(uint32(um))
+		}
+		if ccAt != 0 {
+			e.CompileContext = d.tableString(uint32(cc))
+		}
+		if umAt != 0 && umAt < ccAt {
+			e.UserMetadata = d.tableString(uint32(um))
+		}
+		e.Addr = uint64(addr)
+		if e.Action == ActionOOM && hasFree {
+			e.Addr = uint64(free)
+		}
+		f.events = append(f.events, e)
+	}
+	if len(f.memo) > maxFastPending {
+		return false
+	}
+	// Commit: the memo entries in stream order, then the entries.
+	base := lo.typed.events.n
+	for _, pm := range f.memo {
+		v := pm.v
+		if pm.event {
+			v = value{tag: tEvent, aux: li, n: int64(base + pm.k)}
+		}
+		if err := d.memoPush(v); err != nil {
+			d.fastErr = err
+			return false
+		}
+	}
+	d.in.pos = t.end
+	d.reserveEvents(&lo.typed.events)
+	for i := range f.events {
+		*lo.typed.events.next() = f.events[i]
+	}
+	f.batch++
+	return true
+}
+
+// fastKeys resolves the keys of one entry's pairs into f.keyIDs, checking
+// that each is a known entry key and none repeats. Entries of a batch have
+// the same keys in the same order, so the last resolution is kept and
+// reused while the memo entries it read cannot have changed.
+func (d *decoder) fastKeys(pairs []fastPair) bool {
+	f := &d.fast
+	if f.keysGen == d.memo.gen+1 && len(pairs) == len(f.keyRefs) {
+		same := true
+		for i := range pairs {
+			if pairs[i].key != f.keyRefs[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	f.keysGen = 0
+	f.keyRefs, f.keyIDs, f.keySeen = f.keyRefs[:0], f.keyIDs[:0], 0
+	for i := range pairs {
+		r := pairs[i].key
+		if uint64(r) >= d.memo.n {
+			return false // a key made in this batch: rare, the general machine's
+		}
+		kv, ok := d.fastGet(r)
+		if !ok || kv.tag != tStr || kv.n >= numKeys {
+			return false
+		}
+		if f.keySeen&(1<<uint(kv.n)) != 0 {
+			return false // a repeated key: the general machine knows which counts
+		}
+		f.keySeen |= 1 << uint(kv.n)
+		f.keyRefs = append(f.keyRefs, r)
+		f.keyIDs = append(f.keyIDs, kv.n)
+	}
+	f.keysGen = d.memo.gen + 1
+	return true
+}
+
+// fastFrames resolves a frames value: a reference to a list already read,
+// or a new list of frames already seen.
+func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
+	f := &d.fast
+	switch pr.kind {
+	case fvRef:
+		v, ok := d.fastGet(uint32(pr.n))
+		return StackID(v.n), ok && v.tag == tStack
+	case fvList:
+	default:
+		return 0, false
+	}
+	slot := -1
+	if pr.memo {
+		slot = len(f.memo)
+		f.memo = append(f.memo, pendingMemo{open: true})
+	}
+	refs := t.refs[pr.n : pr.n+int64(pr.cnt)]
+	var id StackID
+	if f.stackGen == d.memo.gen+1 && slicesEqual(refs, f.stackRefs) {
+		id = f.stackID // an entry often has the stack of the one before
+	} else {
+		f.frames = f.frames[:0]
+		committed := true
+		for _, i := range refs {
+			v, ok := d.fastGet(i)
+			if !ok || v.tag != tFrame {
+				return 0, false
+			}
+			committed = committed && uint64(i) < d.memo.n
+			f.frames = append(f.frames, FrameID(v.n))
+		}
+		id = d.stacks.InternStack(f.frames)
+		f.stackGen = 0
+		if committed {
+			f.stackRefs = append(f.stackRefs[:0], refs...)
+			f.stackID, f.stackGen = id, d.memo.gen+1
+		}
+	}
+	if slot >= 0 {
+		f.memo[slot] = pendingMemo{v: value{tag: tStack, n: int64(id)}}
+	}
+	return id, true
+}
+
+func slicesEqual(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,74 @@
+package snapshot
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeBoth decodes data with the fast path and with the general machine
+// alone, and fails unless both give the same snapshot or the same error. It
+// returns the number of batches the fast path read.
+func decodeBoth(t *testing.T, name string, data []byte) int {
+	t.Helper()
+	d := newDecoder(name)
+	fs, ferr := d.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
+	gs, gerr := newDecoder(name).decodeTop(bytes.NewReader(data), int64(len(data)), Options{generalOnly: true})
+	switch {
+	case (ferr == nil) != (gerr == nil):
+		t.Fatalf("%s: fast path error %v, general machine error %v", name, ferr, gerr)
+	case ferr != nil && ferr.Error() != gerr.Error():
+		t.Fatalf("%s: errors differ:\nfast:    %v\ngeneral: %v", name, ferr, gerr)
+	}
+	if !reflect.DeepEqual(fs, gs) {
+		t.Fatalf("%s: the fast path's snapshot differs from the general machine's", name)
+	}
+	return d.fast.batch
+}
+
+func TestFastPathEqualsGeneral(t *testing.T) {
+	files := differentialFiles(t)
+	more, _ := filepath.Glob("testdata/*.gz")
+	files = append(files, more...)
+	if len(files) < 10 {
+		t.Fatalf("only %d files", len(files))
+	}
+	total := 0
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += decodeBoth(t, path, data)
+		// Cut short: the salvaged part must agree too.
+		for _, frac := range []int{10, 50, 90} {
+			decodeBoth(t, path, data[:len(data)*frac/100])
+		}
+	}
+	// The fixtures' device traces are batches of 1,000 entries: most must
+	// take the fast path, or this test checks nothing.
+	if total < 25 {
+		t.Fatalf("the fast path read only %d batches over %d files", total, len(files))
+	}
+	t.Logf("%d files, %d batches read by the fast path", len(files), total)
+}
+
+// FuzzFastPath mutates real snapshots and checks that the fast path and the
+// general machine agree on every input.
+func FuzzFastPath(f *testing.F) {
+	for _, path := range differentialFiles(f) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) > 256<<10 {
+			continue
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		decodeBoth(t, "fuzz", data)
+	})
+}
