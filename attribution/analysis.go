@@ -79,13 +79,31 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	if a.kindCache == nil {
 		a.kindCache = newKindCache(s.Stacks)
 	}
-	k := newKindsShared(a.kindCache, events)
-	ranges := s.Ranges(d)
-	phases := findPhases(s, d, events, ranges, k)
-	acc := newPhaseAccumulator(phases, len(events))
+	// The stack kinds, the annotation ranges and the phases are found on a
+	// second goroutine while Replay rebuilds what was live before the first
+	// event; the first call of observe waits for them.
+	var (
+		k      *kinds
+		ranges []snapshot.Range
+		phases *Phases
+		acc    *phaseAccumulator
+		churn  churn
+	)
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		k = newKindsShared(a.kindCache, events)
+		ranges = s.Ranges(d)
+		phases = findPhases(s, d, events, ranges, k)
+		acc = newPhaseAccumulator(phases, len(events))
+		churn = countChurn(events)
+	}()
 	before := map[int]int64{}
 	var most int64
 	observe := func(i int, n snapshot.Numbers) {
+		if i < 0 {
+			<-ready
+		}
 		acc.observe(i, n)
 		most = max(most, n.Reserved)
 		if i+1 < len(events) && events[i+1].Action == snapshot.ActionOOM {
@@ -93,10 +111,19 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		}
 	}
 	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, Lifetimes: true})
+	<-ready // Replay calls observe at least once; this is for clarity
 	acc.finish(t)
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: countChurn(events), reservedBefore: before, ranges: ranges}
+	// The state at the peak is replayed on a second goroutine while the
+	// classifier is built; Timeline.At then continues from it.
+	warm := make(chan struct{})
+	go func() {
+		defer close(warm)
+		t.StateAt(t.PeakAllocated.Index)
+	}()
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn, reservedBefore: before, ranges: ranges}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
+	<-warm
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")
 	dev.End = dev.At(len(events)-1, "end")

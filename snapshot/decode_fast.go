@@ -45,18 +45,24 @@ const (
 	fvInt  = iota // n
 	fvRef         // n: memo index (a str or a stack, by key)
 	fvStr         // n: window position, slen bytes
-	fvList        // refs[n : n+cnt]: memo indexes of frames
+	fvList        // refs[n] frames, their memo indexes in refs[n+1:]
 )
 
 // fastPair is one key/value item of a trace entry as the scanner read it.
 type fastPair struct {
-	key  uint32 // memo index of the key (keys are always memo references)
-	kind uint8
-	memo bool  // the value (a new str or list) was memoized
-	slen uint8 // fvStr: length
-	cnt  int32 // fvList: number of frames
-	n    int64
+	key   uint32 // memo index of the key (keys are always memo references)
+	kind  uint8
+	flags uint8 // fpMemo, fpSame
+	slen  uint8 // fvStr: length
+	n     int64
 }
+
+const (
+	fpMemo = 1 << iota // the value (a new str or list) was memoized
+	// fpSame: the value is the one of the previous entry's pair at this
+	// place, whose key is the same (used when all keys are).
+	fpSame
+)
 
 // fastTape is one batch as the scanner read it.
 type fastTape struct {
@@ -66,7 +72,9 @@ type fastTape struct {
 	last  bool // the scanner stopped after this tape
 	pairs []fastPair
 	ev    []int32 // event i's pairs are pairs[ev[i]:ev[i+1]]
-	refs  []uint32
+	// sameKeys[i]: event i has the keys of event i-1, in the same order.
+	sameKeys []bool
+	refs     []uint32
 }
 
 // frameInfo is what skipFrames needs to know of the input, copied for the
@@ -88,7 +96,6 @@ type pendingMemo struct {
 // fastState is the fast path's scratch, reused from batch to batch.
 type fastState struct {
 	tapes  [4]fastTape
-	events []Event
 	memo   []pendingMemo
 	frames []FrameID
 	// The keys of the last entry resolved, and the last stack: valid while
@@ -100,9 +107,10 @@ type fastState struct {
 	stackRefs []uint32
 	stackID   StackID
 	stackGen  uint64
-	off       bool // set by tests to read everything with the general machine
-	serial    bool // set by tests: no scanner goroutine
-	batch     int  // batches read here, for tests
+	prev      []int64 // the last entry's resolved values, by pair
+	off       bool    // set by tests to read everything with the general machine
+	serial    bool    // set by tests: no scanner goroutine
+	batch     int     // batches read here, for tests
 }
 
 // fastBatch reads batches of trace entries from the MARK at in.pos, whose
@@ -209,7 +217,7 @@ func skipFrames(buf []byte, p int, fi *frameInfo) int {
 // is one the committer may take; t.last that no batch follows it.
 func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
 	t.start, t.ok, t.last = p, false, false
-	t.pairs, t.ev, t.refs = t.pairs[:0], t.ev[:0], t.refs[:0]
+	t.pairs, t.ev, t.refs, t.sameKeys = t.pairs[:0], t.ev[:0], t.refs[:0], t.sameKeys[:0]
 	if p+1 >= len(buf) || buf[p] != opMark || buf[p+1] != opEmptyDict {
 		return
 	}
@@ -250,7 +258,9 @@ func scanRef(buf []byte, p int) (i uint32, next int, ok bool) {
 	return 0, p, false
 }
 
-// scanEvent reads one trace entry at buf[p] (EMPTY_DICT).
+// scanEvent reads one trace entry at buf[p] (EMPTY_DICT). Each value is
+// compared with the previous entry's at the same place, so that the
+// committer resolves a value once while it repeats.
 func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 	if p = skipFrames(buf, p+1, fi); p >= len(buf) || buf[p] != opMemoize {
 		return p, false
@@ -259,18 +269,28 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 		return p, false
 	}
 	p++
+	var prev []fastPair
+	if n := len(t.ev); n > 0 {
+		prev = t.pairs[t.ev[n-1]:]
+	}
 	t.ev = append(t.ev, int32(len(t.pairs)))
-	for {
+	sameKeys := prev != nil
+	for at := 0; ; at++ {
 		if p = skipFrames(buf, p, fi); p >= len(buf) {
 			return p, false
 		}
 		if buf[p] == opSetItems {
+			t.sameKeys = append(t.sameKeys, sameKeys && at == len(prev))
 			return p + 1, true
 		}
 		var pr fastPair
 		var ok bool
 		if pr.key, p, ok = scanRef(buf, p); !ok {
 			return p, false
+		}
+		var pv *fastPair
+		if sameKeys = sameKeys && at < len(prev) && prev[at].key == pr.key; sameKeys {
+			pv = &prev[at]
 		}
 		if p = skipFrames(buf, p, fi); p+2 > len(buf) {
 			return p, false
@@ -298,24 +318,33 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 			var i uint32
 			i, p, _ = scanRef(buf, p)
 			pr.kind, pr.n = fvRef, int64(i)
+			if pv != nil && pv.kind == fvRef && pv.n == pr.n {
+				pr.flags |= fpSame
+			}
 		case opShortBinUnicod:
 			k := int(buf[p+1])
 			if p+2+k > len(buf) {
 				return p, false
 			}
 			pr.kind, pr.n, pr.slen = fvStr, int64(p+2), uint8(k)
+			if pv != nil && pv.kind == fvStr && pv.slen == pr.slen &&
+				string(buf[pv.n:pv.n+int64(pv.slen)]) == string(buf[p+2:p+2+k]) {
+				pr.flags |= fpSame
+			}
 			if p = skipFrames(buf, p+2+k, fi); p < len(buf) && buf[p] == opMemoize {
-				pr.memo, p = true, p+1
+				pr.flags, p = pr.flags|fpMemo, p+1
 			}
 		case opEmptyList:
-			pr.kind, pr.n = fvList, int64(len(t.refs))
+			pr.kind = fvList
 			if p = skipFrames(buf, p+1, fi); p < len(buf) && buf[p] == opMemoize {
-				pr.memo, p = true, p+1
+				pr.flags, p = pr.flags|fpMemo, p+1
 			}
-			if p, ok = scanFrames(buf, p, fi, t); !ok {
+			if pv != nil && pv.kind != fvList {
+				pv = nil
+			}
+			if p, ok = scanFrames(buf, p, fi, t, &pr, pv); !ok {
 				return p, false
 			}
-			pr.cnt = int32(int64(len(t.refs)) - pr.n)
 		default:
 			return p, false
 		}
@@ -323,9 +352,68 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 	}
 }
 
-// scanFrames reads the items of a new list of frames: MARK ref… APPENDS
-// and ref APPEND, as often as they come.
-func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
+// frameList collects the memo indexes of one list of frames into t.refs as
+// refs[n] (their number) and the indexes, unless they are those of a
+// previous list (old, at refs[oldAt]): then nothing is written.
+type frameList struct {
+	t        *fastTape
+	old      []uint32
+	oldAt    int64
+	n        int
+	at       int64 // where this list's count is, -1 before it is written
+	matching bool
+}
+
+func (l *frameList) add(i uint32) {
+	t := l.t
+	if l.matching {
+		if l.n < len(l.old) && l.old[l.n] == i {
+			l.n++
+			return
+		}
+		l.matching = false
+		l.at = int64(len(t.refs))
+		t.refs = append(t.refs, 0)
+		t.refs = append(t.refs, l.old[:l.n]...)
+	} else if l.at < 0 {
+		l.at = int64(len(t.refs))
+		t.refs = append(t.refs, 0)
+	}
+	t.refs = append(t.refs, i)
+	l.n++
+}
+
+// end returns where the list is and whether it is the old one.
+func (l *frameList) end() (int64, bool) {
+	t := l.t
+	switch {
+	case l.matching && l.n == len(l.old):
+		return l.oldAt, true
+	case l.matching || l.at < 0: // a prefix of the old list, or empty
+		at := int64(len(t.refs))
+		t.refs = append(t.refs, uint32(l.n))
+		t.refs = append(t.refs, l.old[:l.n]...)
+		return at, false
+	}
+	t.refs[l.at] = uint32(l.n)
+	return l.at, false
+}
+
+// scanFrames reads the items of a new list of frames — MARK ref… APPENDS
+// and ref APPEND, as often as they come — for pr, comparing them with pv's,
+// the previous entry's list at the same place, when there is one.
+func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv *fastPair) (int, bool) {
+	l := frameList{t: t, at: -1}
+	if pv != nil {
+		l.oldAt, l.matching = pv.n, true
+		l.old = t.refs[pv.n+1 : pv.n+1+int64(t.refs[pv.n])]
+	}
+	end := func() {
+		var same bool
+		if pr.n, same = l.end(); same {
+			pr.flags |= fpSame
+		}
+	}
 	for {
 		if p = skipFrames(buf, p, fi); p >= len(buf) {
 			return p, false
@@ -344,22 +432,24 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 				if !ok {
 					return p, false
 				}
-				t.refs = append(t.refs, i)
+				l.add(i)
 				p = next
 			}
 			continue
 		}
 		i, next, ok := scanRef(buf, p)
 		if !ok {
+			end()
 			return p, true // the list ended: a key or SETITEMS follows
 		}
 		if next = skipFrames(buf, next, fi); next >= len(buf) {
 			return p, false
 		}
 		if buf[next] != opAppend {
+			end()
 			return p, true // that was the next key
 		}
-		t.refs = append(t.refs, i)
+		l.add(i)
 		p = next + 1
 	}
 }
@@ -393,7 +483,7 @@ func (d *decoder) fastStr(buf []byte, pr *fastPair) (int64, bool) {
 		return v.n, ok && v.tag == tStr
 	case fvStr:
 		v := d.intern(buf[pr.n : pr.n+int64(pr.slen)])
-		if pr.memo {
+		if pr.flags&fpMemo != 0 {
 			d.fast.memo = append(d.fast.memo, pendingMemo{v: v})
 		}
 		return v.n, true
@@ -407,31 +497,81 @@ func (d *decoder) fastStr(buf []byte, pr *fastPair) (int64, bool) {
 // when the budget ran out.
 func (d *decoder) commitTape(buf []byte, t *fastTape, lo *object, li uint32) bool {
 	f := &d.fast
-	f.events, f.memo = f.events[:0], f.memo[:0]
+	f.memo = f.memo[:0]
 	if len(t.pairs) > maxFastPending {
 		return false
 	}
+	st := &lo.typed.events
+	d.reserveEvents(st)
+	base := st.n
+	ok := d.resolveTape(buf, t, st)
+	if ok && len(f.memo) > maxFastPending {
+		ok = false
+	}
+	if !ok {
+		st.truncate(base)
+		return false
+	}
+	// Commit the memo entries, in stream order.
+	for i := range f.memo {
+		pm := &f.memo[i]
+		if pm.event {
+			pm.v = value{tag: tEvent, aux: li, n: int64(base + pm.k)}
+		}
+	}
+	if err := d.memoPushAll(f.memo); err != nil {
+		d.fastErr = err
+		st.truncate(base)
+		return false
+	}
+	d.in.pos = t.end
+	f.batch++
+	return true
+}
+
+// resolveTape appends t's entries to st, resolving them against the memo;
+// false when one is not an entry the fast path knows.
+func (d *decoder) resolveTape(buf []byte, t *fastTape, st *eventStore) bool {
+	f := &d.fast
 	for k := 0; k+1 < len(t.ev); k++ {
 		f.memo = append(f.memo, pendingMemo{event: true, k: k})
-		var e Event
+		e := st.next()
 		var addr, free int64
 		var hasFree bool
 		var ccAt, umAt int // order of compile_context and user_metadata, 0 when absent
 		var cc, um int64
 		pairs := t.pairs[t.ev[k]:t.ev[k+1]]
-		if !d.fastKeys(pairs) {
+		sameKeys := k > 0 && t.sameKeys[k]
+		if !sameKeys && !d.fastKeys(pairs) {
 			return false
+		}
+		if len(f.prev) < len(pairs) {
+			f.prev = make([]int64, len(pairs))
 		}
 		for at := range pairs {
 			pr := &pairs[at]
 			key := f.keyIDs[at]
 			var ok bool
 			isInt := pr.kind == fvInt
+			if sameKeys && pr.flags&fpSame != 0 {
+				// The previous entry's value: only its memo entry is new.
+				if !d.fastSame(pr, key, e, f.prev[at], &cc, &um) {
+					return false
+				}
+				switch key {
+				case kCompileContext:
+					ccAt = at + 1
+				case kUserMetadata:
+					umAt = at + 1
+				}
+				continue
+			}
 			switch key {
 			case kAction:
 				var id int64
 				if id, ok = d.fastStr(buf, pr); ok {
 					e.Action = actionOfString(id)
+					f.prev[at] = id
 				}
 			case kAddr:
 				addr, ok = pr.n, isInt
@@ -445,12 +585,13 @@ func (d *decoder) commitTape(buf []byte, t *fastTape, lo *object, li uint32) boo
 				e.TimeUS, ok = pr.n, isInt
 			case kCompileContext:
 				cc, ok = d.fastStr(buf, pr)
-				ccAt = at + 1
+				ccAt, f.prev[at] = at+1, cc
 			case kUserMetadata:
 				um, ok = d.fastStr(buf, pr)
-				umAt = at + 1
+				umAt, f.prev[at] = at+1, um
 			case kFrames:
 				e.Stack, ok = d.fastFrames(t, pr)
+				f.prev[at] = int64(e.Stack)
 			default:
 				return false
 			}
@@ -477,29 +618,31 @@ func (d *decoder) commitTape(buf []byte, t *fastTape, lo *object, li uint32) boo
 		if e.Action == ActionOOM && hasFree {
 			e.Addr = uint64(free)
 		}
-		f.events = append(f.events, e)
 	}
-	if len(f.memo) > maxFastPending {
+	return true
+}
+
+// fastSame sets the field of key in e to v, the previous entry's resolved
+// value of the same pair (a str ID or a StackID), and adds the memo entry
+// the pair made, if any.
+func (d *decoder) fastSame(pr *fastPair, key int64, e *Event, v int64, cc, um *int64) bool {
+	var mv value
+	switch key {
+	case kAction:
+		e.Action = actionOfString(v)
+		mv = value{tag: tStr, n: v}
+	case kCompileContext:
+		*cc, mv = v, value{tag: tStr, n: v}
+	case kUserMetadata:
+		*um, mv = v, value{tag: tStr, n: v}
+	case kFrames:
+		e.Stack, mv = StackID(v), value{tag: tStack, n: v}
+	default:
 		return false
 	}
-	// Commit: the memo entries in stream order, then the entries.
-	base := lo.typed.events.n
-	for _, pm := range f.memo {
-		v := pm.v
-		if pm.event {
-			v = value{tag: tEvent, aux: li, n: int64(base + pm.k)}
-		}
-		if err := d.memoPush(v); err != nil {
-			d.fastErr = err
-			return false
-		}
+	if pr.flags&fpMemo != 0 {
+		d.fast.memo = append(d.fast.memo, pendingMemo{v: mv})
 	}
-	d.in.pos = t.end
-	d.reserveEvents(&lo.typed.events)
-	for i := range f.events {
-		*lo.typed.events.next() = f.events[i]
-	}
-	f.batch++
 	return true
 }
 
@@ -556,11 +699,11 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 		return 0, false
 	}
 	slot := -1
-	if pr.memo {
+	if pr.flags&fpMemo != 0 {
 		slot = len(f.memo)
 		f.memo = append(f.memo, pendingMemo{open: true})
 	}
-	refs := t.refs[pr.n : pr.n+int64(pr.cnt)]
+	refs := t.refs[pr.n+1 : pr.n+1+int64(t.refs[pr.n])]
 	var id StackID
 	if f.stackGen == d.memo.gen+1 && slicesEqual(refs, f.stackRefs) {
 		id = f.stackID // an entry often has the stack of the one before

@@ -25,6 +25,13 @@ func decodeBoth(t *testing.T, name string, data []byte) int {
 	if !reflect.DeepEqual(fs, gs) {
 		t.Fatalf("%s: the fast path's snapshot differs from the general machine's", name)
 	}
+	// And with the scanner on this goroutine (what small inputs get).
+	ds := newDecoder(name)
+	ds.fast.serial = true
+	ss, serr := ds.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
+	if (serr == nil) != (ferr == nil) || serr != nil && serr.Error() != ferr.Error() || !reflect.DeepEqual(ss, fs) {
+		t.Fatalf("%s: the serial fast path differs from the parallel one (errors %v, %v)", name, serr, ferr)
+	}
 	return d.fast.batch
 }
 

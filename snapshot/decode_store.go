@@ -61,7 +61,18 @@ func (s *eventStore) reserve(extra int) {
 	s.cur = nc
 }
 
+// truncate drops the entries from n on.
+func (s *eventStore) truncate(n int) {
+	for s.n > n {
+		s.drop()
+	}
+}
+
 func (s *eventStore) drop() {
+	if len(s.cur) == 0 { // back to the previous chunk
+		last := len(s.chunks) - 1
+		s.cur, s.chunks = s.chunks[last], s.chunks[:last]
+	}
 	s.cur[len(s.cur)-1] = Event{}
 	s.cur = s.cur[:len(s.cur)-1]
 	s.n--
@@ -182,6 +193,25 @@ func (m *memo) set(i uint64, v value) bool {
 		m.count++
 	}
 	return !had
+}
+
+// pushAll pushes the values of ps in order.
+func (m *memo) pushAll(ps []pendingMemo) {
+	for i := 0; i < len(ps); {
+		c, j := m.n>>memoChunkBits, m.n&(memoChunk-1)
+		if c >= uint64(len(m.chunks)) || j >= uint64(len(m.chunks[c])) {
+			m.grow()
+			continue
+		}
+		chunk := m.chunks[c][j:]
+		k := min(len(chunk), len(ps)-i)
+		for x := range k {
+			chunk[x] = ps[i+x].v
+		}
+		i += k
+		m.n += uint64(k)
+		m.count += uint64(k)
+	}
 }
 
 func (m *memo) push(v value) {

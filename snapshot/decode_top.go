@@ -34,11 +34,10 @@ type decoder struct {
 	genericN    int // values made by generic
 	blockCopies int // blocks copied for blocks lists shared by segments
 
-	strs    []string
-	strIdx  map[string]uint32
-	lastStr string // the last string interned by a map hit, and its ID
-	lastID  uint32
-	ctxIDs  []StringID // decoder string ID → Strings ID (0: not yet)
+	strs   []string
+	strIdx map[string]uint32
+	recent [32]recentString // strings interned by a map hit lately (intern)
+	ctxIDs []StringID       // decoder string ID → Strings ID (0: not yet)
 
 	tuples   tupleArena
 	stacks   *Stacks
@@ -47,6 +46,12 @@ type decoder struct {
 
 	fast    fastState // decode_fast.go
 	fastErr error     // the budget ran out in the fast path
+}
+
+type recentString struct {
+	s  string
+	id uint32
+	ok bool
 }
 
 func newDecoder(name string) *decoder {

@@ -271,11 +271,17 @@ func (d *decoder) initStrings() {
 // intern returns the string value for b, adding it to the table if new.
 // A hit does not allocate.
 func (d *decoder) intern(b []byte) value {
-	if string(b) == d.lastStr { // torch writes compile_context anew per entry
-		return value{tag: tStr, n: int64(d.lastID)}
+	// torch writes the action and compile_context strings anew in every
+	// entry: a few recent strings are looked up before the map.
+	h := 0
+	if len(b) > 0 {
+		h = (len(b)*7 + int(b[0]) + 3*int(b[len(b)/2])) & (len(d.recent) - 1)
+	}
+	if r := &d.recent[h]; r.ok && string(b) == r.s {
+		return value{tag: tStr, n: int64(r.id)}
 	}
 	if id, ok := d.strIdx[string(b)]; ok {
-		d.lastStr, d.lastID = d.strs[id], id
+		d.recent[h] = recentString{d.strs[id], id, true}
 		return value{tag: tStr, n: int64(id)}
 	}
 	s := string(b)

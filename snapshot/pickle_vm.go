@@ -62,6 +62,16 @@ func (d *decoder) memoPush(v value) error {
 	return nil
 }
 
+// memoPushAll is memoPush for each of ps, in order.
+func (d *decoder) memoPushAll(ps []pendingMemo) error {
+	before := d.memo.n
+	d.memo.pushAll(ps)
+	if chunks := d.memo.n>>memoChunkBits - before>>memoChunkBits; chunks > 0 {
+		return d.charge(int64(chunks) * memoChunk * costValue)
+	}
+	return nil
+}
+
 // run executes opcodes until STOP and returns the value on top of the stack.
 // The window buf (the input buffer up to its end) and pos are kept in
 // locals and written back to d.in around the few opcodes that read more.
