@@ -12,7 +12,7 @@ import (
 )
 
 // writeSnap pickles s into a temporary file, as torch would write it.
-func writeSnap(t *testing.T, s *snapshot.Snapshot) string {
+func writeSnap(t testing.TB, s *snapshot.Snapshot) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "snapshot.pickle")
 	f, err := os.Create(path)

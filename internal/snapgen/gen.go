@@ -69,6 +69,9 @@ func WriteOptions(w io.Writer, s *snapshot.Snapshot, minBytes int64, opt Options
 	}
 	s = shape(s, opt)
 	variants := max(opt.Stacks, 1)
+	if opt.Repeats > 0 {
+		return write(w, s, opt.Repeats, variants)
+	}
 	// Size one and two repetitions to find how many reach minBytes.
 	one, err := write(io.Discard, s, 1, variants)
 	if err != nil {

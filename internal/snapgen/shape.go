@@ -35,6 +35,9 @@ type Options struct {
 	// Devices copies the trace, segments and annotations of the first
 	// device to this many devices (1 or 0: as the source has them).
 	Devices int
+	// Repeats, when above 0, writes each trace exactly this many times,
+	// whatever minBytes says: the other dimensions then vary alone.
+	Repeats int
 }
 
 // Realistic returns the option values gensnap -realistic uses, by flag
