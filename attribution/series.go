@@ -60,15 +60,18 @@ func (d *Device) Series(opt SeriesOptions) *Series {
 	if len(t.Events) > 0 {
 		t0 = t.Events[0].TimeUS
 	}
-	sizes := t.AllocSizes()
-	snapshot.Replay(d.an.Snapshot, d.Device, snapshot.ReplayOptions{Observe: func(i int, n Numbers) {
-		var tus int64
-		if i >= 0 {
-			sw.apply(i, &t.Events[i], sizes[i])
-			tus = t.Events[i].TimeUS - t0
-		}
-		b.observe(&row{index: i, timeUS: tus, n: n, cats: sw.cats, sites: sw.sites})
-	}})
+	var size int64 // of the block the event allocated
+	snapshot.Replay(d.an.Snapshot, d.Device, snapshot.ReplayOptions{
+		ObserveAlloc: func(_ int, s int64) { size = s },
+		Observe: func(i int, n Numbers) {
+			var tus int64
+			if i >= 0 {
+				sw.apply(i, &t.Events[i], size)
+				size = 0
+				tus = t.Events[i].TimeUS - t0
+			}
+			b.observe(&row{index: i, timeUS: tus, n: n, cats: sw.cats, sites: sw.sites})
+		}})
 	s.Points, s.EventsPerBucket = b.points(top + 1)
 	return s
 }

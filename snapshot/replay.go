@@ -102,6 +102,9 @@ type ReplayOptions struct {
 	// first event, then with the state after every event, in order:
 	// analyses that need per-event numbers ride on the one pass.
 	Observe func(index int, n Numbers)
+	// ObserveAlloc, when set, is called after every alloc event, before
+	// Observe, with the block size recovered as for AllocSizes.
+	ObserveAlloc func(index int, blockSize int64)
 }
 
 // Devices returns the device ordinals that have segments or trace entries.
@@ -145,6 +148,13 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	for i := range t.Events {
 		ev := &t.Events[i]
 		e.apply(i, ev)
+		if opt.ObserveAlloc != nil && ev.Action == ActionAlloc {
+			var size int64
+			if j, ok := e.live.get(ev.Addr); ok {
+				size = e.slab[j].Size
+			}
+			opt.ObserveAlloc(i, size)
+		}
 		if ev.Action == ActionOOM && ev.Size >= 0 {
 			t.OOMs = append(t.OOMs, i)
 		}
