@@ -73,6 +73,7 @@ func DecodeWith(r io.Reader, name string, opt Options) (*Snapshot, error) {
 const (
 	costString = 40 // a string's header in the table and its index entry, beside its bytes
 	costValue  = int64(unsafe.Sizeof(value{}))
+	costMemo   = int64(unsafe.Sizeof(memoWord(0))) // a dense memo entry
 	costPair   = int64(unsafe.Sizeof(kv{}))
 	costEvent  = int64(unsafe.Sizeof(Event{}))
 	costBlock  = int64(unsafe.Sizeof(Block{}))

@@ -457,7 +457,7 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv 
 // get resolves memo index i: a committed entry, or one this batch made.
 func (d *decoder) fastGet(i uint32) (value, bool) {
 	if uint64(i) < d.memo.n {
-		v := d.memo.chunks[i>>memoChunkBits][i&(memoChunk-1)]
+		v := d.memo.at(uint64(i))
 		if v.tag == tObj {
 			o := &d.objs[v.n]
 			if !o.hasConv {

@@ -144,15 +144,92 @@ const memoChunk = 1 << memoChunkBits
 // assigns in order, a map for stray ones. count is Python's len(memo).
 type memo struct {
 	gen    uint64 // counts changes to entries already set (decode_fast.go's caches)
-	chunks [][]value
+	chunks [][]memoWord
+	// wide holds the dense entries whose value does not pack into a word
+	// (negative or huge ints, floats, odd tuples), by index.
+	wide map[uint64]value
 	n      uint64 // dense entries 0..n-1 are all set
 	sparse map[uint64]value
 	count  uint64
 }
 
+// memoWord is one dense memo entry packed into 8 bytes: the tag in the top
+// 4 bits, then aux and n (see pack). A snapshot's memo holds several entries
+// per trace entry (the dict, its new strings, its frames list), so this
+// halves what the decoder holds beside the entries.
+type memoWord uint64
+
+const (
+	wideTag   = 15 // the value is in memo.wide
+	wordBits  = 60
+	tupleBits = 48 // tTuple: aux (its length) above, n below
+	refBits   = 36 // tEvent, tBlock, tSegment, tAnnot: aux (the list) above, n below
+)
+
+// pack returns v as a word, or false when it does not fit.
+func pack(v value) (memoWord, bool) {
+	t := uint64(v.tag)
+	if t >= wideTag || v.n < 0 {
+		return 0, false
+	}
+	n := uint64(v.n)
+	switch v.tag {
+	case tTuple:
+		if v.aux >= 1<<(wordBits-tupleBits) || n >= 1<<tupleBits {
+			return 0, false
+		}
+		return memoWord(t<<wordBits | uint64(v.aux)<<tupleBits | n), true
+	case tEvent, tBlock, tSegment, tAnnot:
+		if v.aux >= 1<<(wordBits-refBits) || n >= 1<<refBits {
+			return 0, false
+		}
+		return memoWord(t<<wordBits | uint64(v.aux)<<refBits | n), true
+	}
+	if v.aux != 0 || n >= 1<<wordBits {
+		return 0, false
+	}
+	return memoWord(t<<wordBits | n), true
+}
+
+// unpack is pack's inverse for a word that is not wide.
+func (w memoWord) unpack() value {
+	t := tag(w >> wordBits)
+	p := uint64(w) & (1<<wordBits - 1)
+	switch t {
+	case tTuple:
+		return value{tag: t, aux: uint32(p >> tupleBits), n: int64(p & (1<<tupleBits - 1))}
+	case tEvent, tBlock, tSegment, tAnnot:
+		return value{tag: t, aux: uint32(p >> refBits), n: int64(p & (1<<refBits - 1))}
+	}
+	return value{tag: t, n: int64(p)}
+}
+
+// at returns dense entry i (i < m.n).
+func (m *memo) at(i uint64) value {
+	w := m.chunks[i>>memoChunkBits][i&(memoChunk-1)]
+	if w>>wordBits == wideTag {
+		return m.wide[i]
+	}
+	return w.unpack()
+}
+
+// put sets dense entry i (i < m.n, or the slot being pushed).
+func (m *memo) put(i uint64, v value) {
+	w, ok := pack(v)
+	if !ok {
+		if m.wide == nil {
+			m.wide = map[uint64]value{}
+		}
+		m.wide[i], w = v, wideTag<<wordBits
+	} else if m.chunks[i>>memoChunkBits][i&(memoChunk-1)]>>wordBits == wideTag {
+		delete(m.wide, i)
+	}
+	m.chunks[i>>memoChunkBits][i&(memoChunk-1)] = w
+}
+
 func (m *memo) get(i uint64) (value, bool) {
 	if i < m.n {
-		return m.chunks[i>>memoChunkBits][i&(memoChunk-1)], true
+		return m.at(i), true
 	}
 	v, ok := m.sparse[i]
 	return v, ok
@@ -162,7 +239,7 @@ func (m *memo) get(i uint64) (value, bool) {
 func (m *memo) set(i uint64, v value) bool {
 	switch {
 	case i < m.n:
-		m.chunks[i>>memoChunkBits][i&(memoChunk-1)] = v
+		m.put(i, v)
 		m.gen++
 		return false
 	case i == m.n && len(m.sparse) == 0:
@@ -206,7 +283,11 @@ func (m *memo) pushAll(ps []pendingMemo) {
 		chunk := m.chunks[c][j:]
 		k := min(len(chunk), len(ps)-i)
 		for x := range k {
-			chunk[x] = ps[i+x].v
+			if w, ok := pack(ps[i+x].v); ok {
+				chunk[x] = w
+			} else {
+				m.put(m.n+uint64(x), ps[i+x].v)
+			}
 		}
 		i += k
 		m.n += uint64(k)
@@ -219,7 +300,8 @@ func (m *memo) push(v value) {
 	if c >= uint64(len(m.chunks)) || j >= uint64(len(m.chunks[c])) {
 		m.grow()
 	}
-	m.chunks[c][j] = v
+	m.chunks[c][j] = 0
+	m.put(m.n, v)
 	m.n++
 }
 
@@ -232,10 +314,10 @@ func (m *memo) grow() {
 		if c == 0 {
 			size = 256
 		}
-		m.chunks = append(m.chunks, make([]value, size))
+		m.chunks = append(m.chunks, make([]memoWord, size))
 		return
 	}
-	bigger := make([]value, min(2*len(m.chunks[c]), memoChunk))
+	bigger := make([]memoWord, min(2*len(m.chunks[c]), memoChunk))
 	copy(bigger, m.chunks[c])
 	m.chunks[c] = bigger
 }

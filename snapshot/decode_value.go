@@ -151,9 +151,8 @@ func (d *decoder) recycle(i uint32, conv value) {
 	}
 	if o.memoN == 1 {
 		if j := o.memoIdx; j < d.memo.n {
-			m := &d.memo.chunks[j>>memoChunkBits][j&(memoChunk-1)]
-			if m.tag == tObj && m.n == int64(i) {
-				*m = conv
+			if m := d.memo.at(j); m.tag == tObj && m.n == int64(i) {
+				d.memo.put(j, conv)
 			}
 		} else if m, ok := d.memo.get(j); ok && m.tag == tObj && m.n == int64(i) {
 			d.memo.set(j, conv)

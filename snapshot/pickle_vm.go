@@ -57,7 +57,7 @@ func (d *decoder) memoPush(v value) error {
 	m.push(v)
 	m.count++
 	if m.n&(memoChunk-1) == 0 {
-		return d.charge(memoChunk * costValue)
+		return d.charge(memoChunk * costMemo)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (d *decoder) memoPushAll(ps []pendingMemo) error {
 	before := d.memo.n
 	d.memo.pushAll(ps)
 	if chunks := d.memo.n>>memoChunkBits - before>>memoChunkBits; chunks > 0 {
-		return d.charge(int64(chunks) * memoChunk * costValue)
+		return d.charge(int64(chunks) * memoChunk * costMemo)
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (d *decoder) run() (value, error) {
 				err = d.get(i)
 				break
 			}
-			v := d.memo.chunks[i>>memoChunkBits][i&(memoChunk-1)]
+			v := d.memo.at(i)
 			if v.tag == tObj {
 				d.objs[v.n].pinned = true
 			}
