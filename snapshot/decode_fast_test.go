@@ -61,21 +61,3 @@ func TestFastPathEqualsGeneral(t *testing.T) {
 	}
 	t.Logf("%d files, %d batches read by the fast path", len(files), total)
 }
-
-// FuzzFastPath mutates real snapshots and checks that the fast path and the
-// general machine agree on every input.
-func FuzzFastPath(f *testing.F) {
-	for _, path := range differentialFiles(f) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if len(data) > 256<<10 {
-			continue
-		}
-		f.Add(data)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		decodeBoth(t, "fuzz", data)
-	})
-}

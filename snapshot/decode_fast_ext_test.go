@@ -1,0 +1,61 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscope/memscope/internal/snapgen"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// fastSeeds are small snapshots whose traces are long enough for batches
+// after the first (pickle.dump writes 1,000 entries a batch, the first
+// read by the general machine): 3,100 entries from the middle of real
+// fixtures' traces (where few frames are new), without the end state,
+// written back as torch writes them, plus shapes that stress the fast
+// path (stack variants, deeper stacks, two devices).
+func fastSeeds(t testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, name := range []string{"plain-trainer-late", "llama-bf16"} {
+		src, err := snapshot.Open(filepath.Join("..", "fixtures", name, "snapshot.pickle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := range src.Traces {
+			src.Traces[d] = src.Traces[d][len(src.Traces[d])/2:]
+			src.Traces[d] = src.Traces[d][:min(len(src.Traces[d]), 3100)]
+		}
+		src.Segments = nil // small seeds: FuzzDecode has the segments
+		for _, opt := range []snapgen.Options{{Repeats: 1}, {Repeats: 1, Stacks: 3, Frames: 2, Devices: 2}} {
+			var buf bytes.Buffer
+			if _, err := snapgen.WriteOptions(&buf, src, 0, opt); err != nil {
+				t.Fatal(err)
+			}
+			seeds = append(seeds, buf.Bytes())
+		}
+	}
+	return seeds
+}
+
+func TestFastPathSeeds(t *testing.T) {
+	for i, data := range fastSeeds(t) {
+		n := snapshot.DecodeBothForTest(t, "seed", data)
+		if n == 0 {
+			t.Errorf("seed %d (%d bytes): no batch took the fast path", i, len(data))
+		}
+	}
+}
+
+// FuzzFastPath mutates the seeds and checks that the fast path and the
+// general machine agree on every input: the same snapshot or the same error.
+//
+//	go test ./snapshot -run '^$' -fuzz FuzzFastPath -fuzztime 5m -fuzzminimizetime 10s
+func FuzzFastPath(f *testing.F) {
+	for _, s := range fastSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		snapshot.DecodeBothForTest(t, "fuzz", data)
+	})
+}
