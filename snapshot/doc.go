@@ -39,6 +39,15 @@
 // its segment or trace entry, "decoding NAME: device_traces[0][5] (alloc):
 // …".
 //
+// Batches of trace entries — nearly all of a big snapshot — take a fast
+// path (decode_fast.go): a scanner reads a batch's opcodes into a tape on a
+// second goroutine while the decoding goroutine resolves the tape before it
+// against the memo, in stream order, so the result is the general
+// machine's to the bit (a differential test and a fuzz target hold them
+// equal). The memo's dense entries are packed into 8-byte words, and the
+// first list of entries is sized from the bytes its first thousand took,
+// so that it is filled in place and never copied.
+//
 // The unpickler assumes what every pickle.dump output satisfies: a
 // container is complete before it is stored in another one. A pickle that
 // changes a container after storing it is refused.
