@@ -147,7 +147,7 @@ type memo struct {
 	chunks [][]memoWord
 	// wide holds the dense entries whose value does not pack into a word
 	// (negative or huge ints, floats, odd tuples), by index.
-	wide map[uint64]value
+	wide   map[uint64]value
 	n      uint64 // dense entries 0..n-1 are all set
 	sparse map[uint64]value
 	count  uint64
