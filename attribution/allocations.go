@@ -27,13 +27,23 @@ func (d *Device) Allocations() []Allocation {
 	return out
 }
 
+// AllocSizes returns the block size of every alloc event (0 for other
+// events): kept from the analysis with Options.AllocSizes, else replayed
+// (Timeline.AllocSizes).
+func (d *Device) AllocSizes() []int64 {
+	if d.allocSizes != nil {
+		return d.allocSizes
+	}
+	return d.Timeline.AllocSizes()
+}
+
 // EachAllocation yields every allocation recorded on the device, in order,
 // without holding them all: what Allocations lists, for callers that only
 // fold them (a pprof profile of a 1 GB snapshot has millions).
 func (d *Device) EachAllocation() iter.Seq[Allocation] {
 	return func(yield func(Allocation) bool) {
 		t := d.Timeline
-		sizes := t.AllocSizes()
+		sizes := d.AllocSizes()
 		for i := range t.Events {
 			ev := &t.Events[i]
 			if ev.Action != snapshot.ActionAlloc {

@@ -14,6 +14,14 @@ import (
 type Options struct {
 	Filter *Filter // nil: the default filter
 	Device int     // -1 for every device
+	// AllocSizes keeps every alloc's block size from the analysis's own
+	// replay (Device.AllocSizes), for pprof and the allocation views,
+	// instead of a replay more when they are asked for: 8 bytes an event.
+	AllocSizes bool
+	// SeriesPoints, when above 0, downsamples the four numbers during the
+	// analysis's replay for Device.Series with that MaxPoints, which then
+	// replays nothing (the report's timeline). It implies AllocSizes.
+	SeriesPoints int
 }
 
 // Analysis is everything memscope finds in one snapshot.
@@ -23,6 +31,7 @@ type Analysis struct {
 	Devices  []*Device
 
 	kindCache *kindCache // frame and stack kinds, shared by the devices
+	opt       Options
 }
 
 // Device is the analysis of one device.
@@ -49,9 +58,14 @@ type Device struct {
 	reservedBefore map[int]int64
 	// ranges are the device's annotation ranges (Snapshot.Ranges).
 	ranges []snapshot.Range
-	churn  churn
-	pools  []poolRange     // end-state segments by address, for poolOf
-	small  map[uint64]bool // end-state segment address → small pool, for holes
+	// allocSizes and series are kept from the replay when Options ask
+	// (AllocSizes, SeriesPoints).
+	allocSizes   []int64
+	series       *bucketer
+	seriesPoints int
+	churn        churn
+	pools        []poolRange     // end-state segments by address, for poolOf
+	small        map[uint64]bool // end-state segment address → small pool, for holes
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -60,7 +74,7 @@ func Analyze(s *snapshot.Snapshot, opt Options) *Analysis {
 	if f == nil {
 		f, _ = NewFilter("", "")
 	}
-	a := &Analysis{Snapshot: s, Filter: f}
+	a := &Analysis{Snapshot: s, Filter: f, opt: opt}
 	for _, d := range s.Devices() {
 		if opt.Device >= 0 && d != opt.Device {
 			continue
@@ -100,9 +114,30 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}()
 	before := map[int]int64{}
 	var most int64
+	var sizes []int64
+	var series *bucketer
+	var observeAlloc func(int, int64)
+	if a.opt.AllocSizes || a.opt.SeriesPoints > 0 {
+		sizes = make([]int64, len(events))
+		observeAlloc = func(i int, size int64) { sizes[i] = size }
+	}
+	if a.opt.SeriesPoints > 0 {
+		series = newBucketer(max(a.opt.SeriesPoints, 16), len(events)+1)
+	}
+	var t0 int64
+	if len(events) > 0 {
+		t0 = events[0].TimeUS
+	}
 	observe := func(i int, n snapshot.Numbers) {
 		if i < 0 {
 			<-ready
+		}
+		if series != nil {
+			r := row{index: i, n: n}
+			if i >= 0 {
+				r.timeUS = events[i].TimeUS - t0
+			}
+			series.observe(&r)
 		}
 		acc.observe(i, n)
 		most = max(most, n.Reserved)
@@ -110,7 +145,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 			before[i+1] = most
 		}
 	}
-	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, Lifetimes: true})
+	t := snapshot.Replay(s, d, snapshot.ReplayOptions{Observe: observe, ObserveAlloc: observeAlloc, Lifetimes: true})
 	<-ready // Replay calls observe at least once; this is for clarity
 	acc.finish(t)
 	// The state at the peak is replayed on a second goroutine while the
@@ -120,7 +155,8 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		defer close(warm)
 		t.StateAt(t.PeakAllocated.Index)
 	}()
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn, reservedBefore: before, ranges: ranges}
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn, reservedBefore: before, ranges: ranges,
+		allocSizes: sizes, series: series, seriesPoints: a.opt.SeriesPoints}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
 	<-warm

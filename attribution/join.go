@@ -60,7 +60,7 @@ func (d *Device) JoinTrace(tr *trace.Trace) *Join {
 	for _, cs := range byAddr {
 		sort.Slice(cs, func(a, b int) bool { return cs[a].t < cs[b].t })
 	}
-	sizes := d.Timeline.AllocSizes()
+	sizes := d.AllocSizes()
 	for i := range d.Timeline.Events {
 		ev := &d.Timeline.Events[i]
 		if ev.Action != snapshot.ActionAlloc || ev.TimeUS < j.OverlapStartUS-joinTolerance || ev.TimeUS > j.OverlapEndUS+joinTolerance {

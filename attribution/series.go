@@ -48,31 +48,56 @@ type SeriesPoint struct {
 	Sites []int64
 }
 
-// Series samples the device's timeline (see Series). It replays the trace
-// twice more: once for the block sizes, once for the numbers.
+// Series samples the device's timeline (see Series). The points are chosen
+// from the four numbers: from the analysis's own replay when
+// Options.SeriesPoints was opt.MaxPoints, else from a replay more; their
+// categories and sites then come from one pass over the events, which
+// needs only each alloc's block size.
 func (d *Device) Series(opt SeriesOptions) *Series {
 	t := d.Timeline
 	top := min(max(opt.TopSites, 0), maxSeriesSites, len(d.Peak.Sites))
 	s := &Series{Sites: append([]SiteBytes(nil), d.Peak.Sites[:top]...), Events: len(t.Events)}
-	sw := newSweep(d, s.Sites)
-	b := newBucketer(max(opt.MaxPoints, 16), len(t.Events)+1)
-	var t0 int64
-	if len(t.Events) > 0 {
-		t0 = t.Events[0].TimeUS
+	b, sizes := d.series, d.allocSizes
+	if b == nil || d.seriesPoints != opt.MaxPoints {
+		b = newBucketer(max(opt.MaxPoints, 16), len(t.Events)+1)
+		var t0 int64
+		if len(t.Events) > 0 {
+			t0 = t.Events[0].TimeUS
+		}
+		if sizes == nil {
+			sizes = make([]int64, len(t.Events))
+		}
+		snapshot.Replay(d.an.Snapshot, d.Device, snapshot.ReplayOptions{
+			ObserveAlloc: func(i int, s int64) { sizes[i] = s },
+			Observe: func(i int, n Numbers) {
+				r := row{index: i, n: n}
+				if i >= 0 {
+					r.timeUS = t.Events[i].TimeUS - t0
+				}
+				b.observe(&r)
+			}})
+	} else {
+		b = b.clone()
 	}
-	var size int64 // of the block the event allocated
-	snapshot.Replay(d.an.Snapshot, d.Device, snapshot.ReplayOptions{
-		ObserveAlloc: func(_ int, s int64) { size = s },
-		Observe: func(i int, n Numbers) {
-			var tus int64
-			if i >= 0 {
-				sw.apply(i, &t.Events[i], size)
-				size = 0
-				tus = t.Events[i].TimeUS - t0
-			}
-			b.observe(&row{index: i, timeUS: tus, n: n, cats: sw.cats, sites: sw.sites})
-		}})
 	s.Points, s.EventsPerBucket = b.points(top + 1)
+	// The categories and sites at each point (in event order).
+	sw := newSweep(d, s.Sites)
+	j := 0
+	fill := func(i int) {
+		for ; j < len(s.Points) && s.Points[j].Index == i; j++ {
+			p := &s.Points[j]
+			p.Categories = sw.cats
+			copy(p.Sites, sw.sites[:top+1])
+		}
+	}
+	fill(-1)
+	for i := range t.Events {
+		if j == len(s.Points) {
+			break
+		}
+		sw.apply(i, &t.Events[i], sizes[i])
+		fill(i)
+	}
 	return s
 }
 
@@ -167,13 +192,11 @@ func (sw *sweep) apply(i int, ev *snapshot.Event, size int64) {
 	}
 }
 
-// row is one state during the sweep.
+// row is one state of the replay: the four numbers after event index.
 type row struct {
 	index  int
 	timeUS int64
 	n      Numbers
-	cats   [NumCategories]int64
-	sites  [maxSeriesSites + 1]int64
 }
 
 // quantity k of the four numbers: requested, allocated, active, reserved.
@@ -283,6 +306,13 @@ func newBucketer(maxPoints, n int) *bucketer {
 	return &bucketer{max: maxPoints, per: max(per, 1), buckets: make([]bucket, nb)}
 }
 
+// clone returns a copy that points may change without changing b.
+func (b *bucketer) clone() *bucketer {
+	c := *b
+	c.buckets = append([]bucket(nil), b.buckets...)
+	return &c
+}
+
 func (b *bucketer) observe(r *row) {
 	b.buckets[min(b.seen/b.per, len(b.buckets)-1)].observe(r)
 	b.seen++
@@ -308,8 +338,7 @@ func (b *bucketer) points(nSites int) ([]SeriesPoint, int) {
 	out := []SeriesPoint{}
 	for i := range b.buckets {
 		for _, r := range b.buckets[i].rows() {
-			out = append(out, SeriesPoint{Index: r.index, TimeUS: r.timeUS, Numbers: r.n,
-				Categories: r.cats, Sites: append([]int64(nil), r.sites[:nSites]...)})
+			out = append(out, SeriesPoint{Index: r.index, TimeUS: r.timeUS, Numbers: r.n, Sites: make([]int64, nSites)})
 		}
 	}
 	return out, b.per

@@ -21,6 +21,7 @@ type analysisOptions struct {
 	device        int
 	focus, ignore string
 	top           int
+	allocSizes    bool // keep each alloc's block size (pprof)
 }
 
 func (o *analysisOptions) define(fs *pflag.FlagSet) {
@@ -66,7 +67,7 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 	if err != nil {
 		return nil, err
 	}
-	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device}), nil
+	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes}), nil
 }
 
 // eachFile analyses every path and calls fn with each analysis; with --json

@@ -18,6 +18,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE, or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
 	memoryFlag(fs)
+	o.allocSizes = true // every allocation is profiled: one replay, not two
 	return func(cc *cmdContext, paths []string) error {
 		an, err := o.analyze(cc, paths[0])
 		if err != nil {

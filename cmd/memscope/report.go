@@ -100,7 +100,14 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 		if err != nil {
 			return err
 		}
-		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device})
+		// The timeline's points, as the page will split them if no later
+		// file adds devices: the analysis keeps them from its own replay.
+		devs := len(s.Devices())
+		if o.device >= 0 {
+			devs = 1
+		}
+		points := attribution.ViewOptionsFor(sections + devs).Series.MaxPoints
+		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device, SeriesPoints: points})
 		sections += len(an.Devices)
 		if sections > attribution.MaxViewSections {
 			return usageErrorf("the snapshots hold more than %d devices; one page shows at most %d (pick one with --device, or fewer files)",
