@@ -34,16 +34,18 @@ func Decode(r io.Reader, name string) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
-	return decodeTrace(in, gz, name, false)
+	return decodeTrace(in, gz, name, fastChunk)
 }
 
 // decodeTrace decodes the (decompressed) trace in; gz says whether it was
-// compressed, for error offsets. slow turns off the fast event scanner
-// (fastEvents), leaving every event to jsontext: the reference path that
-// the differential tests compare the fast one with.
-func decodeTrace(in io.Reader, gz bool, name string, slow bool) (*Trace, error) {
+// compressed, for error offsets. chunk picks the event path: -1 leaves
+// every event to jsontext (the reference path that the differential tests
+// compare the others with), 0 the fast event scanner on this goroutine,
+// n > 0 the fast scanner on chunks of about n bytes scanned in parallel
+// (see parallelEvents).
+func decodeTrace(in io.Reader, gz bool, name string, chunk int) (*Trace, error) {
 	d := newDecoder(in, name)
-	d.gz, d.slow = gz, slow
+	d.gz, d.chunk = gz, chunk
 	if err := d.decodeTop(); err != nil && err != errStopped {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func maybeGunzip(r io.Reader) (io.Reader, bool, error) {
 type decoder struct {
 	name string
 	gz   bool
-	slow bool // no fast event scanner (see decodeTrace)
+	chunk int // the event path (see decodeTrace)
 	dec  *jsontext.Decoder
 	src  io.Reader // what dec reads
 	base int64     // added to dec's offsets (see fastEvents' hand-off)
@@ -190,7 +192,7 @@ func (d *decoder) decodeEvents() error {
 	if _, err := d.dec.ReadToken(); err != nil {
 		return d.damaged(err, "opening the event array")
 	}
-	if !d.slow {
+	if d.chunk >= 0 {
 		d.fastEvents()
 	}
 	for d.dec.PeekKind() != ']' {

@@ -2,7 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -41,12 +43,16 @@ const (
 // element read.
 func (d *decoder) fastEvents() {
 	topArray := d.dec.StackDepth() == 1
-	buf := make([]byte, 0, fastBufSize)
-	buf = append(buf, d.dec.UnreadBuffer()...)
+	unread := bytes.Clone(d.dec.UnreadBuffer())
 	base := d.offset() // absolute offset of buf[0]
 	var rerr error     // the read error (io.EOF too) that ended the input
-	last := 0          // just past the last element read, or the '['
 	k := 0             // elements read here
+	if d.chunk > 0 {
+		unread, base, k, rerr = d.parallelEvents(unread, base)
+	}
+	buf := make([]byte, 0, max(fastBufSize, len(unread)))
+	buf = append(buf, unread...)
+	last := 0 // just past the last element read, or the '['
 	e := &d.ev
 
 	// fill moves buf[last:] to the front and reads more; false when
@@ -83,32 +89,7 @@ func (d *decoder) fastEvents() {
 
 scan:
 	for {
-		i := last
-		b := buf
-		// Between elements: whitespace, then ',' unless this is the first.
-		i = skipWS(b, i)
-		if i == len(b) {
-			if fill() {
-				continue
-			}
-			break
-		}
-		if k > 0 {
-			if b[i] != ',' {
-				break // ']' or damage: jsontext takes it from here
-			}
-			i = skipWS(b, i+1)
-			if i == len(b) {
-				if fill() {
-					continue
-				}
-				break
-			}
-		}
-		if b[i] != '{' {
-			break
-		}
-		n, st, badTS := scanEventFast(b[i:], e)
+		i, n, st, badTS := nextEvent(buf, last, k == 0, e)
 		switch st {
 		case scanMore:
 			if fill() {
@@ -116,16 +97,9 @@ scan:
 			}
 			break scan
 		case scanBad:
-			break scan
+			break scan // ']' or damage: jsontext takes it from here
 		}
-		if badTS {
-			d.warn("ignoring ts and dur values that are not numbers")
-		}
-		d.events++
-		if e.ph != 0 {
-			d.valid++
-		}
-		d.keep(e)
+		d.addEvent(e, badTS)
 		k++
 		last = i + n
 	}
@@ -162,6 +136,42 @@ scan:
 			panic("trace: fast path hand-off: " + err.Error())
 		}
 	}
+}
+
+// nextEvent reads the event after b[last:] (whitespace, then ',' unless it
+// is the first, then the event object) into e, returning where the object
+// starts and its length.
+func nextEvent(b []byte, last int, first bool, e *rawEvent) (i, n, st int, badTS bool) {
+	i = skipWS(b, last)
+	if i == len(b) {
+		return 0, 0, scanMore, false
+	}
+	if !first {
+		if b[i] != ',' {
+			return 0, 0, scanBad, false
+		}
+		i = skipWS(b, i+1)
+		if i == len(b) {
+			return 0, 0, scanMore, false
+		}
+	}
+	if b[i] != '{' {
+		return 0, 0, scanBad, false
+	}
+	n, st, badTS = scanEventFast(b[i:], e)
+	return i, n, st, badTS
+}
+
+// addEvent is readEvent's bookkeeping for an event read by the fast path.
+func (d *decoder) addEvent(e *rawEvent, badTS bool) {
+	if badTS {
+		d.warn("ignoring ts and dur values that are not numbers")
+	}
+	d.events++
+	if e.ph != 0 {
+		d.valid++
+	}
+	d.keep(e)
 }
 
 // errReader returns err from every Read.
@@ -368,6 +378,20 @@ func isHex(c byte) bool {
 // past it.
 func scanString(b []byte, i int) (int, int) {
 	for i++; ; {
+		// Eight bytes at a time while none is '"', '\\' or a control
+		// character: the lowest flagged byte of t is the first such one
+		// (borrows only run upward from a byte that is one).
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q := x ^ 0x2222222222222222
+			s := x ^ 0x5c5c5c5c5c5c5c5c
+			t := ((q - 0x0101010101010101) &^ q) | ((s - 0x0101010101010101) &^ s) | ((x - 0x2020202020202020) &^ x)
+			if t &= 0x8080808080808080; t != 0 {
+				i += bits.TrailingZeros64(t) / 8
+				break
+			}
+			i += 8
+		}
 		for i < len(b) && strPlain[b[i]] {
 			i++
 		}

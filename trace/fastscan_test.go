@@ -17,18 +17,22 @@ import (
 // (reflect.DeepEqual) or the same error message.
 func decodeBoth(t testing.TB, data []byte, limit int64) {
 	t.Helper()
-	fast, ferr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, false)
-	slow, serr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, true)
-	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
-		t.Fatalf("fast error = %v, reference error = %v", ferr, serr)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		if fast.Trace != nil && slow.Trace != nil {
-			f, s := fast.Trace, slow.Trace
-			t.Fatalf("fast and reference traces differ: events %d/%d, ops %d/%d, memory %d/%d, warnings %v / %v",
-				f.Counts.Events, s.Counts.Events, len(f.Ops), len(s.Ops), len(f.Memory), len(s.Memory), f.Warnings, s.Warnings)
+	slow, serr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, -1)
+	// 0: the sequential fast scanner; > 0: the parallel one, with chunks
+	// small enough that the fixtures are cut into many.
+	for _, chunk := range []int{0, 7, 300, 4096, fastChunk} {
+		fast, ferr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, chunk)
+		if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
+			t.Fatalf("chunk %d: fast error = %v, reference error = %v", chunk, ferr, serr)
 		}
-		t.Fatalf("fast and reference profiles differ: %+v / %+v", fast, slow)
+		if !reflect.DeepEqual(fast, slow) {
+			if fast.Trace != nil && slow.Trace != nil {
+				f, s := fast.Trace, slow.Trace
+				t.Fatalf("chunk %d: fast and reference traces differ: events %d/%d, ops %d/%d, memory %d/%d, warnings %v / %v", chunk,
+					f.Counts.Events, s.Counts.Events, len(f.Ops), len(s.Ops), len(f.Memory), len(s.Memory), f.Warnings, s.Warnings)
+			}
+			t.Fatalf("chunk %d: fast and reference profiles differ: %+v / %+v", chunk, fast, slow)
+		}
 	}
 }
 
