@@ -75,13 +75,13 @@ func maybeGunzip(r io.Reader) (io.Reader, bool, error) {
 
 // decoder holds the state of one Decode call.
 type decoder struct {
-	name string
-	gz   bool
+	name  string
+	gz    bool
 	chunk int // the event path (see decodeTrace)
-	dec  *jsontext.Decoder
-	src  io.Reader // what dec reads
-	base int64     // added to dec's offsets (see fastEvents' hand-off)
-	t    *Trace
+	dec   *jsontext.Decoder
+	src   io.Reader // what dec reads
+	base  int64     // added to dec's offsets (see fastEvents' hand-off)
+	t     *Trace
 
 	strs    map[string]StringID
 	threads map[string]ThreadID
