@@ -140,8 +140,8 @@ func (d *decoder) parallelEvents(unread []byte, base int64) ([]byte, int64, int,
 			cut := -1
 			for {
 				for len(buf) < size && rerr == nil {
-					if cap(buf)-len(buf) < size/2 {
-						buf = slices.Grow(buf, size)
+					if cap(buf)-len(buf) < 4<<10 {
+						buf = slices.Grow(buf, max(len(buf), 64<<10))
 					}
 					n, err := d.src.Read(buf[len(buf):cap(buf)])
 					buf = buf[:len(buf)+n]

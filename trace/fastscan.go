@@ -25,7 +25,7 @@ import (
 // from there with the same offsets, warnings and errors.
 
 const (
-	fastBufSize  = 1 << 20  // initial read buffer
+	fastBufSize  = 64 << 10 // initial read buffer
 	maxFastEvent = 16 << 20 // larger events are left to jsontext
 	maxFastDepth = 256      // deeper nesting inside an event is left to jsontext
 )
