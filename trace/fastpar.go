@@ -143,7 +143,7 @@ func (d *decoder) parallelEvents(unread []byte, base int64) ([]byte, int64, int,
 					if cap(buf)-len(buf) < 4<<10 {
 						buf = slices.Grow(buf, max(len(buf), 64<<10))
 					}
-					n, err := d.src.Read(buf[len(buf):cap(buf)])
+					n, err := d.src.Read(buf[len(buf):min(cap(buf), size)])
 					buf = buf[:len(buf)+n]
 					rerr = err
 				}
@@ -153,7 +153,7 @@ func (d *decoder) parallelEvents(unread []byte, base int64) ([]byte, int64, int,
 				if cut = findCut(buf); cut > 0 || len(buf) >= maxChunk {
 					break
 				}
-				size = len(buf) + d.chunk // no cut yet: read more
+				size = 2*len(buf) + d.chunk // no cut yet: read as much again
 			}
 			size = d.chunk
 			j.first = first
