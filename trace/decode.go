@@ -34,14 +34,18 @@ func Decode(r io.Reader, name string) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", name, err)
 	}
-	return decodeTrace(in, gz, name)
+	return decodeTrace(in, gz, name, fastChunk)
 }
 
 // decodeTrace decodes the (decompressed) trace in; gz says whether it was
-// compressed, for error offsets.
-func decodeTrace(in io.Reader, gz bool, name string) (*Trace, error) {
+// compressed, for error offsets. chunk picks the event path: -1 leaves
+// every event to jsontext (the reference path that the differential tests
+// compare the others with), 0 the fast event scanner on this goroutine,
+// n > 0 the fast scanner on chunks of about n bytes scanned in parallel
+// (see parallelEvents).
+func decodeTrace(in io.Reader, gz bool, name string, chunk int) (*Trace, error) {
 	d := newDecoder(in, name)
-	d.gz = gz
+	d.gz, d.chunk = gz, chunk
 	if err := d.decodeTop(); err != nil && err != errStopped {
 		return nil, err
 	}
@@ -71,10 +75,13 @@ func maybeGunzip(r io.Reader) (io.Reader, bool, error) {
 
 // decoder holds the state of one Decode call.
 type decoder struct {
-	name string
-	gz   bool
-	dec  *jsontext.Decoder
-	t    *Trace
+	name  string
+	gz    bool
+	chunk int // the event path (see decodeTrace)
+	dec   *jsontext.Decoder
+	src   io.Reader // what dec reads
+	base  int64     // added to dec's offsets (see fastEvents' hand-off)
+	t     *Trace
 
 	strs    map[string]StringID
 	threads map[string]ThreadID
@@ -98,12 +105,20 @@ type decoder struct {
 	lastThreadID ThreadID
 }
 
+var decoderOptions = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+}
+
+// offset is the input offset of the decoder: the byte just after the last
+// token or value read.
+func (d *decoder) offset() int64 { return d.base + d.dec.InputOffset() }
+
 func newDecoder(r io.Reader, name string) *decoder {
 	return &decoder{
 		name: name,
-		dec: jsontext.NewDecoder(r,
-			jsontext.AllowDuplicateNames(true),
-			jsontext.AllowInvalidUTF8(true)),
+		dec:  jsontext.NewDecoder(r, decoderOptions...),
+		src:  r,
 		t: &Trace{
 			Name:   name,
 			Counts: EventCounts{ByCat: map[string]int64{}, Kernels: map[int64]int64{}},
@@ -137,7 +152,7 @@ func (d *decoder) decodeTop() error {
 		}
 		return d.wrap(err, "not JSON")
 	default:
-		return d.errorf(d.dec.InputOffset(), "not a Chrome trace: top-level JSON value is %s, want an object with traceEvents or an array of events", kindName(k))
+		return d.errorf(d.offset(), "not a Chrome trace: top-level JSON value is %s, want an object with traceEvents or an array of events", kindName(k))
 	}
 }
 
@@ -153,7 +168,7 @@ func (d *decoder) decodeObject() error {
 		key := k.String()
 		if key == "traceEvents" {
 			if d.dec.PeekKind() != '[' {
-				return d.errorf(d.dec.InputOffset(), "not a Chrome trace: traceEvents is %s, want an array", kindName(d.dec.PeekKind()))
+				return d.errorf(d.offset(), "not a Chrome trace: traceEvents is %s, want an array", kindName(d.dec.PeekKind()))
 			}
 			d.sawList = true
 			if err := d.decodeEvents(); err != nil {
@@ -177,6 +192,9 @@ func (d *decoder) decodeEvents() error {
 	if _, err := d.dec.ReadToken(); err != nil {
 		return d.damaged(err, "opening the event array")
 	}
+	if d.chunk >= 0 {
+		d.fastEvents()
+	}
 	for d.dec.PeekKind() != ']' {
 		if d.dec.PeekKind() == 0 {
 			_, err := d.dec.ReadToken()
@@ -195,13 +213,25 @@ func (d *decoder) decodeEvents() error {
 // expectEnd checks that nothing but whitespace follows the top-level value.
 func (d *decoder) expectEnd() error {
 	if _, err := d.dec.ReadToken(); err != io.EOF {
-		off := d.dec.InputOffset()
+		off := d.offset()
 		if err == nil {
 			err = errors.New("data after the top-level value")
 		}
-		d.warnAt(off, "ignoring what follows the trace: "+oneLine(err))
+		d.warnAt(off, "ignoring what follows the trace: "+oneLine(d.rebase(err)))
 	}
 	return nil
+}
+
+// rebase returns err with a syntax error's offset made absolute (see
+// decoder.base), as its message names it.
+func (d *decoder) rebase(err error) error {
+	var se *jsontext.SyntacticError
+	if d.base == 0 || !errors.As(err, &se) {
+		return err
+	}
+	c := *se
+	c.ByteOffset += d.base
+	return &c
 }
 
 // errStopped marks a decode that ended early on damaged input but kept
@@ -234,10 +264,10 @@ func (d *decoder) errorf(off int64, format string, args ...any) error {
 
 // describe extracts the offset and a short message from a read error.
 func (d *decoder) describe(err error) (int64, string) {
-	off := d.dec.InputOffset()
+	off := d.offset()
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
-		off = se.ByteOffset
+		off = d.base + se.ByteOffset
 		err = se.Err
 	}
 	switch {

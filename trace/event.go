@@ -55,7 +55,7 @@ func (e *rawEvent) reset() {
 // fields out of the raw bytes.
 func (d *decoder) readEvent() error {
 	if d.dec.PeekKind() != '{' {
-		d.warnAt(d.dec.InputOffset(), "skipping event array elements that are not objects")
+		d.warnAt(d.offset(), "skipping event array elements that are not objects")
 		if err := d.dec.SkipValue(); err != nil {
 			return err
 		}

@@ -26,9 +26,9 @@ func (d *decoder) finish() error {
 	flows := d.flows.flatten()
 	switch {
 	case !d.sawList:
-		return d.errorf(d.dec.InputOffset(), "not a Chrome trace: no traceEvents array")
+		return d.errorf(d.offset(), "not a Chrome trace: no traceEvents array")
 	case d.valid == 0:
-		return d.errorf(d.dec.InputOffset(), "not a Chrome trace: %d array elements, none an event object with a \"ph\" field", d.events)
+		return d.errorf(d.offset(), "not a Chrome trace: %d array elements, none an event object with a \"ph\" field", d.events)
 	case len(t.Memory) == 0:
 		return fmt.Errorf("decoding %s: %w", d.name, errNoMemory)
 	}

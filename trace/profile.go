@@ -42,6 +42,11 @@ func DecodeProfile(r io.Reader, name string) (Profile, error) {
 // decodeProfile is DecodeProfile reading at most limit bytes of a gzipped
 // input's JSON (-1: no bound); explicit says the caller gave the limit.
 func decodeProfile(r io.Reader, name string, limit int64, explicit bool) (Profile, error) {
+	return decodeProfileMode(r, name, limit, explicit, fastChunk)
+}
+
+// decodeProfileMode is decodeProfile; chunk as for decodeTrace.
+func decodeProfileMode(r io.Reader, name string, limit int64, explicit bool, chunk int) (Profile, error) {
 	in, gz, err := maybeGunzip(r)
 	if err != nil {
 		return Profile{}, fmt.Errorf("decoding %s: %w", name, err)
@@ -51,7 +56,7 @@ func decodeProfile(r io.Reader, name string, limit int64, explicit bool) (Profil
 		bounded = &boundedReader{r: in, limit: limit, explicit: explicit}
 		in = bounded
 	}
-	p, err := decodeBody(in, gz, name)
+	p, err := decodeBody(in, gz, name, chunk)
 	if bounded != nil && bounded.err != nil { // not a file cut short: refused
 		return Profile{}, fmt.Errorf("decoding %s at byte %d: %w", name, bounded.limit, bounded.err)
 	}
@@ -59,13 +64,13 @@ func decodeProfile(r io.Reader, name string, limit int64, explicit bool) (Profil
 }
 
 // decodeBody tells a memory timeline from a trace and decodes it.
-func decodeBody(in io.Reader, gz bool, name string) (Profile, error) {
+func decodeBody(in io.Reader, gz bool, name string, chunk int) (Profile, error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	if isMemoryTimeline(br) {
 		ct, err := decodeTimeline(br, gz, name)
 		return Profile{Timeline: ct}, err
 	}
-	t, err := decodeTrace(br, gz, name)
+	t, err := decodeTrace(br, gz, name, chunk)
 	return Profile{Trace: t}, err
 }
 
