@@ -52,12 +52,17 @@ const (
 type fastPair struct {
 	key   uint32 // memo index of the key (keys are always memo references)
 	kind  uint8
-	flags uint8 // fpMemo
+	flags uint8 // fpMemo, fpSame
 	slen  uint8 // fvStr: length
 	n     int64
 }
 
-const fpMemo = 1 // the value (a new str or list) was memoized
+const (
+	fpMemo = 1 << iota // the value (a new str or list) was memoized
+	// fpSame: the value is the one of the previous entry's pair at this
+	// place, whose key is the same (used when all keys are).
+	fpSame
+)
 
 // fastTape is one batch as the scanner read it.
 type fastTape struct {
@@ -67,7 +72,9 @@ type fastTape struct {
 	last  bool // the scanner stopped after this tape
 	pairs []fastPair
 	ev    []int32 // event i's pairs are pairs[ev[i]:ev[i+1]]
-	refs  []uint32
+	// sameKeys[i]: event i has the keys of event i-1, in the same order.
+	sameKeys []bool
+	refs     []uint32
 }
 
 // frameInfo is what skipFrames needs to know of the input, copied for the
@@ -210,7 +217,7 @@ func skipFrames(buf []byte, p int, fi *frameInfo) int {
 // is one the committer may take; t.last that no batch follows it.
 func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
 	t.start, t.ok, t.last = p, false, false
-	t.pairs, t.ev, t.refs = t.pairs[:0], t.ev[:0], t.refs[:0]
+	t.pairs, t.ev, t.refs, t.sameKeys = t.pairs[:0], t.ev[:0], t.refs[:0], t.sameKeys[:0]
 	if p+1 >= len(buf) || buf[p] != opMark || buf[p+1] != opEmptyDict {
 		return
 	}
@@ -262,18 +269,28 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 		return p, false
 	}
 	p++
+	var prev []fastPair
+	if n := len(t.ev); n > 0 {
+		prev = t.pairs[t.ev[n-1]:]
+	}
 	t.ev = append(t.ev, int32(len(t.pairs)))
-	for {
+	sameKeys := prev != nil
+	for at := 0; ; at++ {
 		if p = skipFrames(buf, p, fi); p >= len(buf) {
 			return p, false
 		}
 		if buf[p] == opSetItems {
+			t.sameKeys = append(t.sameKeys, sameKeys && at == len(prev))
 			return p + 1, true
 		}
 		var pr fastPair
 		var ok bool
 		if pr.key, p, ok = scanRef(buf, p); !ok {
 			return p, false
+		}
+		var pv *fastPair
+		if sameKeys = sameKeys && at < len(prev) && prev[at].key == pr.key; sameKeys {
+			pv = &prev[at]
 		}
 		if p = skipFrames(buf, p, fi); p+2 > len(buf) {
 			return p, false
@@ -301,12 +318,19 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 			var i uint32
 			i, p, _ = scanRef(buf, p)
 			pr.kind, pr.n = fvRef, int64(i)
+			if pv != nil && pv.kind == fvRef && pv.n == pr.n {
+				pr.flags |= fpSame
+			}
 		case opShortBinUnicod:
 			k := int(buf[p+1])
 			if p+2+k > len(buf) {
 				return p, false
 			}
 			pr.kind, pr.n, pr.slen = fvStr, int64(p+2), uint8(k)
+			if pv != nil && pv.kind == fvStr && pv.slen == pr.slen &&
+				string(buf[pv.n:pv.n+int64(pv.slen)]) == string(buf[p+2:p+2+k]) {
+				pr.flags |= fpSame
+			}
 			if p = skipFrames(buf, p+2+k, fi); p < len(buf) && buf[p] == opMemoize {
 				pr.flags, p = pr.flags|fpMemo, p+1
 			}
@@ -315,9 +339,10 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 			if p = skipFrames(buf, p+1, fi); p < len(buf) && buf[p] == opMemoize {
 				pr.flags, p = pr.flags|fpMemo, p+1
 			}
-			pr.n = int64(len(t.refs))
-			t.refs = append(t.refs, 0) // the count, set at the end
-			if p, ok = scanFrames(buf, p, fi, t); !ok {
+			if pv != nil && pv.kind != fvList {
+				pv = nil
+			}
+			if p, ok = scanFrames(buf, p, fi, t, &pr, pv); !ok {
 				return p, false
 			}
 		default:
@@ -327,12 +352,68 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 	}
 }
 
+// frameList collects the memo indexes of one list of frames into t.refs as
+// refs[n] (their number) and the indexes, unless they are those of a
+// previous list (old, at refs[oldAt]): then nothing is written.
+type frameList struct {
+	t        *fastTape
+	old      []uint32
+	oldAt    int64
+	n        int
+	at       int64 // where this list's count is, -1 before it is written
+	matching bool
+}
+
+func (l *frameList) add(i uint32) {
+	t := l.t
+	if l.matching {
+		if l.n < len(l.old) && l.old[l.n] == i {
+			l.n++
+			return
+		}
+		l.matching = false
+		l.at = int64(len(t.refs))
+		t.refs = append(t.refs, 0)
+		t.refs = append(t.refs, l.old[:l.n]...)
+	} else if l.at < 0 {
+		l.at = int64(len(t.refs))
+		t.refs = append(t.refs, 0)
+	}
+	t.refs = append(t.refs, i)
+	l.n++
+}
+
+// end returns where the list is and whether it is the old one.
+func (l *frameList) end() (int64, bool) {
+	t := l.t
+	switch {
+	case l.matching && l.n == len(l.old):
+		return l.oldAt, true
+	case l.matching || l.at < 0: // a prefix of the old list, or empty
+		at := int64(len(t.refs))
+		t.refs = append(t.refs, uint32(l.n))
+		t.refs = append(t.refs, l.old[:l.n]...)
+		return at, false
+	}
+	t.refs[l.at] = uint32(l.n)
+	return l.at, false
+}
+
 // scanFrames reads the items of a new list of frames — MARK ref… APPENDS
-// and ref APPEND, as often as they come — into t.refs after their count,
-// the last of t.refs when it is called.
-func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
-	at := len(t.refs) - 1
-	end := func() { t.refs[at] = uint32(len(t.refs) - at - 1) }
+// and ref APPEND, as often as they come — for pr, comparing them with pv's,
+// the previous entry's list at the same place, when there is one.
+func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv *fastPair) (int, bool) {
+	l := frameList{t: t, at: -1}
+	if pv != nil {
+		l.oldAt, l.matching = pv.n, true
+		l.old = t.refs[pv.n+1 : pv.n+1+int64(t.refs[pv.n])]
+	}
+	end := func() {
+		var same bool
+		if pr.n, same = l.end(); same {
+			pr.flags |= fpSame
+		}
+	}
 	for {
 		if p = skipFrames(buf, p, fi); p >= len(buf) {
 			return p, false
@@ -351,7 +432,7 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 				if !ok {
 					return p, false
 				}
-				t.refs = append(t.refs, i)
+				l.add(i)
 				p = next
 			}
 			continue
@@ -368,7 +449,7 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 			end()
 			return p, true // that was the next key
 		}
-		t.refs = append(t.refs, i)
+		l.add(i)
 		p = next + 1
 	}
 }
@@ -460,17 +541,7 @@ func (d *decoder) resolveTape(buf []byte, t *fastTape, st *eventStore) bool {
 		var ccAt, umAt int // order of compile_context and user_metadata, 0 when absent
 		var cc, um int64
 		pairs := t.pairs[t.ev[k]:t.ev[k+1]]
-		// Entries of a batch mostly have the keys of the one before, and
-		// many of its values (the action, compile_context, the stack):
-		// those are resolved once.
-		var prev []fastPair
-		if k > 0 {
-			prev = t.pairs[t.ev[k-1]:t.ev[k]]
-		}
-		sameKeys := len(prev) == len(pairs)
-		for i := 0; sameKeys && i < len(pairs); i++ {
-			sameKeys = pairs[i].key == prev[i].key
-		}
+		sameKeys := k > 0 && t.sameKeys[k]
 		if !sameKeys && !d.fastKeys(pairs) {
 			return false
 		}
@@ -482,7 +553,7 @@ func (d *decoder) resolveTape(buf []byte, t *fastTape, st *eventStore) bool {
 			key := f.keyIDs[at]
 			var ok bool
 			isInt := pr.kind == fvInt
-			if sameKeys && samePair(buf, t, pr, &prev[at]) {
+			if sameKeys && pr.flags&fpSame != 0 {
 				// The previous entry's value: only its memo entry is new.
 				if !d.fastSame(pr, key, e, f.prev[at], &cc, &um) {
 					return false
@@ -549,24 +620,6 @@ func (d *decoder) resolveTape(buf []byte, t *fastTape, st *eventStore) bool {
 		}
 	}
 	return true
-}
-
-// samePair reports whether pr holds the value pv held.
-func samePair(buf []byte, t *fastTape, pr, pv *fastPair) bool {
-	if pr.kind != pv.kind {
-		return false
-	}
-	switch pr.kind {
-	case fvRef:
-		return pr.n == pv.n
-	case fvStr:
-		return pr.slen == pv.slen && string(buf[pr.n:pr.n+int64(pr.slen)]) == string(buf[pv.n:pv.n+int64(pv.slen)])
-	case fvList:
-		a := t.refs[pr.n : pr.n+1+int64(t.refs[pr.n])]
-		b := t.refs[pv.n : pv.n+1+int64(t.refs[pv.n])]
-		return slicesEqual(a, b)
-	}
-	return false
 }
 
 // fastSame sets the field of key in e to v, the previous entry's resolved
