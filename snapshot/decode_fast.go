@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"sync/atomic"
 )
@@ -70,8 +71,10 @@ type fastTape struct {
 	end   int // after its APPENDS, when ok
 	ok    bool
 	last  bool // the scanner stopped after this tape
-	pairs []fastPair
-	ev    []int32 // event i's pairs are pairs[ev[i]:ev[i+1]]
+	// joined: the batch ends where the next lane's scanner started.
+	joined bool
+	pairs  []fastPair
+	ev     []int32 // event i's pairs are pairs[ev[i]:ev[i+1]]
 	// sameKeys[i]: event i has the keys of event i-1, in the same order.
 	sameKeys []bool
 	refs     []uint32
@@ -96,6 +99,7 @@ type pendingMemo struct {
 // fastState is the fast path's scratch, reused from batch to batch.
 type fastState struct {
 	tapes  [4]fastTape
+	tapes2 []fastTape // the second scanner's, made once
 	memo   []pendingMemo
 	frames []FrameID
 	// The keys of the last entry resolved, and the last stack: valid while
@@ -110,7 +114,11 @@ type fastState struct {
 	prev      []int64 // the last entry's resolved values, by pair
 	off       bool    // set by tests to read everything with the general machine
 	serial    bool    // set by tests: no scanner goroutine
+	serial2   bool    // set by tests: one scanner goroutine, not two
 	batch     int     // batches read here, for tests
+	joins     int     // second scanners whose tapes were taken, for tests
+	// parallelMin, when set (tests), replaces fastParallel.
+	parallelMin int
 }
 
 // fastBatch reads batches of trace entries from the MARK at in.pos, whose
@@ -139,7 +147,11 @@ func (d *decoder) fastBatch() (bool, error) {
 	fi := frameInfo{size: in.size, base: in.base, eof: in.eof, end: in.end}
 	f := &d.fast
 	read := false
-	if f.serial || len(buf)-in.pos < fastParallel {
+	par := fastParallel
+	if f.parallelMin > 0 {
+		par = f.parallelMin
+	}
+	if f.serial || len(buf)-in.pos < par {
 		for {
 			t := &f.tapes[0]
 			scanBatch(buf, in.pos, fi, t)
@@ -152,49 +164,117 @@ func (d *decoder) fastBatch() (bool, error) {
 			}
 		}
 	}
-	// A scanner goroutine runs ahead while this one commits.
-	full := make(chan *fastTape, len(f.tapes))
-	empty := make(chan *fastTape, len(f.tapes))
-	for i := range f.tapes {
-		empty <- &f.tapes[i]
+	// A scanner goroutine runs ahead while this one commits. With a long
+	// window a second one starts at a batch boundary found by its bytes in
+	// the window's second half (APPENDS, then MARK EMPTY_DICT MEMOIZE
+	// MARK); its tapes are taken only if the first scanner's last batch
+	// ends exactly there, which proves the guess.
+	split := -1
+	if len(buf)-in.pos >= 2*par && !f.serial2 {
+		split = findBatchStart(buf, in.pos+(len(buf)-in.pos)/2)
 	}
-	var stop atomic.Bool
-	go func(p int) {
-		defer close(full)
-		for t := range empty {
+	one := startLane(buf, in.pos, split, fi, f.tapes[:])
+	var two *lane
+	if split > 0 {
+		if len(f.tapes2) == 0 {
+			f.tapes2 = make([]fastTape, 48)
+		}
+		two = startLane(buf, split, -1, fi, f.tapes2)
+	}
+	li := uint32(lv.n)
+	joined, ok := d.commitLane(buf, one, lo, li, &read)
+	if two != nil {
+		if joined && ok {
+			f.joins++
+			_, _ = d.commitLane(buf, two, lo, li, &read)
+		} else {
+			two.discard()
+		}
+	}
+	return read, d.fastErr
+}
+
+// lane is one scanner goroutine and the tapes it fills.
+type lane struct {
+	full, empty chan *fastTape
+	stop        atomic.Bool
+	closed      bool
+}
+
+// startLane scans batches from buf[p] until one does not scan, the window
+// ends, or a batch ends at stopAt (when above 0): that tape is marked
+// joined.
+func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane {
+	l := &lane{full: make(chan *fastTape, len(tapes)), empty: make(chan *fastTape, len(tapes))}
+	for i := range tapes {
+		l.empty <- &tapes[i]
+	}
+	go func() {
+		defer close(l.full)
+		for t := range l.empty {
 			scanBatch(buf, p, fi, t)
-			if stop.Load() {
+			t.joined = false
+			if l.stop.Load() {
 				t.ok = false
 			}
 			if !t.ok {
 				t.last = true
+			} else if stopAt > 0 && t.end == stopAt {
+				t.last, t.joined = true, true
 			}
-			full <- t
+			l.full <- t
 			if t.last {
 				return
 			}
 			p = t.end
 		}
-	}(in.pos)
-	done := false
-	for t := range full {
-		if done {
-			continue // draining
-		}
-		ok := t.ok && d.commitTape(buf, t, lo, uint32(lv.n))
+	}()
+	return l
+}
+
+// discard stops the lane's scanner and waits for it.
+func (l *lane) discard() {
+	l.stop.Store(true)
+	if !l.closed {
+		l.closed = true
+		close(l.empty)
+	}
+	for range l.full {
+	}
+}
+
+// commitLane commits l's tapes in order. It reports whether the last one
+// was joined to the next lane, and whether every tape was committed; *read
+// is set when any was, and d.in.pos is past the last committed one.
+func (d *decoder) commitLane(buf []byte, l *lane, lo *object, li uint32, read *bool) (joined, ok bool) {
+	for t := range l.full {
+		ok = t.ok && d.commitTape(buf, t, lo, li)
 		if ok {
-			read, in.pos = true, t.end
+			*read = true
+			d.in.pos = t.end
 		}
 		if !ok || t.last {
-			stop.Store(true)
-			done = true
-			close(empty) // the scanner stops at its next tape
-			continue
+			joined = ok && t.joined
+			l.discard()
+			return joined, ok
 		}
-		empty <- t
+		l.empty <- t
 	}
-	return read, d.fastErr
+	return false, false
 }
+
+// findBatchStart returns the position of the first MARK at or after from
+// that looks like the start of a batch of trace entries following another
+// (APPENDS MARK EMPTY_DICT MEMOIZE MARK), or -1.
+func findBatchStart(buf []byte, from int) int {
+	k := bytes.Index(buf[from:], batchBoundary)
+	if k < 0 {
+		return -1
+	}
+	return from + k + 1
+}
+
+var batchBoundary = []byte{opAppends, opMark, opEmptyDict, opMemoize, opMark}
 
 // skipFrames skips the FRAME opcodes at buf[p], which pickle puts between
 // any two opcodes. A FRAME that claims more than the input holds is left
