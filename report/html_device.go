@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"sync"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
@@ -132,9 +133,13 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	ds.PeakWhen = peakWhen(s)
 	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
 	x := newTimeAxis(dv)
-	ds.Timeline = timelineChart(id, dv, x)
-	ds.ByCategory = categoryChart(id, x, dv.Series)
+	// The three timeline charts are the page's largest: rendered on two
+	// cores (each reads the view only).
+	var wg sync.WaitGroup
+	wg.Go(func() { ds.Timeline = timelineChart(id, dv, x) })
+	wg.Go(func() { ds.ByCategory = categoryChart(id, x, dv.Series) })
 	ds.BySite = siteChart(id, x, v.Stacks, dv.Series)
+	wg.Wait()
 	ds.Focused = x.focus > 0
 	ds.SeriesNote = seriesNote(dv.Series)
 	ds.Tree = treeChart(id, dv.PeakTree)
