@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"sync/atomic"
 )
 
@@ -785,7 +786,7 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 	}
 	refs := t.refs[pr.n+1 : pr.n+1+int64(t.refs[pr.n])]
 	var id StackID
-	if f.stackGen == d.memo.gen+1 && slicesEqual(refs, f.stackRefs) {
+	if f.stackGen == d.memo.gen+1 && slices.Equal(refs, f.stackRefs) {
 		id = f.stackID // an entry often has the stack of the one before
 	} else {
 		f.frames = f.frames[:0]
@@ -809,16 +810,4 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 		f.memo[slot] = pendingMemo{v: value{tag: tStack, n: int64(id)}}
 	}
 	return id, true
-}
-
-func slicesEqual(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -20,41 +20,36 @@ func decodeBoth(t *testing.T, name string, data []byte) int {
 // scanner's tapes were taken.
 func decodeBothJoins(t *testing.T, name string, data []byte) (int, int) {
 	t.Helper()
-	d := newDecoder(name)
-	fs, ferr := d.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
-	gs, gerr := newDecoder(name).decodeTop(bytes.NewReader(data), int64(len(data)), Options{generalOnly: true})
-	switch {
-	case (ferr == nil) != (gerr == nil):
-		t.Fatalf("%s: fast path error %v, general machine error %v", name, ferr, gerr)
-	case ferr != nil && ferr.Error() != gerr.Error():
-		t.Fatalf("%s: errors differ:\nfast:    %v\ngeneral: %v", name, ferr, gerr)
+	decode := func(set func(f *fastState), opt Options) (*decoder, *Snapshot, error) {
+		d := newDecoder(name)
+		set(&d.fast)
+		s, err := d.decodeTop(bytes.NewReader(data), int64(len(data)), opt)
+		return d, s, err
 	}
-	if !reflect.DeepEqual(fs, gs) {
-		t.Fatalf("%s: the fast path's snapshot differs from the general machine's", name)
+	_, gs, gerr := decode(func(*fastState) {}, Options{generalOnly: true})
+	batches, joins := 0, 0
+	for _, v := range []struct {
+		what string
+		set  func(f *fastState)
+	}{
+		{"the fast path", func(*fastState) {}},
+		{"the fast path with the scanner on the decoding goroutine (what small inputs get)", func(f *fastState) { f.serial = true }},
+		{"the fast path with one scanner goroutine, not two", func(f *fastState) { f.serial2 = true }},
+		{"the fast path with scanners for windows of a few KB (small inputs take the two-scanner path)", func(f *fastState) { f.parallelMin = 4 << 10 }},
+	} {
+		d, fs, ferr := decode(v.set, Options{})
+		switch {
+		case (ferr == nil) != (gerr == nil):
+			t.Fatalf("%s: %s: error %v, general machine error %v", name, v.what, ferr, gerr)
+		case ferr != nil && ferr.Error() != gerr.Error():
+			t.Fatalf("%s: %s: errors differ:\nfast:    %v\ngeneral: %v", name, v.what, ferr, gerr)
+		case !reflect.DeepEqual(fs, gs):
+			t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, v.what)
+		}
+		batches = max(batches, d.fast.batch)
+		joins += d.fast.joins
 	}
-	// And with the scanner on this goroutine (what small inputs get).
-	ds := newDecoder(name)
-	ds.fast.serial = true
-	ss, serr := ds.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
-	if (serr == nil) != (ferr == nil) || serr != nil && serr.Error() != ferr.Error() || !reflect.DeepEqual(ss, fs) {
-		t.Fatalf("%s: the serial fast path differs from the parallel one (errors %v, %v)", name, serr, ferr)
-	}
-	// And with one scanner goroutine, not two.
-	d1 := newDecoder(name)
-	d1.fast.serial2 = true
-	s1, err1 := d1.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
-	if (err1 == nil) != (ferr == nil) || err1 != nil && err1.Error() != ferr.Error() || !reflect.DeepEqual(s1, fs) {
-		t.Fatalf("%s: one scanner differs from two (errors %v, %v)", name, err1, ferr)
-	}
-	// And with scanner goroutines for windows of a few KB, so that small
-	// inputs take the two-scanner path too.
-	d2 := newDecoder(name)
-	d2.fast.parallelMin = 4 << 10
-	s2, err2 := d2.decodeTop(bytes.NewReader(data), int64(len(data)), Options{})
-	if (err2 == nil) != (ferr == nil) || err2 != nil && err2.Error() != ferr.Error() || !reflect.DeepEqual(s2, fs) {
-		t.Fatalf("%s: scanners for small windows differ (errors %v, %v)", name, err2, ferr)
-	}
-	return d.fast.batch, d.fast.joins + d2.fast.joins
+	return batches, joins
 }
 
 func TestFastPathEqualsGeneral(t *testing.T) {

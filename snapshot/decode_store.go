@@ -300,8 +300,7 @@ func (m *memo) push(v value) {
 	if c >= uint64(len(m.chunks)) || j >= uint64(len(m.chunks[c])) {
 		m.grow()
 	}
-	m.chunks[c][j] = 0
-	m.put(m.n, v)
+	m.put(m.n, v) // a slot past m.n was never written: nothing wide to drop
 	m.n++
 }
 

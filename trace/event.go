@@ -261,6 +261,34 @@ func (d *decoder) scanEvent(raw []byte, e *rawEvent) {
 	}
 }
 
+// field returns where rawArgs keeps the arg of quoted key k, and its bit;
+// nil for an arg it does not keep.
+func (a *rawArgs) field(k []byte) (*int64, argSet) {
+	switch string(k) {
+	case `"Bytes"`:
+		return &a.bytes, hasBytes
+	case `"Total Allocated"`:
+		return &a.totalAlloc, hasTotalAlloc
+	case `"Total Reserved"`:
+		return &a.totalRes, hasTotalRes
+	case `"Addr"`:
+		return &a.addr, hasAddr
+	case `"Device Type"`:
+		return &a.devType, hasDevType
+	case `"Device Id"`:
+		return &a.devID, hasDevID
+	case `"Python id"`:
+		return &a.pyID, hasPyID
+	case `"Python parent id"`:
+		return &a.pyParent, hasPyParent
+	case `"Sequence number"`:
+		return &a.seq, hasSeq
+	case `"Fwd thread id"`:
+		return &a.fwdThread, hasFwdThread
+	}
+	return nil, 0
+}
+
 // scanArgs keeps the numeric args listed in rawArgs.
 func scanArgs(raw []byte, a *rawArgs) {
 	i := skipWS(raw, 0)
@@ -275,30 +303,8 @@ func scanArgs(raw []byte, a *rawArgs) {
 		}
 		end := valueEnd(raw, v0)
 		i, more = next(raw, end)
-		var dst *int64
-		var bit argSet
-		switch string(k) {
-		case `"Bytes"`:
-			dst, bit = &a.bytes, hasBytes
-		case `"Total Allocated"`:
-			dst, bit = &a.totalAlloc, hasTotalAlloc
-		case `"Total Reserved"`:
-			dst, bit = &a.totalRes, hasTotalRes
-		case `"Addr"`:
-			dst, bit = &a.addr, hasAddr
-		case `"Device Type"`:
-			dst, bit = &a.devType, hasDevType
-		case `"Device Id"`:
-			dst, bit = &a.devID, hasDevID
-		case `"Python id"`:
-			dst, bit = &a.pyID, hasPyID
-		case `"Python parent id"`:
-			dst, bit = &a.pyParent, hasPyParent
-		case `"Sequence number"`:
-			dst, bit = &a.seq, hasSeq
-		case `"Fwd thread id"`:
-			dst, bit = &a.fwdThread, hasFwdThread
-		default:
+		dst, bit := a.field(k)
+		if dst == nil {
 			continue
 		}
 		v := raw[v0:end]

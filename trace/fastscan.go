@@ -310,30 +310,7 @@ func scanArgsFast(b []byte, i int, a *rawArgs) (int, int) {
 		if st != scanOK {
 			return 0, st
 		}
-		var dst *int64
-		var bit argSet
-		switch string(k) {
-		case `"Bytes"`:
-			dst, bit = &a.bytes, hasBytes
-		case `"Total Allocated"`:
-			dst, bit = &a.totalAlloc, hasTotalAlloc
-		case `"Total Reserved"`:
-			dst, bit = &a.totalRes, hasTotalRes
-		case `"Addr"`:
-			dst, bit = &a.addr, hasAddr
-		case `"Device Type"`:
-			dst, bit = &a.devType, hasDevType
-		case `"Device Id"`:
-			dst, bit = &a.devID, hasDevID
-		case `"Python id"`:
-			dst, bit = &a.pyID, hasPyID
-		case `"Python parent id"`:
-			dst, bit = &a.pyParent, hasPyParent
-		case `"Sequence number"`:
-			dst, bit = &a.seq, hasSeq
-		case `"Fwd thread id"`:
-			dst, bit = &a.fwdThread, hasFwdThread
-		}
+		dst, bit := a.field(k)
 		if dst != nil {
 			if v := b[v0:end]; v[0] != '{' && v[0] != '[' {
 				if n, ok := parseInt(v); ok {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/memscope/memscope/report"
 )
 
@@ -154,19 +152,7 @@ func TestFocusOtherCommands(t *testing.T) {
 		}
 	})
 	t.Run("pprof", func(t *testing.T) {
-		out := filepath.Join(t.TempDir(), "mem.pb.gz")
-		if r := runMemscope("pprof", "--focus", modelFile, "-o", out, llamaSnap); r.err != nil {
-			t.Fatal(r.err)
-		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		p, err := profile.Parse(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := runPProf(t, "--focus", modelFile, llamaSnap)
 		if len(p.Location) == 0 {
 			t.Fatal("no location kept")
 		}

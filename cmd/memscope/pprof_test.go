@@ -38,20 +38,8 @@ func TestPProf(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.fixture, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "mem.pb.gz")
 			snap := filepath.Join("../../fixtures", tt.fixture, "snapshot.pickle")
-			if r := runMemscope("pprof", "--at", tt.at, "-o", out, snap); r.err != nil {
-				t.Fatalf("pprof: %v", r.err)
-			}
-			f, err := os.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := profile.Parse(f)
-			f.Close()
-			if err != nil {
-				t.Fatalf("profile.Parse: %v", err)
-			}
+			p, out := runPProf(t, "--at", tt.at, snap)
 			if err := p.CheckValid(); err != nil {
 				t.Fatalf("CheckValid: %v", err)
 			}
@@ -92,4 +80,25 @@ func firstTopRow(out string) string {
 		return ""
 	}
 	return strings.TrimSpace(rows[0])
+}
+
+// runPProf runs memscope pprof with args (the snapshot last) into a
+// temporary file and returns the parsed profile and the file.
+func runPProf(t *testing.T, args ...string) (*profile.Profile, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mem.pb.gz")
+	args = append([]string{"pprof", "-o", out}, args...)
+	if r := runMemscope(args...); r.err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), r.err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("profile.Parse: %v", err)
+	}
+	return p, out
 }

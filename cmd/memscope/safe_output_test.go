@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
 	"github.com/memscope/memscope/internal/snapgen"
 )
 
@@ -57,19 +56,7 @@ func TestSafeOutput(t *testing.T) {
 		t.Errorf("peak: the escaped name is missing:\n%s", r.stdout)
 	}
 
-	prof := filepath.Join(dir, "evil.pb.gz")
-	if r := runMemscope("pprof", "-o", prof, snap); r.err != nil {
-		t.Fatal(r.err)
-	}
-	f, err := os.Open(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := runPProf(t, snap)
 	for _, fn := range p.Function {
 		clean("pprof function", fn.Name+fn.SystemName+fn.Filename)
 	}
