@@ -56,8 +56,8 @@ type OpBytesJSON struct {
 	Blocks int    `json:"blocks"`
 }
 
-// OpRows converts the by-operator rows of a joined moment.
-func OpRows(rows []attribution.OpBytes, top int) []OpBytesJSON {
+// opRowsJSON converts the by-operator rows of a joined moment.
+func opRowsJSON(rows []attribution.OpBytes, top int) []OpBytesJSON {
 	out := []OpBytesJSON{}
 	for i, r := range rows {
 		if top >= 0 && i == top {
@@ -76,14 +76,14 @@ type StreamJSON struct {
 }
 
 func momentOf(st *snapshot.Stacks, device int, m *attribution.Moment, top int) MomentJSON {
-	j := Moment(st, m, top)
+	j := momentJSON(st, m, top)
 	j.Device = device
 	return j
 }
 
-// Moment converts a moment, keeping the top sites (all when top < 0). Its
+// momentJSON converts a moment, keeping the top sites (all when top < 0). Its
 // Device is -1 until the caller sets it.
-func Moment(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
+func momentJSON(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
 	j := MomentJSON{Device: -1, Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
 		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories),
 		Streams: []StreamJSON{}}
@@ -140,8 +140,8 @@ type LeakSiteJSON struct {
 	BytesPerStep int64 `json:"bytes_per_step"`
 }
 
-// Leak converts a device's leak verdict.
-func Leak(st *snapshot.Stacks, d *attribution.Device) LeakJSON {
+// leakJSON converts a device's leak verdict.
+func leakJSON(st *snapshot.Stacks, d *attribution.Device) LeakJSON {
 	l := d.Leak
 	j := LeakJSON{Device: d.Device, Found: l.Found, Reason: l.Reason, Steps: append([]int{}, l.Steps...),
 		Floors: append([]int64{}, l.Floors...), GrowthPerStep: l.GrowthPerStep, Sites: []LeakSiteJSON{}}
@@ -183,8 +183,8 @@ type DeviceFragJSON struct {
 	Moments []FragJSON `json:"moments"`
 }
 
-// Frag converts one fragmentation result.
-func Frag(f *attribution.Fragmentation) FragJSON {
+// fragJSON converts one fragmentation result.
+func fragJSON(f *attribution.Fragmentation) FragJSON {
 	h := f.Histogram
 	if h == nil {
 		h = []attribution.HoleBucket{}
@@ -230,12 +230,12 @@ type CapJSON struct {
 	High int64 `json:"high"`
 }
 
-// OOM converts one post-mortem.
-func OOM(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
+// oomJSON converts one post-mortem.
+func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
 	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
 		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
 		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
-		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: Frag(o.Frag),
+		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: fragJSON(o.Frag),
 		Live: momentOf(st, d.Device, o.At, top)}
 	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))
@@ -270,8 +270,8 @@ type DeviceDiffJSON struct {
 	Phases     []attribution.Delta `json:"phases"`
 }
 
-// DiffDoc converts a comparison.
-func DiffDoc(d *attribution.Diff) []DeviceDiffJSON {
+// diffDevicesJSON converts a comparison.
+func diffDevicesJSON(d *attribution.Diff) []DeviceDiffJSON {
 	out := []DeviceDiffJSON{}
 	for _, dd := range d.Devices {
 		out = append(out, DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),

@@ -12,9 +12,9 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// PhasesText writes the per-step phase table: the floor at the step's
+// phasesText writes the per-step phase table: the floor at the step's
 // start and end, each phase's peak, and which phase holds the step's peak.
-func PhasesText(w io.Writer, d *attribution.Device) error {
+func phasesText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	p := d.Phases
 	if len(p.Steps) == 0 {
@@ -75,9 +75,9 @@ func offset(d *attribution.Device, us int64) string {
 	return "+" + units.Duration(us-d.Timeline.Events[0].TimeUS)
 }
 
-// MomentText writes the attribution of one moment: the numbers, the top
+// momentText writes the attribution of one moment: the numbers, the top
 // sites, the categories and the streams, or the call tree.
-func MomentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
+func momentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d at %s", d.Device, m.Label)
 	if m.Index >= 0 && len(d.Timeline.Events) > 0 {
@@ -155,9 +155,9 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 	}
 }
 
-// LeakText writes the leak verdict: floors per steady step and the sites
+// leakText writes the leak verdict: floors per steady step and the sites
 // whose blocks survive.
-func LeakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) error {
+func leakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	l := d.Leak
 	ew.printf("device %d: ", d.Device)
@@ -201,8 +201,8 @@ func signed(n int64) string {
 	return units.Bytes(n)
 }
 
-// FragText writes the fragmentation at each moment and the verdicts.
-func FragText(w io.Writer, d *attribution.Device) error {
+// fragText writes the fragmentation at each moment and the verdicts.
+func fragText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d: free memory inside reserved segments\n\n", d.Device)
 	tw := newTable(ew, tabwriter.AlignRight)
@@ -232,8 +232,8 @@ func FragText(w io.Writer, d *attribution.Device) error {
 	return ew.err
 }
 
-// OOMText writes the post-mortem of every OOM of the device.
-func OOMText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top int) error {
+// oomText writes the post-mortem of every OOM of the device.
+func oomText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top int) error {
 	ew := &errWriter{w: w}
 	if len(d.OOMs) == 0 {
 		ew.printf("device %d: no out-of-memory event recorded\n", d.Device)
@@ -287,9 +287,9 @@ func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
 	}
 }
 
-// DiffText writes a comparison: peak and end, then the largest changes by
+// diffText writes a comparison: peak and end, then the largest changes by
 // site, category and phase.
-func DiffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) error {
+func diffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("A: %s\nB: %s\n", nameA, nameB)
 	for _, dd := range d.Devices {
@@ -337,9 +337,9 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 	tw.Flush()
 }
 
-// OpBytesText writes the live bytes of a moment by operator (from a joined
+// opBytesText writes the live bytes of a moment by operator (from a joined
 // profiler trace).
-func OpBytesText(w io.Writer, rows []attribution.OpBytes, covered float64, total int64, top int) error {
+func opBytesText(w io.Writer, rows []attribution.OpBytes, covered float64, total int64, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("\nby operator (joined with the profiler trace; %.1f%% of the bytes allocated in its window found their op):\n", 100*covered)
 	for i, r := range rows {

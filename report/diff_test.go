@@ -21,14 +21,14 @@ func TestDiffSoleDevices(t *testing.T) {
 	}
 	d := attribution.Compare(one(0, 4*mib), one(3, 6*mib))
 	var b bytes.Buffer
-	if err := DiffText(&b, "a.pickle", "b.pickle", d, 5); err != nil {
+	if err := diffText(&b, "a.pickle", "b.pickle", d, 5); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "device 0 of A against device 3 of B (the sole device of each)") ||
 		!strings.Contains(b.String(), "+2.00 MiB") {
 		t.Errorf("diff text:\n%s\nwant device 0 of A against device 3 of B, +2.00 MiB", b.String())
 	}
-	if j := DiffDoc(d); len(j) != 1 || j[0].Device != 0 || j[0].DeviceB != 3 || j[0].PeakB.Allocated != 6*mib {
+	if j := diffDevicesJSON(d); len(j) != 1 || j[0].Device != 0 || j[0].DeviceB != 3 || j[0].PeakB.Allocated != 6*mib {
 		t.Errorf("diff JSON = %+v, want device 0, device_b 3, B's peak 6 MiB", j)
 	}
 }

@@ -140,7 +140,7 @@ type table struct {
 // functions, annotations) so that hostile names cannot grow the page.
 const maxLabel = 240
 
-// HTML writes one self-contained page showing every device of every view:
+// writeHTML writes one self-contained page showing every device of every view:
 // the numbers and findings, the timeline with phase bands, the stacks by
 // category and by site, the peak's call tree and top sites, the step table,
 // the leak staircase, fragmentation and out-of-memory post-mortems. Views
@@ -148,7 +148,7 @@ const maxLabel = 240
 // page's size does not grow with the input's. Charts are ECharts options
 // built with go-echarts and stored as JSON in the page; a small script
 // initialises them.
-func HTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
+func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	p := &page{Title: opt.Title, Version: opt.Version, EChartsVersion: EChartsVersion,
 		EChartsURL: EChartsURL, EChartsInstall: EChartsInstall, EChartsFrom: clip(opt.EChartsFrom, maxLabel)}
 	if opt.ECharts != nil {

@@ -33,7 +33,7 @@ func pageFor(t testing.TB, snaps ...*snapshot.Snapshot) []byte {
 		views = append(views, attribution.NewView(an, attribution.ViewOptionsFor(n)))
 	}
 	var b bytes.Buffer
-	if err := HTML(&b, views, HTMLOptions{}); err != nil {
+	if err := writeHTML(&b, views, HTMLOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -173,7 +173,7 @@ func BenchmarkHTMLLarge(b *testing.B) {
 	for b.Loop() {
 		v := attribution.NewView(an, attribution.ViewOptionsFor(len(an.Devices)))
 		var buf bytes.Buffer
-		if err := HTML(&buf, []*attribution.View{v}, HTMLOptions{}); err != nil {
+		if err := writeHTML(&buf, []*attribution.View{v}, HTMLOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		page = buf.Len()

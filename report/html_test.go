@@ -32,7 +32,7 @@ func fixtureView(t testing.TB, name string) (*attribution.Analysis, *attribution
 func renderHTML(t testing.TB, views []*attribution.View, opt HTMLOptions) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := HTML(&b, views, opt); err != nil {
+	if err := writeHTML(&b, views, opt); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -9,8 +9,8 @@ import (
 	"github.com/memscope/memscope/trace"
 )
 
-// OpsText writes a per-operator (or per-module) memory table.
-func OpsText(w io.Writer, name string, tb *trace.Table, top int) error {
+// opsText writes a per-operator (or per-module) memory table.
+func opsText(w io.Writer, name string, tb *trace.Table, top int) error {
 	ew := &errWriter{w: w}
 	from := "Total Allocated"
 	if !tb.Recorded.TotalAllocated {
@@ -83,8 +83,8 @@ type OpRowJSON struct {
 	TotalPeakLive int64  `json:"total_live_at_peak_bytes"`
 }
 
-// Ops converts a table, keeping the first top rows (all when top < 0).
-func Ops(tb *trace.Table, top int) OpsJSON {
+// opsJSON converts a table, keeping the first top rows (all when top < 0).
+func opsJSON(tb *trace.Table, top int) OpsJSON {
 	j := OpsJSON{Device: tb.Device.String(), PeakBytes: tb.Peak.Allocated, PeakEpochUS: float64(tb.Peak.Time) / 1e3, Events: tb.Events,
 		AllocatedFrom: "total_allocated", LiveAtPeakKnown: tb.Recorded.Addr,
 		NoOp: tb.NoOp, Unattributed: tb.Unattributed, Rows: []OpRowJSON{}}

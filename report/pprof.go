@@ -14,7 +14,7 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// PProf writes a pprof profile (gzipped protobuf) of one device: the blocks
+// writePProf writes a pprof profile (gzipped protobuf) of one device: the blocks
 // live at moment m as inuse_space/inuse_objects, and every allocation of
 // the recorded window (allocs, d.EachAllocation) as
 // alloc_space/alloc_objects. Each Python frame is a function with its file
@@ -30,7 +30,7 @@ import (
 // grows with stacks × categories × phases × block sizes × step labels, not
 // with the allocations: millions of allocations fold into the samples of
 // their stacks.
-func PProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, allocs iter.Seq[attribution.Allocation]) error {
+func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, allocs iter.Seq[attribution.Allocation]) error {
 	b := newPProfBuilder(an, newStepGroups(d.Phases))
 	for i := range m.Live {
 		lb := &m.Live[i]

@@ -58,12 +58,12 @@ func stepsRun(t testing.TB, steps, stacks int) (*attribution.Analysis, *attribut
 	return an, an.Devices[0]
 }
 
-// writePProf renders the profile at the peak and parses it back with
+// peakProfile renders the profile at the peak and parses it back with
 // pprof's own reader.
-func writePProf(t testing.TB, an *attribution.Analysis, d *attribution.Device) (*profile.Profile, int) {
+func peakProfile(t testing.TB, an *attribution.Analysis, d *attribution.Device) (*profile.Profile, int) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := PProf(&buf, an, d, d.Peak, d.EachAllocation()); err != nil {
+	if err := Write(&buf, PProf, &Profile{Analysis: an, Device: d, Moment: d.Peak, Allocs: d.EachAllocation()}); err != nil {
 		t.Fatalf("PProf: %v", err)
 	}
 	n := buf.Len()
@@ -89,7 +89,7 @@ func TestPProfSteps(t *testing.T) {
 			if got := len(d.Phases.Steps); got != steps {
 				t.Fatalf("the analysis found %d steps, want %d", got, steps)
 			}
-			p, _ := writePProf(t, an, d)
+			p, _ := peakProfile(t, an, d)
 			groups := min(steps, maxStepLabels)
 			if got, want := len(p.Sample), stacks*groups; got != want {
 				t.Errorf("len(Sample) = %d, want %d (%d stacks × %d step labels)", got, want, stacks, groups)
@@ -147,7 +147,7 @@ func BenchmarkPProfSteps(b *testing.B) {
 			b.ReportAllocs()
 			var samples, size int
 			for b.Loop() {
-				p, n := writePProf(b, an, d)
+				p, n := peakProfile(b, an, d)
 				samples, size = len(p.Sample), n
 			}
 			b.ReportMetric(float64(samples), "samples")

@@ -138,10 +138,10 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			sd.Categories[c.String()] = d.Categories[c].Bytes
 		}
 		if d.Joined {
-			sd.Ops, sd.OpsCovered = OpRows(d.Ops, -1), &d.OpsCovered
+			sd.Ops, sd.OpsCovered = opRowsJSON(d.Ops, -1), &d.OpsCovered
 		}
 		if d.Timeline != nil {
-			sd.TimelineAtPeak = TimelineSample(s.TimelineSource, *d.Timeline)
+			sd.TimelineAtPeak = timelineSampleJSON(s.TimelineSource, *d.Timeline)
 		}
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {

@@ -17,8 +17,8 @@ type SummaryTextOptions struct {
 	Stacks bool // print each top site's full stack
 }
 
-// SummaryText writes sum as aligned text, fitting 100 columns.
-func SummaryText(w io.Writer, sum *attribution.Summary, opt SummaryTextOptions) error {
+// summaryText writes sum as aligned text, fitting 100 columns.
+func summaryText(w io.Writer, sum *attribution.Summary, opt SummaryTextOptions) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s (%s", sum.Source, sum.Format)
 	if sum.Format == "pickle" {
@@ -129,7 +129,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		}
 	}
 	if d.Timeline != nil {
-		TimelineSampleText(ew, sum.TimelineSource, "at the peak", *d.Timeline) // errors stick in ew
+		timelineSampleText(ew, sum.TimelineSource, "at the peak", *d.Timeline) // errors stick in ew
 	}
 	var cats []string
 	for c := attribution.Category(0); c < attribution.NumCategories; c++ {

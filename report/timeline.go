@@ -23,10 +23,10 @@ func timelineForm(ct *trace.CategoryTimeline) string {
 	return "[times, sizes]"
 }
 
-// TimelineText describes an export_memory_timeline file given where a
+// timelineText describes an export_memory_timeline file given where a
 // profiler trace is expected ('memscope ops'): its span, the peak by
 // category, each category's maximum and the end.
-func TimelineText(w io.Writer, name string, ct *trace.CategoryTimeline) error {
+func timelineText(w io.Writer, name string, ct *trace.CategoryTimeline) error {
 	ew := &errWriter{w: w}
 	s := ct.Summary()
 	ew.printf("%s: an export_memory_timeline file (%s), not a Chrome trace: live tensor bytes by torch's memory-profiler category on the one device it was exported for; no operators\n",
@@ -82,8 +82,8 @@ func sizesJSON(s trace.Sizes) map[string]int64 {
 	return m
 }
 
-// Timeline converts a category timeline.
-func Timeline(ct *trace.CategoryTimeline) TimelineJSON {
+// timelineJSON converts a category timeline.
+func timelineJSON(ct *trace.CategoryTimeline) TimelineJSON {
 	s := ct.Summary()
 	j := TimelineJSON{Form: "coalesced", Points: s.Points, StartEpochUS: s.StartUS, EndEpochUS: s.EndUS,
 		Peak: TimelinePeakJSON{Index: s.PeakIndex, TimeEpochUS: s.PeakUS, Total: s.AtPeak.Total(), Categories: sizesJSON(s.AtPeak)},
@@ -114,8 +114,8 @@ type TimelineSampleJSON struct {
 	Categories map[string]int64 `json:"categories"`
 }
 
-// TimelineSample converts a sample; source names the timeline file.
-func TimelineSample(source string, s trace.Sample) *TimelineSampleJSON {
+// timelineSampleJSON converts a sample; source names the timeline file.
+func timelineSampleJSON(source string, s trace.Sample) *TimelineSampleJSON {
 	j := &TimelineSampleJSON{Source: source, TimeEpochUS: s.TimeUS, Covered: s.Covered, Categories: map[string]int64{}}
 	if s.Covered {
 		j.Total, j.Categories = s.Bytes.Total(), sizesJSON(s.Bytes)
@@ -123,10 +123,10 @@ func TimelineSample(source string, s trace.Sample) *TimelineSampleJSON {
 	return j
 }
 
-// TimelineSampleText writes what the profiler's memory timeline (source)
+// timelineSampleText writes what the profiler's memory timeline (source)
 // held at a snapshot's moment (when: "at this moment", "at the peak"), by
 // category, or that it does not cover it.
-func TimelineSampleText(w io.Writer, source, when string, s trace.Sample) error {
+func timelineSampleText(w io.Writer, source, when string, s trace.Sample) error {
 	ew := &errWriter{w: w}
 	if !s.Covered {
 		ew.printf("\nprofiler memory timeline %s: nothing %s (epoch %d µs): it runs from %d to %d µs\n",

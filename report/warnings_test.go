@@ -32,7 +32,7 @@ func renderings(t *testing.T, an *attribution.Analysis) (text string, doc Summar
 	t.Helper()
 	sum := attribution.Summarize(an, 5)
 	var b bytes.Buffer
-	if err := SummaryText(&b, sum, SummaryTextOptions{}); err != nil {
+	if err := summaryText(&b, sum, SummaryTextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	text = b.String()
@@ -65,10 +65,10 @@ func TestUntimedText(t *testing.T) {
 	text, doc, page := renderings(t, an)
 	d := an.Devices[0]
 	var peak, oom bytes.Buffer
-	if err := MomentText(&peak, an, d, d.Peak, 5, false); err != nil {
+	if err := momentText(&peak, an, d, d.Peak, 5, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := OOMText(&oom, an, d, 5); err != nil {
+	if err := oomText(&oom, an, d, 5); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]struct{ out, says string }{

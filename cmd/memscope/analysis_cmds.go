@@ -70,33 +70,32 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes}), nil
 }
 
-// eachFile analyses every path and calls fn with each analysis; with --json
-// the values fn returns are collected into one document of the given kind.
-func (o *analysisOptions) eachFile(cc *cmdContext, kind string, paths []string, fn func(an *attribution.Analysis) (any, error)) error {
-	doc := report.Doc{Schema: report.Schema, Kind: kind}
-	for i, p := range paths {
+// format is the output format the flags chose.
+func (o *analysisOptions) format() report.Format {
+	if o.json {
+		return report.JSON
+	}
+	return report.Text
+}
+
+// eachFile analyses every path and writes the result fn makes of each
+// analysis, as one output.
+func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path string, an *attribution.Analysis) (report.Result, error)) error {
+	rw := report.NewWriter(cc.stdout, o.format())
+	for _, p := range paths {
 		an, err := o.analyze(cc, p)
 		if err != nil {
 			return err
 		}
-		if !o.json && i > 0 {
-			fmt.Fprintln(cc.stdout)
-		}
-		if !o.json {
-			fmt.Fprintf(cc.stdout, "%s\n\n", p)
-		}
-		v, err := fn(an)
+		r, err := fn(p, an)
 		if err != nil {
 			return err
 		}
-		if o.json {
-			doc.Files = append(doc.Files, report.FileJSON{Source: p, Devices: v})
+		if err := rw.Write(r); err != nil {
+			return err
 		}
 	}
-	if o.json {
-		return report.WriteJSON(cc.stdout, doc)
-	}
-	return nil
+	return rw.Close()
 }
 
 func peakFlags(fs *pflag.FlagSet) runFunc {
@@ -114,58 +113,29 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		tr, tl := prof.Trace, prof.Timeline
-		return o.eachFile(cc, "peak", paths, func(an *attribution.Analysis) (any, error) {
-			var out []report.MomentJSON
-			for i, d := range an.Devices {
+		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
+			r := &report.Peak{Source: path, Analysis: an, Top: o.top, Tree: *tree, Phases: *at == "peak", Trace: *tracePath}
+			switch {
+			case tr != nil:
+				r.JoinedBy = "ops"
+			case tl != nil:
+				r.JoinedBy = "timeline"
+			}
+			for _, d := range an.Devices {
 				m, err := d.ParseMoment(*at)
 				if err != nil {
 					return nil, usageErrorf("--at: %v", err)
 				}
-				var ops []attribution.OpBytes
-				var covered float64
+				pd := report.PeakDevice{Device: d, Moment: m}
 				if tr != nil {
-					ops, covered = d.JoinTrace(tr).ByOp(m)
-				}
-				var sample trace.Sample
-				if tl != nil {
-					sample = tl.Sample(m.TimeUS)
-				}
-				if o.json {
-					mj := report.Moment(an.Snapshot.Stacks, m, o.top)
-					mj.Device = d.Device
-					if tr != nil {
-						mj.Ops, mj.OpsCovered = report.OpRows(ops, o.top), &covered
-					}
-					if tl != nil {
-						mj.Timeline = report.TimelineSample(*tracePath, sample)
-					}
-					out = append(out, mj)
-					continue
-				}
-				if i > 0 {
-					fmt.Fprintln(cc.stdout)
-				}
-				if err := report.MomentText(cc.stdout, an, d, m, o.top, *tree); err != nil {
-					return nil, err
-				}
-				if tr != nil {
-					if err := report.OpBytesText(cc.stdout, ops, covered, m.Allocated, o.top); err != nil {
-						return nil, err
-					}
+					pd.Ops, pd.OpsCovered = d.JoinTrace(tr).ByOp(m)
 				}
 				if tl != nil {
-					if err := report.TimelineSampleText(cc.stdout, *tracePath, "at this moment", sample); err != nil {
-						return nil, err
-					}
+					pd.Sample = tl.Sample(m.TimeUS)
 				}
-				if *at == "peak" && !*tree {
-					fmt.Fprintln(cc.stdout)
-					if err := report.PhasesText(cc.stdout, d); err != nil {
-						return nil, err
-					}
-				}
+				r.Devices = append(r.Devices, pd)
 			}
-			return out, nil
+			return r, nil
 		})
 	}
 }
@@ -174,16 +144,8 @@ func leaksFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs)
 	return func(cc *cmdContext, paths []string) error {
-		return o.eachFile(cc, "leaks", paths, func(an *attribution.Analysis) (any, error) {
-			var out []report.LeakJSON
-			for _, d := range an.Devices {
-				if o.json {
-					out = append(out, report.Leak(an.Snapshot.Stacks, d))
-				} else if err := report.LeakText(cc.stdout, an, d); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
+		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
+			return &report.Leaks{Source: path, Analysis: an}, nil
 		})
 	}
 }
@@ -192,22 +154,8 @@ func fragFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs)
 	return func(cc *cmdContext, paths []string) error {
-		return o.eachFile(cc, "frag", paths, func(an *attribution.Analysis) (any, error) {
-			out := []report.DeviceFragJSON{}
-			for _, d := range an.Devices {
-				if !o.json {
-					if err := report.FragText(cc.stdout, d); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				df := report.DeviceFragJSON{Device: d.Device, Moments: []report.FragJSON{}}
-				for _, f := range d.Frag {
-					df.Moments = append(df.Moments, report.Frag(f))
-				}
-				out = append(out, df)
-			}
-			return out, nil
+		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
+			return &report.Frag{Source: path, Analysis: an}, nil
 		})
 	}
 }
@@ -216,20 +164,8 @@ func oomFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs)
 	return func(cc *cmdContext, paths []string) error {
-		return o.eachFile(cc, "oom", paths, func(an *attribution.Analysis) (any, error) {
-			out := []report.OOMJSON{}
-			for _, d := range an.Devices {
-				if !o.json {
-					if err := report.OOMText(cc.stdout, an, d, o.top); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				for _, oom := range d.OOMs {
-					out = append(out, report.OOM(an.Snapshot.Stacks, d, oom, o.top))
-				}
-			}
-			return out, nil
+		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
+			return &report.OOMs{Source: path, Analysis: an, Top: o.top}, nil
 		})
 	}
 }
@@ -260,12 +196,7 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		d := attribution.Compare(a, b)
-		if o.json {
-			return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "diff",
-				Result: map[string]any{"a": paths[0], "b": paths[1], "devices": report.DiffDoc(d)}})
-		}
-		return report.DiffText(cc.stdout, paths[0], paths[1], d, o.top)
+		return report.Write(cc.stdout, o.format(), &report.Diff{A: paths[0], B: paths[1], Diff: attribution.Compare(a, b), Top: o.top})
 	}
 }
 
@@ -289,18 +220,22 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		limits := map[string]int64{}
-		for name, v := range map[string]string{"--max-peak": o.maxPeak, "--max-reserved": o.maxReserved, "--max-leak": o.maxLeak} {
-			if v == "" {
+		lim := attribution.NoLimits
+		lim.MaxFrag, lim.AllowOOM = o.maxFrag, o.allowOOM
+		for _, v := range []struct {
+			flag, val string
+			dst       *int64
+		}{{"--max-peak", o.maxPeak, &lim.MaxPeak}, {"--max-reserved", o.maxReserved, &lim.MaxReserved}, {"--max-leak", o.maxLeak, &lim.MaxLeak}} {
+			if v.val == "" {
 				continue
 			}
-			n, err := units.ParseBytes(v)
+			n, err := units.ParseBytes(v.val)
 			if err != nil {
-				return usageErrorf("%s: %v", name, err)
+				return usageErrorf("%s: %v", v.flag, err)
 			}
-			limits[name] = n
+			*v.dst = n
 		}
-		if len(limits) == 0 && o.maxFrag < 0 && o.allowOOM {
+		if !lim.Any() {
 			return usageErrorf("nothing to check: --allow-oom and no limit given; set --max-peak, --max-reserved, --max-leak or --max-frag")
 		}
 		var snaps []string
@@ -311,45 +246,25 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			}
 			snaps = append(snaps, ps...)
 		}
-		var broken []string
-		type verdict struct {
-			Source string   `json:"source"`
-			Broken []string `json:"broken"`
-			// Truncated: the file was cut short and only its valid part was checked.
-			Truncated bool `json:"truncated,omitempty"`
-		}
-		var verdicts []verdict
-		var cut []string // files cut short: their lost part is unchecked
+		var res report.Check
 		for _, p := range snaps {
 			an, err := o.analyze(cc, p)
 			if err != nil {
 				return err
 			}
-			v := verdict{Source: p, Broken: []string{}}
+			f := report.CheckFile{Source: p, Truncated: salvaged(an.Snapshot)}
 			for _, d := range an.Devices {
-				v.Broken = append(v.Broken, checkDevice(d, limits, o.maxFrag, o.allowOOM)...)
+				f.Breaches = append(f.Breaches, d.Check(lim)...)
 			}
-			for _, b := range v.Broken {
-				broken = append(broken, p+": "+b)
-			}
-			if salvaged(an.Snapshot) {
-				cut = append(cut, p)
-				v.Truncated = true
-			}
-			verdicts = append(verdicts, v)
+			res.Files = append(res.Files, f)
 		}
-		if o.json {
-			if err := report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "check",
-				Result: map[string]any{"ok": len(broken) == 0 && len(cut) == 0, "files": verdicts}}); err != nil {
-				return err
-			}
-		} else if len(broken) == 0 && len(cut) == 0 {
-			fmt.Fprintf(cc.stdout, "ok: %d snapshot(s) within every limit\n", len(snaps))
+		if err := report.Write(cc.stdout, o.format(), &res); err != nil {
+			return err
 		}
-		switch {
-		case len(broken) > 0: // broken in the valid part: broken whatever was lost
+		if broken := res.Broken(); len(broken) > 0 { // broken in the valid part: broken whatever was lost
 			return checkFailedf("%s", strings.Join(broken, "; "))
-		case len(cut) > 0: // the gate cannot vouch for what it could not read
+		}
+		if cut := res.Truncated(); len(cut) > 0 { // the gate cannot vouch for what it could not read
 			return badInput(fmt.Errorf("%s: cut short: every limit holds on the part read, but the part lost was not checked", strings.Join(cut, ", ")))
 		}
 		return nil
@@ -378,40 +293,4 @@ func checkInputs(path string) ([]string, error) {
 	}
 	sort.Strings(ranks)
 	return ranks, nil
-}
-
-// checkDevice returns the limits one device breaks, each with its numbers.
-func checkDevice(d *attribution.Device, limits map[string]int64, maxFrag float64, allowOOM bool) []string {
-	var out []string
-	t := d.Timeline
-	if n := len(d.OOMs); n > 0 && !allowOOM {
-		o := d.OOMs[0]
-		kind := "capacity"
-		if !o.Capacity {
-			kind = "fragmentation"
-		}
-		events := "an out-of-memory event"
-		if n > 1 {
-			events = fmt.Sprintf("%d out-of-memory events", n)
-		}
-		out = append(out, fmt.Sprintf("device %d: %s recorded (the first at event %d: a %s request from %s failed, %s); --allow-oom accepts it",
-			d.Device, events, o.Index, units.Bytes(o.Request), o.SiteLabel, kind))
-	}
-	if lim, ok := limits["--max-peak"]; ok && t.PeakAllocated.Bytes > lim {
-		out = append(out, fmt.Sprintf("device %d: peak allocated %s exceeds --max-peak %s", d.Device, units.Bytes(t.PeakAllocated.Bytes), units.Bytes(lim)))
-	}
-	if lim, ok := limits["--max-reserved"]; ok && t.PeakReserved.Bytes > lim {
-		out = append(out, fmt.Sprintf("device %d: peak reserved %s exceeds --max-reserved %s", d.Device, units.Bytes(t.PeakReserved.Bytes), units.Bytes(lim)))
-	}
-	if lim, ok := limits["--max-leak"]; ok && d.Leak.Found && d.Leak.GrowthPerStep > lim {
-		out = append(out, fmt.Sprintf("device %d: leak of %s per step exceeds --max-leak %s (%s)", d.Device,
-			units.Bytes(d.Leak.GrowthPerStep), units.Bytes(lim), d.Leak.Sites[0].Label))
-	}
-	if maxFrag >= 0 && len(d.Frag) > 0 && d.Frag[0].Reserved > 0 {
-		f := d.Frag[0]
-		if share := float64(f.Free) / float64(f.Reserved); share > maxFrag {
-			out = append(out, fmt.Sprintf("device %d: %.1f%% of reserved is free at the peak, over --max-frag %.1f%%", d.Device, 100*share, 100*maxFrag))
-		}
-	}
-	return out
 }

@@ -26,21 +26,18 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		if *by != "op" && *by != "module" {
 			return usageErrorf("--by %q: want op or module", *by)
 		}
-		var docs []any
-		for i, p := range paths {
+		format := report.Text
+		if *jsonOut {
+			format = report.JSON
+		}
+		rw := report.NewWriter(cc.stdout, format)
+		for _, p := range paths {
 			prof, err := openProfile(cc, p)
 			if err != nil {
 				return badInput(err)
 			}
 			if ct := prof.Timeline; ct != nil {
-				if *jsonOut {
-					docs = append(docs, map[string]any{"source": p, "timeline": report.Timeline(ct)})
-					continue
-				}
-				if i > 0 {
-					fmt.Fprintln(cc.stdout)
-				}
-				if err := report.TimelineText(cc.stdout, p, ct); err != nil {
+				if err := rw.Write(&report.MemoryTimeline{Source: p, Timeline: ct}); err != nil {
 					return err
 				}
 				continue
@@ -53,10 +50,12 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 			if len(devs) == 0 {
 				return badInput(fmt.Errorf("%s: no [memory] events: record the trace with torch.profiler.profile(profile_memory=True)", p))
 			}
-			for j, dev := range devs {
+			gpus := 0
+			for _, dev := range devs {
 				if !*cpu && dev.Type == 0 {
 					continue
 				}
+				gpus++
 				var tb *trace.Table
 				if *by == "module" {
 					tb = tr.ModuleTable(dev)
@@ -64,21 +63,14 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 					tb = tr.OpTable(dev, !*noSplit)
 				}
 				tb.Sort(key)
-				if *jsonOut {
-					docs = append(docs, map[string]any{"source": p, "table": report.Ops(tb, *top)})
-					continue
-				}
-				if i+j > 0 {
-					fmt.Fprintln(cc.stdout)
-				}
-				if err := report.OpsText(cc.stdout, p, tb, *top); err != nil {
+				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top}); err != nil {
 					return err
 				}
 			}
+			if gpus == 0 {
+				return badInput(fmt.Errorf("%s: its [memory] events are all CPU memory: pass --cpu to list them", p))
+			}
 		}
-		if *jsonOut {
-			return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "ops", Files: docs})
-		}
-		return nil
+		return rw.Close()
 	}
 }

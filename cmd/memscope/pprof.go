@@ -31,17 +31,9 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(100)
 		}
-		if len(an.Devices) == 0 {
+		d := an.Primary()
+		if d == nil {
 			return badInput(fmt.Errorf("%s: no device has segments or recorded events", paths[0]))
-		}
-		d := an.Devices[0]
-		if o.device < 0 {
-			for _, dd := range an.Devices {
-				if len(dd.Timeline.Events) > 0 {
-					d = dd
-					break
-				}
-			}
 		}
 		m, err := d.ParseMoment(*at)
 		if err != nil {
@@ -52,7 +44,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		bw := bufio.NewWriter(f)
-		if err := report.PProf(bw, an, d, m, d.EachAllocation()); err != nil {
+		if err := report.Write(bw, report.PProf, &report.Profile{Analysis: an, Device: d, Moment: m, Allocs: d.EachAllocation()}); err != nil {
 			f.Close()
 			return err
 		}

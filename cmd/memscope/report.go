@@ -131,7 +131,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 			return err
 		}
 	}
-	n, err := writeFile(o.out, func(w io.Writer) error { return report.HTML(w, views, opt) })
+	n, err := writeFile(o.out, func(w io.Writer) error { return report.Write(w, report.HTML, &report.Page{Views: views, Options: opt}) })
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"github.com/memscope/memscope/attribution"
@@ -29,8 +28,12 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		return usageErrorf("%v", err)
 	}
 	tr, tl := prof.Trace, prof.Timeline
-	var sums []*attribution.Summary
-	for i, path := range paths {
+	format := report.Text
+	if opts.json {
+		format = report.JSON
+	}
+	rw := report.NewWriter(cc.stdout, format)
+	for _, path := range paths {
 		s, err := openSnapshot(cc, path)
 		if err != nil {
 			return err
@@ -44,21 +47,11 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 			sum.JoinTimeline(opts.trace, tl)
 		}
 		addDeviceUsed(sum, path)
-		if opts.json {
-			sums = append(sums, sum)
-			continue
-		}
-		if i > 0 {
-			fmt.Fprintln(cc.stdout)
-		}
-		if err := report.SummaryText(cc.stdout, sum, report.SummaryTextOptions{Stacks: opts.stacks}); err != nil {
+		if err := rw.Write(&report.Summary{Sum: sum, Stacks: opts.stacks}); err != nil {
 			return err
 		}
 	}
-	if opts.json {
-		return report.SummaryJSON(cc.stdout, sums)
-	}
-	return nil
+	return rw.Close()
 }
 
 // addDeviceUsed fills in the device used the capture run sampled, when the
