@@ -21,47 +21,32 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 		ew.printf("%s\n", stepsLine(0, p.From))
 		return ew.err
 	}
-	var names []string
-	seen := map[string]bool{}
-	for _, s := range p.Steps {
-		for _, pi := range s.Phases {
-			if n := p.List[pi].Name; !seen[n] {
-				seen[n] = true
-				names = append(names, n)
-			}
-		}
-	}
+	t := p.Table(p.AllSteps(), 0)
 	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), p.From))
 	tw := newTable(ew, tabwriter.AlignRight)
 	fprintf(tw, "step\tfloor\t")
-	for _, n := range names {
+	for _, n := range t.Phases {
 		fprintf(tw, "%s\t", n)
 	}
 	fprintf(tw, "after\tpeak in\t\n")
-	for _, s := range p.Steps {
-		fprintf(tw, "%d\t%s\t", s.Step, units.Bytes(s.FloorStart))
-		peaks := map[string]int64{}
-		for _, pi := range s.Phases {
-			ph := &p.List[pi]
-			peaks[ph.Name] = max(peaks[ph.Name], ph.Peak.Allocated)
-		}
-		for _, n := range names {
-			if v, ok := peaks[n]; ok {
+	for _, r := range t.Rows {
+		fprintf(tw, "%d\t%s\t", r.Step, units.Bytes(r.Floor))
+		for _, v := range r.Peaks {
+			if v >= 0 {
 				fprintf(tw, "%s\t", units.Bytes(v))
 			} else {
 				fprintf(tw, "-\t")
 			}
 		}
 		mark := ""
-		if p.PeakPhase >= 0 && p.List[p.PeakPhase].Step == s.Step {
+		if r.HoldsPeak {
 			mark = " *"
 		}
-		fprintf(tw, "%s\t%s%s\t\n", units.Bytes(s.FloorEnd), s.PeakPhase, mark)
+		fprintf(tw, "%s\t%s%s\t\n", units.Bytes(r.After), r.PeakIn, mark)
 	}
 	tw.Flush()
-	if p.PeakPhase >= 0 {
-		ph := p.List[p.PeakPhase]
-		ew.printf("* the device's peak: step %d %s\n", ph.Step, ph.Name)
+	if t.PeakStep >= 0 {
+		ew.printf("* the device's peak: step %d %s\n", t.PeakStep, t.PeakPhase)
 	}
 	return ew.err
 }

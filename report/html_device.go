@@ -238,37 +238,22 @@ func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
 func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
 	p := d.Phases
 	ds.PhaseSource = p.From
-	seen := map[string]bool{}
-	for _, si := range rows {
-		if si < 0 {
-			continue
-		}
-		for _, pi := range p.Steps[si].Phases {
-			if n := p.List[pi].Name; !seen[n] && len(ds.PhaseNames) < 8 {
-				seen[n] = true
-				ds.PhaseNames = append(ds.PhaseNames, clip(n, 24))
-			}
-		}
+	t := p.Table(rows, 8)
+	for _, n := range t.Phases {
+		ds.PhaseNames = append(ds.PhaseNames, clip(n, 24))
 	}
-	if p.PeakPhase >= 0 {
-		ph := p.List[p.PeakPhase]
-		ds.PeakStep = fmt.Sprintf("step %d %s", ph.Step, clip(ph.Name, 40))
+	if t.PeakStep >= 0 {
+		ds.PeakStep = fmt.Sprintf("step %d %s", t.PeakStep, clip(t.PeakPhase, 40))
 	}
-	for _, si := range rows {
-		if si < 0 {
+	for _, tr := range t.Rows {
+		if tr.Gap {
 			ds.Steps = append(ds.Steps, stepRow{Gap: true})
 			continue
 		}
-		s := &p.Steps[si]
-		peaks := map[string]int64{}
-		for _, pi := range s.Phases {
-			ph := &p.List[pi]
-			peaks[clip(ph.Name, 24)] = max(peaks[clip(ph.Name, 24)], ph.Peak.Allocated)
-		}
-		r := stepRow{Step: s.Step, Floor: s.FloorStart, After: s.FloorEnd, PeakIn: clip(s.PeakPhase, 24),
-			StepPeak: s.Peak, HoldsPeak: p.PeakPhase >= 0 && p.List[p.PeakPhase].Step == s.Step}
-		for _, n := range ds.PhaseNames {
-			if v, ok := peaks[n]; ok {
+		r := stepRow{Step: tr.Step, Floor: tr.Floor, After: tr.After, PeakIn: clip(tr.PeakIn, 24),
+			StepPeak: tr.Peak, HoldsPeak: tr.HoldsPeak}
+		for _, v := range tr.Peaks {
+			if v >= 0 {
 				r.Peaks = append(r.Peaks, units.Bytes(v))
 			} else {
 				r.Peaks = append(r.Peaks, "–")
