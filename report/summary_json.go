@@ -1,9 +1,6 @@
 package report
 
 import (
-	"encoding/json"
-	"io"
-
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -11,11 +8,7 @@ import (
 // SummaryDoc is the JSON document of 'memscope summary --json'. Sizes are
 // raw bytes; times are µs (offsets from the first event, or since the epoch
 // where the name ends in _epoch_us).
-type SummaryDoc struct {
-	Schema string        `json:"schema"`
-	Kind   string        `json:"kind"` // "summary"
-	Files  []SummaryFile `json:"files"`
-}
+type SummaryDoc = FilesDoc[SummaryFile]
 
 type SummaryFile struct {
 	Source   string          `json:"source"`
@@ -101,17 +94,6 @@ type SummaryDevice struct {
 	OpsCovered       *float64            `json:"ops_covered,omitempty"`
 	TimelineAtPeak   *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
 	Warnings         []string            `json:"warnings"`
-}
-
-// SummaryJSON writes the summaries of several files as one document.
-func SummaryJSON(w io.Writer, sums []*attribution.Summary) error {
-	doc := SummaryDoc{Schema: Schema, Kind: "summary", Files: []SummaryFile{}}
-	for _, s := range sums {
-		doc.Files = append(doc.Files, summaryFile(s))
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
 }
 
 func summaryFile(s *attribution.Summary) SummaryFile {

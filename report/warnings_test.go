@@ -32,12 +32,12 @@ func renderings(t *testing.T, an *attribution.Analysis) (text string, doc Summar
 	t.Helper()
 	sum := attribution.Summarize(an, 5)
 	var b bytes.Buffer
-	if err := summaryText(&b, sum, SummaryTextOptions{}); err != nil {
+	if err := Write(&b, Text, &Summary{Sum: sum}); err != nil {
 		t.Fatal(err)
 	}
 	text = b.String()
 	b.Reset()
-	if err := SummaryJSON(&b, []*attribution.Summary{sum}); err != nil {
+	if err := Write(&b, JSON, &Summary{Sum: sum}); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
