@@ -155,6 +155,21 @@ func (f *Filter) Counts(fr *snapshot.Frame) bool {
 	return f.Class(fr) != FrameFolded && f.inFocus(fr)
 }
 
+// FocusMatches reports whether the focus matches a frame of st that is
+// not folded: when it matches none, every site falls back to its
+// innermost Python frame, as if nothing counted. True without a focus.
+func (f *Filter) FocusMatches(st *snapshot.Stacks) bool {
+	if f.Focus == nil {
+		return true
+	}
+	for i := range st.Frames {
+		if fr := &st.Frames[i]; f.Class(fr) != FrameFolded && f.inFocus(fr) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *Filter) inFocus(fr *snapshot.Frame) bool {
 	if f.Focus == nil {
 		return true

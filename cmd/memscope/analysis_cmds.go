@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -63,11 +60,7 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	s, err := openSnapshot(cc, path)
-	if err != nil {
-		return nil, err
-	}
-	return attribution.Analyze(s, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes}), nil
+	return analyzeSnapshot(cc, path, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes})
 }
 
 // format is the output format the flags chose.
@@ -81,6 +74,10 @@ func (o *analysisOptions) format() report.Format {
 // eachFile analyses every path and writes the result fn makes of each
 // analysis, as one output.
 func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path string, an *attribution.Analysis) (report.Result, error)) error {
+	paths, err := snapshotPaths(paths)
+	if err != nil {
+		return err
+	}
 	rw := report.NewWriter(cc.stdout, o.format())
 	for _, p := range paths {
 		an, err := o.analyze(cc, p)
@@ -105,9 +102,12 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
 	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too, or by category for an export_memory_timeline file")
 	return func(cc *cmdContext, paths []string) error {
+		paths, err := snapshotPaths(paths)
+		if err != nil {
+			return err
+		}
 		var prof trace.Profile
 		if *tracePath != "" {
-			var err error
 			if prof, err = openProfile(cc, *tracePath); err != nil {
 				return badInput(err)
 			}
@@ -238,13 +238,9 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 		if !lim.Any() {
 			return usageErrorf("nothing to check: --allow-oom and no limit given; set --max-peak, --max-reserved, --max-leak or --max-frag")
 		}
-		var snaps []string
-		for _, p := range paths {
-			ps, err := checkInputs(p)
-			if err != nil {
-				return err
-			}
-			snaps = append(snaps, ps...)
+		snaps, err := snapshotPaths(paths)
+		if err != nil {
+			return err
 		}
 		var res report.Check
 		for _, p := range snaps {
@@ -269,28 +265,4 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 		}
 		return nil
 	}
-}
-
-// checkInputs resolves one argument of 'memscope check': a snapshot file,
-// or a capture run directory (its snapshot, or every rank's).
-func checkInputs(path string) ([]string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if !st.IsDir() {
-		return []string{path}, nil
-	}
-	if fileExists(filepath.Join(path, "results.json")) {
-		return nil, usageErrorf("%s is a sweep run: check its points' snapshots (points/*/snapshot.pickle)", path)
-	}
-	if p := filepath.Join(path, "snapshot.pickle"); fileExists(p) {
-		return []string{p}, nil
-	}
-	ranks, _ := filepath.Glob(filepath.Join(path, "snapshot.rank*.pickle"))
-	if len(ranks) == 0 {
-		return nil, badInput(fmt.Errorf("%s: a directory with no snapshot.pickle (memscope capture)", path))
-	}
-	sort.Strings(ranks)
-	return ranks, nil
 }

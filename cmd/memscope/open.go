@@ -3,8 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"sort"
+	"strings"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
@@ -56,6 +61,82 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 		cc.warnf("%s", salvageNote(path, s, err))
 	}
 	return s, nil
+}
+
+// analyzeSnapshot opens and analyses the snapshot at path. A --device
+// the snapshot does not have is an error naming those it has; a --focus
+// that matches none of its frames is a warning, since every site then
+// falls back to its innermost Python frame.
+func analyzeSnapshot(cc *cmdContext, path string, opt attribution.Options) (*attribution.Analysis, error) {
+	s, err := openSnapshot(cc, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAgainst(cc, path, s, opt); err != nil {
+		return nil, err
+	}
+	return attribution.Analyze(s, opt), nil
+}
+
+// checkAgainst holds the analysis options against the snapshot: see
+// analyzeSnapshot.
+func checkAgainst(cc *cmdContext, path string, s *snapshot.Snapshot, opt attribution.Options) error {
+	if opt.Device >= 0 && !slices.Contains(s.Devices(), opt.Device) {
+		return badInput(fmt.Errorf("--device %d: %s has no such device; it has %s", opt.Device, path, deviceList(s.Devices())))
+	}
+	if opt.Filter != nil && !opt.Filter.FocusMatches(s.Stacks) {
+		cc.warnf("%s: --focus %q matches no frame of user or library code; every site falls back to its innermost Python frame", path, opt.Filter.Focus)
+	}
+	return nil
+}
+
+// deviceList names devices for a message: "devices 0, 1", "device 0",
+// "no device".
+func deviceList(devs []int) string {
+	switch len(devs) {
+	case 0:
+		return "no device"
+	case 1:
+		return fmt.Sprintf("device %d", devs[0])
+	}
+	parts := make([]string, len(devs))
+	for i, d := range devs {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "devices " + strings.Join(parts, ", ")
+}
+
+// snapshotPaths expands the arguments of a command that reads snapshots:
+// a file stands for itself, a 'memscope capture' run directory for its
+// snapshot (snapshot.pickle, or every rank's snapshot.rankN.pickle). A
+// sweep run directory is refused with what to give instead.
+func snapshotPaths(args []string) ([]string, error) {
+	var out []string
+	for _, path := range args {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		if !st.IsDir() {
+			out = append(out, path)
+			continue
+		}
+		if fileExists(filepath.Join(path, "results.json")) {
+			return nil, badInput(fmt.Errorf("%s is a sweep run: summarize it with memscope summary --run %s, or give its points' snapshots (%s)",
+				path, path, filepath.Join(path, "points", "*", "snapshot.pickle")))
+		}
+		if p := filepath.Join(path, "snapshot.pickle"); fileExists(p) {
+			out = append(out, p)
+			continue
+		}
+		ranks, _ := filepath.Glob(filepath.Join(path, "snapshot.rank*.pickle"))
+		if len(ranks) == 0 {
+			return nil, badInput(fmt.Errorf("%s: a directory with no snapshot.pickle or snapshot.rankN.pickle (memscope capture writes them): give a snapshot file", path))
+		}
+		sort.Strings(ranks)
+		out = append(out, ranks...)
+	}
+	return out, nil
 }
 
 // salvageNote is the one line that says a snapshot was cut short: the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -16,12 +17,16 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
 	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
 	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices)")
+	device := fs.Int("device", -1, "list only GPU device `N`; -1 for every device")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		keys := map[string]trace.SortKey{"self": trace.BySelf, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
 		key, ok := keys[*sortBy]
 		if !ok {
 			return usageErrorf("--sort %q: want self, total, peak or net", *sortBy)
+		}
+		if *device < -1 {
+			return usageErrorf("--device %d: want a device number, or -1 for all", *device)
 		}
 		if *by != "op" && *by != "module" {
 			return usageErrorf("--by %q: want op or module", *by)
@@ -51,8 +56,12 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 				return badInput(fmt.Errorf("%s: no [memory] events: record the trace with torch.profiler.profile(profile_memory=True)", p))
 			}
 			gpus := 0
+			var present []string
 			for _, dev := range devs {
-				if !*cpu && dev.Type == 0 {
+				if dev.Type != 0 {
+					present = append(present, dev.String())
+				}
+				if !*cpu && dev.Type == 0 || *device >= 0 && (dev.Type == 0 || int(dev.ID) != *device) {
 					continue
 				}
 				gpus++
@@ -67,10 +76,22 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 					return err
 				}
 			}
-			if gpus == 0 {
+			switch {
+			case gpus > 0:
+			case *device >= 0:
+				return badInput(fmt.Errorf("--device %d: %s has no memory events of that device; it has %s", *device, p, orNone(present)))
+			default:
 				return badInput(fmt.Errorf("%s: its [memory] events are all CPU memory: pass --cpu to list them", p))
 			}
 		}
 		return rw.Close()
 	}
+}
+
+// orNone joins names, or says there are none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none on a GPU"
+	}
+	return strings.Join(names, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -20,7 +21,14 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 	memoryFlag(fs)
 	o.allocSizes = true // every allocation is profiled: one replay, not two
 	return func(cc *cmdContext, paths []string) error {
-		an, err := o.analyze(cc, paths[0])
+		snaps, err := snapshotPaths(paths)
+		if err != nil {
+			return err
+		}
+		if len(snaps) > 1 {
+			return usageErrorf("%s holds %d snapshots (one per rank); profile one: %s", paths[0], len(snaps), strings.Join(snaps, ", "))
+		}
+		an, err := o.analyze(cc, snaps[0])
 		if err != nil {
 			return err
 		}
@@ -33,7 +41,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		}
 		d := an.Primary()
 		if d == nil {
-			return badInput(fmt.Errorf("%s: no device has segments or recorded events", paths[0]))
+			return badInput(fmt.Errorf("%s: no device has segments or recorded events", snaps[0]))
 		}
 		m, err := d.ParseMoment(*at)
 		if err != nil {

@@ -93,11 +93,18 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	if err != nil {
 		return err
 	}
+	paths, err = snapshotPaths(paths)
+	if err != nil {
+		return err
+	}
 	var analyses []*attribution.Analysis
 	sections := 0
 	for _, p := range paths {
 		s, err := openSnapshot(cc, p)
 		if err != nil {
+			return err
+		}
+		if err := checkAgainst(cc, p, s, attribution.Options{Filter: filter, Device: o.device}); err != nil {
 			return err
 		}
 		// The timeline's points, as the page will split them if no later

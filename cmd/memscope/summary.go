@@ -32,13 +32,16 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	if opts.json {
 		format = report.JSON
 	}
+	paths, err = snapshotPaths(paths)
+	if err != nil {
+		return err
+	}
 	rw := report.NewWriter(cc.stdout, format)
 	for _, path := range paths {
-		s, err := openSnapshot(cc, path)
+		an, err := analyzeSnapshot(cc, path, attribution.Options{Filter: filter, Device: opts.device})
 		if err != nil {
 			return err
 		}
-		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: opts.device})
 		sum := attribution.Summarize(an, opts.top)
 		if tr != nil {
 			sum.JoinTrace(an, tr, opts.top)
