@@ -345,11 +345,16 @@ type Node struct {
 	Bytes    int64
 	Count    int
 	Children []*Node
+	// Folded, on the root, counts the native frames (C++, CPython's
+	// ??:0) of the distinct stacks that the tree leaves out.
+	Folded int
 }
 
 // callTree builds the call tree of blocks, outermost frame first; blocks
 // with empty stacks hang under a child with Root set. Blocks sharing a
-// stack take one walk down the tree.
+// stack take one walk down the tree. Native frames (C++ and CPython's own,
+// recorded with stacks="all") are folded: a Python frame's children are
+// the Python frames it called, through whatever native code.
 func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 	root := &Node{Root: true}
 	type sum struct {
@@ -377,6 +382,10 @@ func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 		n.Count += s.count
 		frames := st.Stack(id)
 		for k := len(frames) - 1; k >= 0; k-- {
+			if !isPython(st.Frame(frames[k])) {
+				root.Folded++
+				continue
+			}
 			kids := index[n]
 			if kids == nil {
 				kids = map[snapshot.FrameID]*Node{}

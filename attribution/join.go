@@ -27,6 +27,9 @@ type Join struct {
 	// Matched those that found their event; SizeMismatch those whose event
 	// carries another block size (a sign of a wrong match).
 	InOverlap, Matched, SizeMismatch int
+	// SnapshotStartUS and SnapshotEndUS are the times of the device's
+	// first and last recorded events (0 when untimed or empty).
+	SnapshotStartUS, SnapshotEndUS int64
 
 	ops map[int]trace.OpID // alloc event index → op (trace.NoOp: matched, no op)
 	mod map[int]trace.PyID
@@ -35,6 +38,9 @@ type Join struct {
 // JoinTrace matches the device's allocations with tr's memory events.
 func (d *Device) JoinTrace(tr *trace.Trace) *Join {
 	j := &Join{Trace: tr, Device: d.Device, ops: map[int]trace.OpID{}, mod: map[int]trace.PyID{}}
+	if ev := d.Timeline.Events; len(ev) > 0 {
+		j.SnapshotStartUS, j.SnapshotEndUS = ev[0].TimeUS, ev[len(ev)-1].TimeUS
+	}
 	type cand struct {
 		t    float64
 		i    int
@@ -90,6 +96,14 @@ func (d *Device) JoinTrace(tr *trace.Trace) *Join {
 	}
 	return j
 }
+
+// TraceEvents reports whether the trace has memory events on the device.
+func (j *Join) TraceEvents() bool { return j.OverlapEndUS != 0 || j.OverlapStartUS != 0 }
+
+// Disjoint reports whether no recorded allocation of the device lies in
+// the trace's window: the two were recorded at different times (another
+// run, or another part of it), and nothing can be joined.
+func (j *Join) Disjoint() bool { return j.InOverlap == 0 }
 
 // OpLabel names the operator that made the allocation at event index:
 // the op with, for a backward op, the forward op and module it belongs to.

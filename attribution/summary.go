@@ -69,6 +69,7 @@ type DeviceSummary struct {
 	Ops        []OpBytes
 	OpsCovered float64
 	Joined     bool
+	Join       *Join // the join itself: its windows
 	// With a profiler memory timeline (export_memory_timeline) of the same
 	// run: its live bytes by torch's categories at the allocated peak.
 	Timeline *trace.Sample
@@ -167,8 +168,9 @@ func (s *Summary) JoinTrace(a *Analysis, tr *trace.Trace, top int) {
 	for i := range s.Devices {
 		ds := &s.Devices[i]
 		for _, d := range byDevice[ds.Device] {
-			rows, covered := d.JoinTrace(tr).ByOp(d.Peak)
-			ds.Ops, ds.OpsCovered, ds.Joined = rows[:min(top, len(rows))], covered, true
+			j := d.JoinTrace(tr)
+			rows, covered := j.ByOp(d.Peak)
+			ds.Ops, ds.OpsCovered, ds.Joined, ds.Join = rows[:min(top, len(rows))], covered, true, j
 		}
 	}
 }

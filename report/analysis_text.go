@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
@@ -49,6 +50,27 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 		ew.printf("* the device's peak: step %d %s\n", t.PeakStep, t.PeakPhase)
 	}
 	return ew.err
+}
+
+// joinWindowsText says why a join found nothing when the trace and the
+// snapshot do not overlap in time, naming both windows.
+func joinWindowsText(ew *errWriter, j *attribution.Join) {
+	switch {
+	case j == nil || !j.Disjoint():
+	case !j.TraceEvents():
+		ew.printf("  the trace has no memory events on device %d: nothing to join\n", j.Device)
+	default:
+		ew.printf("  the trace's memory events (%s – %s) and the snapshot's recorded events (%s – %s) do not overlap in time:\n  nothing can be joined; give the trace recorded by the same run, during the snapshot's recording\n",
+			clock(j.OverlapStartUS), clock(j.OverlapEndUS), clock(j.SnapshotStartUS), clock(j.SnapshotEndUS))
+	}
+}
+
+// clock writes an epoch µs time as a UTC date and time to the millisecond.
+func clock(us int64) string {
+	if us == 0 {
+		return "time not recorded"
+	}
+	return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000 UTC")
 }
 
 // offset is a moment's time after the device's first event, "+1.23 ms",
@@ -134,11 +156,25 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 			continue
 		}
 		fr := an.Snapshot.Stacks.Frame(c.Frame)
-		line := fmt.Sprintf("%s%s:%d %s", strings.Repeat("  ", depth), fr.Filename, fr.Line, fr.Name)
-		ew.printf("  %10s %5.1f%%  %s\n", units.Bytes(c.Bytes), 100*float64(c.Bytes)/float64(max(total, 1)), clip(line, 78))
+		// The indent shows the depth up to treeIndent levels, then the
+		// depth is written; the frame's text is clipped from the left of
+		// its path, never the indent.
+		indent := strings.Repeat("  ", min(depth, treeIndent))
+		if depth > treeIndent {
+			indent += fmt.Sprintf("[%d] ", depth)
+		}
+		where := fmt.Sprintf(":%d %s", fr.Line, fr.Name)
+		file := clip(fr.Filename, max(12, 78-len(indent)-len(where)))
+		ew.printf("  %10s %5.1f%%  %s%s\n", units.Bytes(c.Bytes), 100*float64(c.Bytes)/float64(max(total, 1)), safeText(indent), clip(file+where, max(40, 78-len(indent))))
 		treeText(ew, an, c, depth+1, total)
 	}
+	if n.Root && n.Folded > 0 {
+		ew.printf("  (%d native frames of C++ and CPython folded)\n", n.Folded)
+	}
 }
+
+// treeIndent is the deepest level the call tree's text indents.
+const treeIndent = 16
 
 // leakText writes the leak verdict: floors per steady step and the sites
 // whose blocks survive.
@@ -324,9 +360,10 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 
 // opBytesText writes the live bytes of a moment by operator (from a joined
 // profiler trace).
-func opBytesText(w io.Writer, rows []attribution.OpBytes, covered float64, total int64, top int) error {
+func opBytesText(w io.Writer, j *attribution.Join, rows []attribution.OpBytes, covered float64, total int64, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("\nby operator (joined with the profiler trace; %.1f%% of the bytes allocated in its window found their op):\n", 100*covered)
+	joinWindowsText(ew, j)
 	for i, r := range rows {
 		if i == top {
 			break

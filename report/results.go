@@ -42,8 +42,10 @@ type Peak struct {
 type PeakDevice struct {
 	Device *attribution.Device
 	Moment *attribution.Moment
-	// Ops and OpsCovered: the live bytes by operator of a joined profiler
-	// trace, and the share of the window's bytes that found their op.
+	// Join, Ops and OpsCovered: the join with a profiler trace, the live
+	// bytes by operator, and the share of the window's bytes that found
+	// their op.
+	Join       *attribution.Join
 	Ops        []attribution.OpBytes
 	OpsCovered float64
 	// Sample: an export_memory_timeline file read at the moment.
@@ -68,7 +70,7 @@ func (r *Peak) writeText(w io.Writer) error {
 		}
 		switch r.JoinedBy {
 		case "ops":
-			if err := opBytesText(w, pd.Ops, pd.OpsCovered, m.Allocated, r.Top); err != nil {
+			if err := opBytesText(w, pd.Join, pd.Ops, pd.OpsCovered, m.Allocated, r.Top); err != nil {
 				return err
 			}
 		case "timeline":

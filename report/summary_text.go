@@ -124,6 +124,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	}
 	if d.Joined {
 		ew.printf("\ntop operators live at peak (profiler trace joined: %.1f%% of its window's bytes matched):\n", 100*d.OpsCovered)
+		joinWindowsText(ew, d.Join)
 		for _, r := range d.Ops {
 			ew.printf("  %10s  %5d  %s\n", units.Bytes(r.Bytes.Bytes), r.Count, clipTail(r.Label, 80))
 		}

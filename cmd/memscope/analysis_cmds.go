@@ -128,7 +128,8 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				}
 				pd := report.PeakDevice{Device: d, Moment: m}
 				if tr != nil {
-					pd.Ops, pd.OpsCovered = d.JoinTrace(tr).ByOp(m)
+					pd.Join = d.JoinTrace(tr)
+					pd.Ops, pd.OpsCovered = pd.Join.ByOp(m)
 				}
 				if tl != nil {
 					pd.Sample = tl.Sample(m.TimeUS)

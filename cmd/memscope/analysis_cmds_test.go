@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,5 +356,62 @@ func TestCheckPlainFixtures(t *testing.T) {
 				t.Errorf("check --max-leak 0 = %q, want it to mention %q", got, mention)
 			}
 		})
+	}
+}
+
+// TestPeakTreeFoldsNativeFrames: with stacks="all" the call tree shows
+// the Python frames only, says how many native frames it folded, and every
+// line is indented one step deeper than its parent at most, however long
+// its path.
+func TestPeakTreeFoldsNativeFrames(t *testing.T) {
+	for _, snap := range []string{"../../fixtures/stacks-all/snapshot.pickle", "../../fixtures/capture-ddp/snapshot.rank0.pickle"} {
+		r := runMemscope("peak", "--tree", snap)
+		if r.err != nil {
+			t.Fatalf("peak --tree %s: %v", snap, r.err)
+		}
+		if strings.Contains(r.stdout, "??:0") {
+			t.Errorf("%s: the tree prints native ??:0 frames", snap)
+		}
+		_, tree, ok := strings.Cut(r.stdout, "left out):\n")
+		if !ok {
+			t.Fatalf("%s: no call tree in\n%s", snap, r.stdout)
+		}
+		prev := -1
+		for _, line := range strings.Split(strings.TrimRight(tree, "\n"), "\n") {
+			if strings.HasPrefix(line, "  (") {
+				continue // the folded-frames note
+			}
+			// "  %10s %5.1f%%  " is 21 columns; the indent follows.
+			rest := line[21:]
+			depth := (len(rest) - len(strings.TrimLeft(rest, " "))) / 2
+			if depth > prev+1 {
+				t.Errorf("%s: line %q is indented %d levels under a line of %d", snap, line, depth, prev)
+			}
+			prev = depth
+		}
+	}
+	r := runMemscope("peak", "--tree", "../../fixtures/stacks-all/snapshot.pickle")
+	if !regexp.MustCompile(`\(\d+ native frames of C\+\+ and CPython folded\)`).MatchString(r.stdout) {
+		t.Errorf("stacks-all: no note of the folded native frames in\n%s", r.stdout)
+	}
+}
+
+// TestPeakTraceDisjoint: a trace recorded at another time than the
+// snapshot joins nothing, and peak and summary say so with both windows;
+// the trace of the same run gets no such note.
+func TestPeakTraceDisjoint(t *testing.T) {
+	const tr = "../../fixtures/llama-profiled/trace.json.gz"
+	for _, cmd := range []string{"peak", "summary"} {
+		r := runMemscope(cmd, "--trace", tr, leakSnap)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if !strings.Contains(r.stdout, "do not overlap in time") || !strings.Contains(r.stdout, "2026-11-29 17:30:21.518 UTC") {
+			t.Errorf("%s --trace of another run: no note naming both windows in\n%s", cmd, r.stdout)
+		}
+		r = runMemscope(cmd, "--trace", tr, "../../fixtures/llama-profiled/snapshot.pickle")
+		if strings.Contains(r.stdout, "do not overlap") {
+			t.Errorf("%s --trace of the same run says the windows do not overlap", cmd)
+		}
 	}
 }
