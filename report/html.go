@@ -186,6 +186,12 @@ func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 		names = append(names, fs.Source)
 		p.Files = append(p.Files, fs)
 	}
+	if len(names) == 0 && opt.Ops != nil {
+		names = append(names, clip(opt.Ops.Source, maxLabel))
+	}
+	if len(names) == 0 && opt.Timeline != nil {
+		names = append(names, clip(opt.Timeline.Source, maxLabel))
+	}
 	if p.Title == "" {
 		p.Title = strings.Join(names, ", ")
 	}

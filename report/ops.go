@@ -38,16 +38,64 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int) error {
 		}
 		if live {
 			fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
-				units.Bytes(r.SelfPeakLive), r.Allocs, clipTail(r.Name, 52))
+				units.Bytes(r.SelfPeakLive), r.Allocs, clipMiddle(r.Name, opNameWidth))
 		} else {
-			fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipTail(r.Name, 52))
+			fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipMiddle(r.Name, opNameWidth))
 		}
 	}
 	tw.Flush()
-	if len(tb.Rows) > top {
+	if top >= 0 && len(tb.Rows) > top {
 		ew.printf("(%d more rows; --top to see them)\n", len(tb.Rows)-top)
 	}
+	if types := tb.ModuleTypes(); len(types) > 0 && len(types) < countModules(tb) {
+		ew.printf("\nby module type (the sums over its instances):\n")
+		tw := newTable(ew, tabwriter.AlignRight)
+		if live {
+			fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\tinstances\t %s\n", "module type")
+		} else {
+			fprintf(tw, "self alloc\ttotal alloc\tallocs\tinstances\t %s\n", "module type")
+		}
+		for i, r := range types {
+			if i == top {
+				break
+			}
+			if live {
+				fprintf(tw, "%s\t%s\t%s\t%d\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
+					units.Bytes(r.SelfPeakLive), r.Allocs, r.Instances, clipMiddle(r.Name, opNameWidth))
+			} else {
+				fprintf(tw, "%s\t%s\t%d\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, r.Instances, clipMiddle(r.Name, opNameWidth))
+			}
+		}
+		tw.Flush()
+	}
 	return ew.err
+}
+
+// countModules counts the module rows of a table.
+func countModules(tb *trace.Table) int {
+	n := 0
+	for _, r := range tb.Rows {
+		if r.Kind == "nn.Module" {
+			n++
+		}
+	}
+	return n
+}
+
+// opNameWidth is the most runes of an operator's name the ops table
+// prints: a backward op's label names the forward op and module at its end.
+const opNameWidth = 96
+
+// clipMiddle shortens s to n runes keeping its start and its end, which
+// tell rows apart: "aten::mm (backward of aten::mm in nn.Module: Linear_3)"
+// keeps both the op and the module.
+func clipMiddle(s string, n int) string {
+	r := []rune(textsafe.Escape(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	head := (n - 1) / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
 }
 
 // OpsJSON is the document of 'memscope ops --json'.
@@ -66,6 +114,14 @@ type OpsJSON struct {
 	NoOp            int         `json:"events_outside_ops"`
 	Unattributed    int         `json:"events_unattributed"`
 	Rows            []OpRowJSON `json:"rows"`
+	// ModuleTypes (--by module): the rows summed by module type.
+	ModuleTypes []ModuleTypeJSON `json:"module_types,omitempty"`
+}
+
+// ModuleTypeJSON is one module type's row: the sums over its instances.
+type ModuleTypeJSON struct {
+	OpRowJSON
+	Instances int `json:"instances"`
 }
 
 type OpRowJSON struct {
@@ -95,10 +151,17 @@ func opsJSON(tb *trace.Table, top int) OpsJSON {
 		if top >= 0 && i == top {
 			break
 		}
-		j.Rows = append(j.Rows, OpRowJSON{r.Name, r.Kind, r.Path, r.Calls, r.Allocs, r.TotalAllocs,
-			r.SelfAlloc, r.TotalAlloc, r.SelfNet, r.TotalNet, r.SelfPeakLive, r.TotalPeakLive})
+		j.Rows = append(j.Rows, opRowJSON(r))
+	}
+	for _, r := range tb.ModuleTypes() {
+		j.ModuleTypes = append(j.ModuleTypes, ModuleTypeJSON{opRowJSON(r.Stats), r.Instances})
 	}
 	return j
+}
+
+func opRowJSON(r trace.Stats) OpRowJSON {
+	return OpRowJSON{r.Name, r.Kind, r.Path, r.Calls, r.Allocs, r.TotalAllocs,
+		r.SelfAlloc, r.TotalAlloc, r.SelfNet, r.TotalNet, r.SelfPeakLive, r.TotalPeakLive}
 }
 
 // clipTail shortens s to n runes, keeping its start (the informative part

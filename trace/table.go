@@ -3,6 +3,7 @@ package trace
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Stats is the memory one operator (or module) accounts for on one device.
@@ -326,4 +327,61 @@ func (a *aggregator) rows() []Stats {
 		out = append(out, *r)
 	}
 	return out
+}
+
+// ModuleTypes sums the rows of a module table (ModuleTable) by module
+// type: the module's name without the instance number torch's profiler
+// appends ("nn.Module: LlamaAttention_3" → "nn.Module: LlamaAttention"),
+// Calls counting the instances' calls. Self figures add up exactly; total
+// figures are sums over the instances, so a module nested in another of
+// its own type counts in both. Rows are sorted by SelfAlloc; types with
+// one instance are kept, so every module is in one row.
+func (tb *Table) ModuleTypes() []TypeStats {
+	agg := newAggregator()
+	instances := map[string]int{}
+	for _, r := range tb.Rows {
+		if r.Kind != "nn.Module" {
+			continue
+		}
+		instances[ModuleType(r.Name)]++
+		t := agg.row(ModuleType(r.Name), r.Kind)
+		t.Calls += r.Calls
+		t.Allocs += r.Allocs
+		t.TotalAllocs += r.TotalAllocs
+		t.SelfAlloc += r.SelfAlloc
+		t.TotalAlloc += r.TotalAlloc
+		t.SelfNet += r.SelfNet
+		t.TotalNet += r.TotalNet
+		t.SelfPeakLive += r.SelfPeakLive
+		t.TotalPeakLive += r.TotalPeakLive
+	}
+	sorted := &Table{Rows: agg.rows()}
+	sorted.Sort(BySelf)
+	out := make([]TypeStats, len(sorted.Rows))
+	for i, r := range sorted.Rows {
+		out[i] = TypeStats{Stats: r, Instances: instances[r.Name]}
+	}
+	return out
+}
+
+// TypeStats is one module type's row: the sums over its instances.
+type TypeStats struct {
+	Stats
+	Instances int
+}
+
+// ModuleType is a module row's name without its instance number:
+// "nn.Module: Linear_14" → "nn.Module: Linear". A name without one is
+// returned as it is.
+func ModuleType(name string) string {
+	i := strings.LastIndexByte(name, '_')
+	if i < 0 || i == len(name)-1 {
+		return name
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return name
+		}
+	}
+	return name[:i]
 }

@@ -149,3 +149,48 @@ func TestTablesByChain(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleTypes: the rows of a module type are the sums of its
+// instances' rows, every module row is in exactly one type, and the type's
+// name is the instance's without its number.
+func TestModuleTypes(t *testing.T) {
+	tr, err := Open(filepath.Join(fixtureDir, "trace.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := tr.PeakDevice()
+	tb := tr.ModuleTable(dev)
+	want := map[string]TypeStats{}
+	for _, r := range tb.Rows {
+		typ := ModuleType(r.Name)
+		w := want[typ]
+		w.Name, w.Instances = typ, w.Instances+1
+		w.SelfAlloc += r.SelfAlloc
+		w.SelfPeakLive += r.SelfPeakLive
+		w.Allocs += r.Allocs
+		w.Calls += r.Calls
+		want[typ] = w
+	}
+	got := tb.ModuleTypes()
+	if len(got) != len(want) {
+		t.Fatalf("%d types, want %d", len(got), len(want))
+	}
+	if len(got) >= len(tb.Rows) {
+		t.Fatalf("%d types for %d module rows: the llama trace has several instances of a type", len(got), len(tb.Rows))
+	}
+	for i, g := range got {
+		w := want[g.Name]
+		if g.Instances != w.Instances || g.SelfAlloc != w.SelfAlloc || g.SelfPeakLive != w.SelfPeakLive || g.Allocs != w.Allocs || g.Calls != w.Calls {
+			t.Errorf("%s: %+v, want the sums %+v", g.Name, g, w)
+		}
+		if i > 0 && got[i-1].SelfAlloc < g.SelfAlloc {
+			t.Errorf("types not sorted by self alloc at %s", g.Name)
+		}
+	}
+	for in, want := range map[string]string{"nn.Module: Linear_14": "nn.Module: Linear", "nn.Module: Net": "nn.Module: Net",
+		"nn.Module: Block_a": "nn.Module: Block_a", "x_": "x_", "nn.Module: Conv2d_0": "nn.Module: Conv2d"} {
+		if got := ModuleType(in); got != want {
+			t.Errorf("ModuleType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

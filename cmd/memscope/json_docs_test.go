@@ -120,7 +120,7 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"oom":     {{"oom", oomSnap}},
 		"diff":    {{"diff", mlpSnap, leakSnap}},
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
-		"ops":     {{"ops", profiled + "trace.json.gz"}},
+		"ops":     {{"ops", profiled + "trace.json.gz"}, {"ops", "--by", "module", profiled + "trace.json.gz"}},
 	}
 	kinds := make([]string, 0, len(runs))
 	for k := range runs {
@@ -179,7 +179,7 @@ func init() {
 		report.LeakJSON{}, report.LeakSiteJSON{}, report.FragFileJSON{}, report.DeviceFragJSON{}, report.FragJSON{},
 		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
-		report.OpsJSON{}, report.OpRowJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
+		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t

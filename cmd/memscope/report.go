@@ -30,7 +30,8 @@ With --run, the page adds a run directory of 'memscope sweep' (peak against
 batch size per precision with the fitted line, the OOM frontier and step
 time, and the points as a table) or of 'memscope capture' (a row and a bar
 per rank); with --run alone the page holds just that. With --trace, it adds
-the per-operator memory table of a torch.profiler trace.
+the per-operator memory table of a torch.profiler trace (or, alone, shows
+just that).
 
 Sites, stacks and the call tree follow the rule of 'memscope help peak'
 (user and library code kept, plumbing folded; --focus, --ignore).
@@ -77,8 +78,8 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 		if o.ops < 1 {
 			return usageErrorf("--ops %d: want 1 or more", o.ops)
 		}
-		if len(paths) == 0 && o.run == "" {
-			return usageErrorf("missing SNAP argument: give snapshots, or a run directory with --run")
+		if len(paths) == 0 && o.run == "" && o.trace == "" {
+			return usageErrorf("missing SNAP argument: give snapshots, a run directory with --run, or a profiler trace with --trace")
 		}
 		return runReport(cc, o, paths)
 	}
