@@ -3,10 +3,10 @@
 // side that drives it on a GPU machine: one training script under capture
 // (Capture), a batch-size sweep with one fresh process per point (Sweep),
 // several ranks under torchrun. It also reads what those runs leave in their
-// run directory (ReadRun, ReadResults) and computes what the sweep means:
-// the fit peak ≈ fixed + batch × slope, the OOM frontier and the saving of
-// each precision over fp32 (AnalyzeSweep). It depends on nothing else of
-// memscope; report renders its results.
+// run directory (ReadRun, ReadResults), and nothing more: it runs processes
+// and reads run directories. What a sweep or a capture run means (fits,
+// frontiers, savings, the worst rank) is package sweep's; report renders
+// both. It depends on nothing else of memscope.
 //
 // # A capture run directory (memscope capture)
 //

@@ -94,27 +94,17 @@ type OOMEvent struct {
 	Reserved    int64  `json:"reserved"`
 }
 
-// RunAnalysis is a capture run directory read and summarized.
-type RunAnalysis struct {
+// RunDir is a capture run directory as read: run.json and each process's
+// capture.json, and the names of the files they left.
+type RunDir struct {
 	Dir   string
-	Run   *Run // nil when run.json is missing (the harness was run by hand)
-	Ranks []*CaptureRank
+	Run   *Run           // nil when run.json is missing (the harness was run by hand)
+	Ranks []*CaptureRank // by rank
 	// Missing ranks wrote no capture.json (killed, or never started).
 	Missing []int
-	// Phases is the highest peak of each phase over the measured steps,
-	// per phase name in first-seen order, over every rank.
-	Phases []PhasePeak
-	Spread *RankSpread // nil with one rank
 	// Files lists the run directory's snapshot, trace and steps files.
 	Files    []string
 	Warnings []string
-}
-
-// PhasePeak is one phase's highest peaks over the measured steps.
-type PhasePeak struct {
-	Phase string  `json:"phase"`
-	Steps int     `json:"steps"`
-	Peak  Numbers `json:"peak"`
 }
 
 // Kind of a run directory.
@@ -146,8 +136,8 @@ func DirKind(dir string) (string, error) {
 }
 
 // ReadRun reads a capture run directory.
-func ReadRun(dir string) (*RunAnalysis, error) {
-	a := &RunAnalysis{Dir: dir}
+func ReadRun(dir string) (*RunDir, error) {
+	a := &RunDir{Dir: dir}
 	var run Run
 	switch err := readJSON(filepath.Join(dir, "run.json"), RunSchema, &run); {
 	case err == nil:
@@ -209,39 +199,7 @@ func ReadRun(dir string) (*RunAnalysis, error) {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d of %d processes wrote no capture.json (ranks %s): killed, or never started",
 			len(a.Missing), max(world, 1), intList(a.Missing)))
 	}
-	a.summarize()
 	return a, nil
-}
-
-func (a *RunAnalysis) summarize() {
-	index := map[string]int{}
-	steps := map[string]map[int]bool{}
-	var peaks []RankPeak
-	for _, r := range a.Ranks {
-		for _, row := range r.Phases {
-			if row.Phase == "other" || row.Phase == "setup" {
-				continue
-			}
-			i, ok := index[row.Phase]
-			if !ok {
-				i = len(a.Phases)
-				index[row.Phase] = i
-				a.Phases = append(a.Phases, PhasePeak{Phase: row.Phase})
-				steps[row.Phase] = map[int]bool{}
-			}
-			n := Numbers{row.PeakAllocated, row.PeakRequested, row.PeakReserved, row.PeakActive}
-			a.Phases[i].Peak = maxNumbers(a.Phases[i].Peak, n)
-			steps[row.Phase][row.Step] = true
-		}
-		peaks = append(peaks, RankPeak{Rank: r.Rank, Peak: r.Peak, DeviceUsed: r.DeviceUsed,
-			Fits: r.Exception == nil || !r.Exception.OOM, OOM: len(r.OOM) > 0})
-	}
-	for i := range a.Phases {
-		a.Phases[i].Steps = len(steps[a.Phases[i].Phase])
-	}
-	if s, ok := WorstRank(peaks); ok {
-		a.Spread = &s
-	}
 }
 
 func intList(xs []int) string {

@@ -19,14 +19,8 @@ func TestReadRunTwoRanks(t *testing.T) {
 	if a.Run == nil || a.Run.Nproc != 2 || len(a.Ranks) != 2 || len(a.Missing) != 0 {
 		t.Fatalf("ReadRun: run %+v, %d ranks, missing %v; want nproc 2, 2 ranks, none missing", a.Run, len(a.Ranks), a.Missing)
 	}
-	// the truth: each rank's own peak, from its capture.json
-	want := a.Ranks[1].Peak.Allocated
-	if a.Spread == nil || a.Spread.Rank != 1 || a.Spread.Peak != want ||
-		a.Spread.Median != (a.Ranks[0].Peak.Allocated+a.Ranks[1].Peak.Allocated)/2 {
-		t.Errorf("Spread = %+v, want rank 1 at %d over the median of both", a.Spread, want)
-	}
-	if len(a.Phases) == 0 || a.Phases[0].Phase != "forward" {
-		t.Errorf("Phases = %+v, want forward first", a.Phases)
+	if a.Ranks[0].Rank != 0 || a.Ranks[1].Rank != 1 || len(a.Ranks[0].Phases) == 0 {
+		t.Errorf("ReadRun: ranks %d, %d with %d phase rows; want 0, 1 in order, with phases", a.Ranks[0].Rank, a.Ranks[1].Rank, len(a.Ranks[0].Phases))
 	}
 }
 
@@ -43,9 +37,9 @@ func TestReadRunMissingRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Missing) != 1 || a.Missing[0] != 1 || a.Spread != nil || len(a.Warnings) != 1 {
-		t.Errorf("ReadRun with rank 1 gone: missing %v, spread %+v, warnings %q; want [1], nil, one warning",
-			a.Missing, a.Spread, a.Warnings)
+	if len(a.Missing) != 1 || a.Missing[0] != 1 || len(a.Ranks) != 1 || len(a.Warnings) != 1 {
+		t.Errorf("ReadRun with rank 1 gone: missing %v, %d ranks, warnings %q; want [1], 1, one warning",
+			a.Missing, len(a.Ranks), a.Warnings)
 	}
 }
 

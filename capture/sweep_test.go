@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"reflect"
 	"testing"
 )
@@ -58,29 +57,10 @@ func TestSweepLadderBisectSnapshots(t *testing.T) {
 	if len(r.Points) != len(want) {
 		t.Fatalf("results.json has %d points, want %d", len(r.Points), len(want))
 	}
-	a := AnalyzeSweep(cfg.Out, r)
-	wantFront := []Frontier{{Precision: "fp32", LargestFit: 19, FirstFail: 20, Exact: true, Predicted: 19.2},
-		{Precision: "bf16", LargestFit: 23, FirstFail: 24, Exact: true, Predicted: 23}}
-	for i, f := range a.Frontiers {
-		w := wantFront[i]
-		if f.Precision != w.Precision || f.LargestFit != w.LargestFit || f.FirstFail != w.FirstFail ||
-			f.Exact != w.Exact || math.Abs(f.Predicted-w.Predicted) > 1e-9 {
-			t.Errorf("Frontiers[%d] = %+v, want %+v", i, f, w)
+	for i, p := range r.Points {
+		if p.ID != want[i] || p.Fits == p.OOM {
+			t.Errorf("results.json point %d = %s fits %v OOM %v, want %s with one outcome", i, p.ID, p.Fits, p.OOM, want[i])
 		}
-	}
-	for _, f := range a.Fits {
-		wantSlope := map[string]float64{"fp32": 1.25 * gib, "bf16": gib}[f.Precision]
-		if math.Abs(f.Slope-wantSlope) > 1 || f.R2 < 0.999999 {
-			t.Errorf("Fit(%s) slope %g R² %g, want %g and 1", f.Precision, f.Slope, f.R2, wantSlope)
-		}
-	}
-	// the largest batch measured at both precisions that fits both is 16
-	if len(a.Savings) != 1 || a.Savings[0].At != 16 || math.Abs(*a.Savings[0].SlopeSaving-0.2) > 1e-9 ||
-		a.Savings[0].LargestFit != 23 || a.Savings[0].BaselineLargestFit != 19 {
-		t.Errorf("Savings = %+v, want bf16 at batch 16, slope saving 0.2, frontier 19 → 23", a.Savings)
-	}
-	if len(a.Rows) != 20 || len(a.Snapshots) != 3 {
-		t.Errorf("AnalyzeSweep: %d rows and %d snapshot points, want 20 and 3", len(a.Rows), len(a.Snapshots))
 	}
 }
 
@@ -137,30 +117,5 @@ func TestBisectSteps(t *testing.T) {
 		if got := bisectSteps(tt.lo, tt.hi); got != tt.want {
 			t.Errorf("bisectSteps(%d, %d) = %d, want %d", tt.lo, tt.hi, got, tt.want)
 		}
-	}
-}
-
-func TestFitLine(t *testing.T) {
-	f, ok := fitLine([]float64{1, 2, 3, 4}, []float64{3, 5, 7, 9.5})
-	if !ok || math.Abs(f.Slope-2.15) > 1e-9 || math.Abs(f.Fixed-0.75) > 1e-9 || f.R2 < 0.99 || f.R2 >= 1 {
-		t.Errorf("fitLine = %+v, want slope 2.15, fixed 0.75, R² in [0.99, 1)", f)
-	}
-	if _, ok := fitLine([]float64{2, 2}, []float64{1, 3}); ok {
-		t.Error("fitLine with one distinct batch = ok, want not ok")
-	}
-}
-
-func TestWorstRank(t *testing.T) {
-	rp := func(rank int, peak int64) RankPeak { return RankPeak{Rank: rank, Peak: Numbers{Allocated: peak}} }
-	s, ok := WorstRank([]RankPeak{rp(0, 100), rp(1, 130), rp(2, 110), {Rank: 3, Missing: true}})
-	if !ok || s.Rank != 1 || s.Median != 110 || s.Excess != 20 || s.Ranks != 3 {
-		t.Errorf("WorstRank = %+v, %v, want rank 1, median 110, excess 20 over 3 ranks", s, ok)
-	}
-	s, _ = WorstRank([]RankPeak{rp(0, 100), rp(1, 140)})
-	if s.Rank != 1 || s.Median != 120 || math.Abs(s.ExcessFrac-20.0/120) > 1e-12 {
-		t.Errorf("WorstRank of two = %+v, want rank 1, median 120", s)
-	}
-	if _, ok := WorstRank([]RankPeak{rp(0, 1)}); ok {
-		t.Error("WorstRank of one rank = ok, want not ok")
 	}
 }

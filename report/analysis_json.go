@@ -287,15 +287,3 @@ func nonNil(d []attribution.Delta) []attribution.Delta {
 	}
 	return d
 }
-
-// SweepDiffJSON is the comparison of two sweep runs.
-type SweepDiffJSON struct {
-	Points []attribution.Delta `json:"points"` // "fp32 batch 8": peak allocated
-	Phases []attribution.Delta `json:"phases"` // "fp32 batch 8 backward"
-	Fits   []attribution.Delta `json:"fits"`   // "fp32 fixed", "fp32 slope per sample"
-}
-
-// SweepDiff converts a comparison of two sweep runs.
-func SweepDiff(d *attribution.DeviceDiff) SweepDiffJSON {
-	return SweepDiffJSON{Points: nonNil(d.Sites), Phases: nonNil(d.Phases), Fits: nonNil(d.Categories)}
-}

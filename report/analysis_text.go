@@ -377,28 +377,6 @@ func opBytesText(w io.Writer, j *attribution.Join, rows []attribution.OpBytes, c
 	return ew.err
 }
 
-// SweepDiffText writes the comparison of two sweep runs: each point's peak
-// allocated, each point's phases, and the fits.
-func SweepDiffText(w io.Writer, nameA, nameB string, d *attribution.DeviceDiff) error {
-	ew := &errWriter{w: w}
-	ew.printf("A: %s\nB: %s (sweep runs)\n", nameA, nameB)
-	deltaText(ew, "peak allocated of the points that fit in both", onlyBoth(d.Sites), -1)
-	deltaText(ew, "fits (fixed bytes, bytes per sample)", d.Categories, -1)
-	deltaText(ew, "phase peaks", d.Phases, 20)
-	return ew.err
-}
-
-// onlyBoth keeps the rows present on both sides.
-func onlyBoth(rows []attribution.Delta) []attribution.Delta {
-	var out []attribution.Delta
-	for _, r := range rows {
-		if r.A != 0 && r.B != 0 {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // oomStepPhase says in which step and phase a failed request was made.
 func oomStepPhase(o *attribution.OOM) string {
 	switch {

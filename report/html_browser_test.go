@@ -15,6 +15,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/sweep"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -116,12 +117,12 @@ func TestChromium(t *testing.T) {
 		{"llama-bf16", fixture("llama-bf16")},
 		{"oom", fixture("oom")},
 		{"capture-ddp", func(t *testing.T) string { // two ranks: two sections and the run
-			a, err := capture.ReadRun("../fixtures/capture-ddp")
+			d, err := capture.ReadRun("../fixtures/capture-ddp")
 			if err != nil {
 				t.Skipf("no multi-rank capture to report on: %v", err)
 			}
 			o := opt
-			o.Run = &RunView{Capture: a}
+			o.Run = &RunView{Capture: sweep.SummarizeRun(d)}
 			_, v0 := fixtureView(t, "capture-ddp/snapshot.rank0.pickle#")
 			_, v1 := fixtureView(t, "capture-ddp/snapshot.rank1.pickle#")
 			return renderHTML(t, []*attribution.View{v0, v1}, o)

@@ -11,8 +11,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
-	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/sweep"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -20,8 +20,8 @@ import (
 // --run): a batch-size sweep, or a capture with one or several ranks.
 // Exactly one of Sweep and Capture is set.
 type RunView struct {
-	Sweep   *capture.SweepAnalysis
-	Capture *capture.RunAnalysis
+	Sweep   *sweep.Analysis
+	Capture *sweep.RunSummary
 }
 
 // maxRunRows bounds the points of a sweep and the ranks of a capture that
@@ -44,13 +44,13 @@ func runSections(r *RunView) []extraSection {
 // sweepSection is the batch-size sweep: peak allocated against batch per
 // precision with the fitted line, the OOMs at the memory limit, step time
 // on a second axis, and the points, fits and frontiers as tables.
-func sweepSection(a *capture.SweepAnalysis) extraSection {
+func sweepSection(a *sweep.Analysis) extraSection {
 	r := a.Results
 	s := extraSection{ID: "run", Title: "Batch-size sweep"}
 	s.Intro = fmt.Sprintf("%s: %s, %s; memory limit %s on %s. Each point is a fresh process; peaks are torch's, over %d measured steps after %d warm-up steps. "+
 		"The lines are the least-squares fit peak ≈ fixed + batch × slope over the batches that fit; a triangle on the limit is a batch that ran out of memory.",
 		clip(a.Dir, 120), clip(r.Workload.Name, 60), r.Mode, units.Bytes(r.MemoryLimit), clip(r.Device.Name, 60), r.Steps, r.Warmup)
-	for _, w := range boundStrings(a.Warnings, 8, 300) {
+	for _, w := range boundStrings(sweepWarnings(a), 8, 300) {
 		s.Intro += " Warning: " + w + "."
 	}
 	rows := a.Rows[:min(len(a.Rows), maxRunRows)]
@@ -177,7 +177,7 @@ func dash(n int) string {
 // captureSection is a capture run: one row per rank with its peaks, the
 // driver's view and how it ended, a chart of the ranks side by side, and
 // the phases' highest peaks.
-func captureSection(a *capture.RunAnalysis) extraSection {
+func captureSection(a *sweep.RunSummary) extraSection {
 	s := extraSection{ID: "run", Title: "Capture run"}
 	s.Intro = fmt.Sprintf("%s: %d rank%s reported.", clip(a.Dir, 120), len(a.Ranks), plural(len(a.Ranks)))
 	if a.Run != nil {

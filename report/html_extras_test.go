@@ -10,13 +10,14 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/sweep"
 	"github.com/memscope/memscope/trace"
 )
 
 // testSweep is a made-up sweep of two precisions (no sweep run is
 // committed under fixtures/ yet): fp32 fits up to batch 8, bf16 up to 16,
 // peak = 1 GiB + batch × slope.
-func testSweep() *capture.SweepAnalysis {
+func testSweep() *sweep.Analysis {
 	const gib = 1 << 30
 	r := &capture.Results{Schema: capture.ResultsSchema, Workload: capture.WorkloadInfo{Name: "llama"}, Mode: "train",
 		Optimizer: "adamw", Warmup: 1, Steps: 3, Nproc: 1, MemoryLimit: 24 * gib, Precisions: []string{"fp32", "bf16"},
@@ -39,18 +40,18 @@ func testSweep() *capture.SweepAnalysis {
 			r.Points = append(r.Points, p)
 		}
 	}
-	return capture.AnalyzeSweep("runs/sweep", r)
+	return sweep.Analyze("runs/sweep", r)
 }
 
 // sweepFixture reads the committed sweep run, or skips.
-func sweepFixture(t *testing.T) *capture.SweepAnalysis {
+func sweepFixture(t *testing.T) *sweep.Analysis {
 	t.Helper()
 	const dir = "../fixtures/sweep-llama"
 	r, err := capture.ReadResults(dir)
 	if err != nil {
 		t.Skipf("no sweep run to report on: %v", err)
 	}
-	return capture.AnalyzeSweep(dir, r)
+	return sweep.Analyze(dir, r)
 }
 
 // TestHTMLSweep: the sweep chart plots each fitting point's peak, the OOMs
@@ -60,7 +61,7 @@ func TestHTMLSweep(t *testing.T) {
 	t.Run("sweep-llama", func(t *testing.T) { checkSweep(t, sweepFixture(t)) })
 }
 
-func checkSweep(t *testing.T, a *capture.SweepAnalysis) {
+func checkSweep(t *testing.T, a *sweep.Analysis) {
 	page := renderHTML(t, nil, HTMLOptions{Run: &RunView{Sweep: a}})
 	c, ok := pageCharts(t, page)["run-sweep"]
 	if !ok || c.Kind != "sweep" {
@@ -111,10 +112,11 @@ func containsPoint(ps [][2]float64, p [2]float64) bool {
 
 // TestHTMLCaptureRanks: a capture run shows one bar and one row per rank.
 func TestHTMLCaptureRanks(t *testing.T) {
-	a, err := capture.ReadRun("../capture/testdata/run-fake-2ranks")
+	d, err := capture.ReadRun("../capture/testdata/run-fake-2ranks")
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := sweep.SummarizeRun(d)
 	_, v := fixtureView(t, "mlp-adamw")
 	page := renderHTML(t, []*attribution.View{v}, HTMLOptions{Run: &RunView{Capture: a}})
 	c := pageCharts(t, page)["run-ranks"]

@@ -1,31 +1,31 @@
 package report
 
 import (
-	"io"
 	"sort"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/sweep"
 )
 
 // SweepDoc is the JSON document of 'memscope summary --run DIR' on a sweep.
 // Sizes are bytes; the fit's fixed and slope are bytes and bytes per sample.
 type SweepDoc struct {
-	Schema    string                        `json:"schema"`
-	Kind      string                        `json:"kind"` // "sweep"
-	Dir       string                        `json:"dir"`
-	Results   *capture.Results              `json:"results"`
-	Fits      []capture.Fit                 `json:"fits"`
-	Frontiers []capture.Frontier            `json:"frontiers"`
-	Savings   []capture.Saving              `json:"savings"`
-	Spreads   map[string]capture.RankSpread `json:"rank_spreads"`
-	Warnings  []string                      `json:"warnings"`
+	Schema    string                      `json:"schema"`
+	Kind      string                      `json:"kind"` // "sweep"
+	Dir       string                      `json:"dir"`
+	Results   *capture.Results            `json:"results"`
+	Fits      []sweep.Fit                 `json:"fits"`
+	Frontiers []sweep.Frontier            `json:"frontiers"`
+	Savings   []sweep.Saving              `json:"savings"`
+	Spreads   map[string]sweep.RankSpread `json:"rank_spreads"`
+	Warnings  []string                    `json:"warnings"`
 }
 
-// SweepJSON writes a sweep analysis as JSON.
-func SweepJSON(w io.Writer, a *capture.SweepAnalysis) error {
-	return WriteJSON(w, SweepDoc{Schema: Schema, Kind: "sweep", Dir: a.Dir, Results: a.Results,
+func sweepDoc(a *sweep.Analysis) SweepDoc {
+	return SweepDoc{Schema: Schema, Kind: "sweep", Dir: a.Dir, Results: a.Results,
 		Fits: nonNilSlice(a.Fits), Frontiers: nonNilSlice(a.Frontiers), Savings: nonNilSlice(a.Savings),
-		Spreads: a.Spreads, Warnings: nonNilSlice(a.Warnings)})
+		Spreads: a.Spreads, Warnings: nonNilSlice(sweepWarnings(a))}
 }
 
 // RunDoc is the JSON document of 'memscope summary --run DIR' on a capture.
@@ -36,17 +36,36 @@ type RunDoc struct {
 	Run      *capture.Run           `json:"run"`
 	Ranks    []*capture.CaptureRank `json:"ranks"`
 	Missing  []int                  `json:"missing_ranks"`
-	Phases   []capture.PhasePeak    `json:"phases"`
-	Spread   *capture.RankSpread    `json:"worst_rank"`
+	Phases   []sweep.PhasePeak      `json:"phases"`
+	Spread   *sweep.RankSpread      `json:"worst_rank"`
 	Files    []string               `json:"files"`
 	Warnings []string               `json:"warnings"`
 }
 
-// RunJSON writes a capture run analysis as JSON.
-func RunJSON(w io.Writer, a *capture.RunAnalysis) error {
-	return WriteJSON(w, RunDoc{Schema: Schema, Kind: "capture", Dir: a.Dir, Run: a.Run,
+func runDoc(a *sweep.RunSummary) RunDoc {
+	return RunDoc{Schema: Schema, Kind: "capture", Dir: a.Dir, Run: a.Run,
 		Ranks: nonNilSlice(a.Ranks), Missing: nonNilSlice(a.Missing), Phases: nonNilSlice(a.Phases),
-		Spread: a.Spread, Files: nonNilSlice(a.Files), Warnings: nonNilSlice(a.Warnings)})
+		Spread: a.Spread, Files: nonNilSlice(a.Files), Warnings: nonNilSlice(a.Warnings)}
+}
+
+// SweepDiffResultJSON is the result of the diff document of two sweep runs.
+type SweepDiffResultJSON struct {
+	A     string        `json:"a"`
+	B     string        `json:"b"`
+	Sweep SweepDiffJSON `json:"sweep"`
+}
+
+// SweepDiffJSON is the comparison of two sweep runs, each list largest
+// change first.
+type SweepDiffJSON struct {
+	Points []attribution.Delta `json:"points"` // "fp32 batch 8": peak allocated
+	Phases []attribution.Delta `json:"phases"` // "fp32 batch 8 backward"
+	Fits   []attribution.Delta `json:"fits"`   // "fp32 fixed", "fp32 slope per sample"
+}
+
+func sweepDiffJSON(d *sweep.Diff) SweepDiffJSON {
+	points, phases, fits := sweepDiffRows(d, false)
+	return SweepDiffJSON{Points: points, Phases: phases, Fits: fits}
 }
 
 func nonNilSlice[T any](s []T) []T {

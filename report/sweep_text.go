@@ -8,10 +8,11 @@ import (
 
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/sweep"
 )
 
-// SweepText writes a sweep's table, fits, frontier and savings.
-func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
+// sweepText writes a sweep's table, fits, frontier and savings.
+func sweepText(w io.Writer, a *sweep.Analysis) error {
 	ew := &errWriter{w: w}
 	r := a.Results
 	ew.printf("sweep %s: %s, %s", a.Dir, r.Workload.Name, r.Mode)
@@ -126,94 +127,56 @@ func SweepText(w io.Writer, a *capture.SweepAnalysis) error {
 			ew.printf("  %-9s %-12s batch %-4d %s\n", p.Precision, p.Role, p.Batch, strings.Join(fileList(a.Dir, p.Files), ", "))
 		}
 	}
-	if len(a.Warnings) > 0 {
+	if warnings := sweepWarnings(a); len(warnings) > 0 {
 		ew.printf("\nwarnings:\n")
-		for _, wn := range a.Warnings {
+		for _, wn := range warnings {
 			ew.printf("  - %s\n", wn)
 		}
 	}
 	return ew.err
 }
 
-// RunText writes a capture run's summary: how it ended, its peaks, the
-// phases of the measured steps, each rank and the worst one, OOM events.
-func RunText(w io.Writer, a *capture.RunAnalysis) error {
-	ew := &errWriter{w: w}
-	ew.printf("capture %s", a.Dir)
-	if a.Run != nil {
-		ew.printf(": %s\n  exit status %d", strings.Join(a.Run.Command, " "), a.Run.ExitCode)
-		if a.Run.Signal != "" {
-			ew.printf(" (%s)", a.Run.Signal)
-		}
-		ew.printf(", %.1f s, %d process%s", a.Run.WallS, len(a.Ranks)+len(a.Missing), plurales(len(a.Ranks)+len(a.Missing)))
-	}
-	ew.printf("\n")
-	if len(a.Ranks) == 0 {
-		ew.printf("  no process wrote its capture.json\n")
-	}
-	if len(a.Ranks) > 0 {
-		r0 := a.Ranks[0]
-		ew.printf("  %s (%s), torch %s; %d step%s", r0.DeviceName, units.Bytes(r0.DeviceTotal), r0.Torch, r0.Steps, plural(r0.Steps))
-		if len(r0.MeasureSteps) == 2 {
-			ew.printf(", phase peaks measured on steps %d-%d", r0.MeasureSteps[0], r0.MeasureSteps[1])
-		}
-		ew.printf("\n")
-		for _, r := range a.Ranks {
-			if r.Exception != nil {
-				ew.printf("  rank %d raised %s: %s\n", r.Rank, r.Exception.Type, firstWords(r.Exception.Message, 90))
-			}
+// sweepWarnings words what the sweep's analysis found amiss, after the
+// warnings results.json carries: a frontier that is not monotonic, files
+// the directory lacks, snapshot re-runs that ended otherwise.
+func sweepWarnings(a *sweep.Analysis) []string {
+	out := append([]string(nil), a.Results.Warnings...)
+	for _, f := range a.Frontiers {
+		if !f.Monotonic() {
+			out = append(out, "precision "+f.Precision+": a batch fits above one that ran out of memory; the frontier is not monotonic")
 		}
 	}
-	if len(a.Ranks) > 0 {
-		ew.printf("\n")
-		tw := newTable(ew, tabwriter.AlignRight)
-		fprintf(tw, "rank\tpeak allocated\trequested\treserved\tdevice used\tsteps\texit\tOOM events\t\n")
-		for _, r := range a.Ranks {
-			fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Rank, units.Bytes(r.Peak.Allocated),
-				units.Bytes(r.Peak.Requested), units.Bytes(r.Peak.Reserved), units.Bytes(r.DeviceUsed),
-				r.Steps, r.ExitCode, len(r.OOM))
+	if len(a.Missing) > 0 {
+		out = append(out, fmt.Sprintf("%d file(s) named in results.json are not in %s: %s",
+			len(a.Missing), a.Dir, strings.Join(a.Missing, ", ")))
+	}
+	for _, r := range a.Reruns {
+		s, p := r.Snapshot, r.Measured
+		out = append(out, fmt.Sprintf("%s batch %d: the snapshot re-run (%s) %s but the measured point %s; "+
+			"%s steps", s.Precision, s.Batch, s.Role, outcomeWord(r.SnapshotOutcome), outcomeWord(r.MeasuredOutcome),
+			stepsWord(s, p, a.Results.Steps)))
+	}
+	return out
+}
+
+func outcomeWord(o sweep.Outcome) string {
+	switch o {
+	case sweep.Fits:
+		return "fit"
+	case sweep.OOM:
+		return "ran out of memory"
+	}
+	return "failed"
+}
+
+func stepsWord(s, p capture.Point, steps int) string {
+	if s.Steps > 0 && p.Steps > 0 {
+		if s.Steps == p.Steps {
+			return fmt.Sprintf("they ran the same %d measured", s.Steps)
 		}
-		tw.Flush()
-		ew.printf("  (peaks over the whole run, from torch's counters; device used is the driver's view, all processes)\n")
+		return fmt.Sprintf("they ran %d and %d measured", s.Steps, p.Steps)
 	}
-	if s := a.Spread; s != nil {
-		ew.printf("\nworst rank: %d, peak allocated %s, %s (%+.1f%%) above the median %s of %d ranks\n",
-			s.Rank, units.Bytes(s.Peak), units.Bytes(s.Excess), 100*s.ExcessFrac, units.Bytes(s.Median), s.Ranks)
-	}
-	if len(a.Phases) > 0 {
-		ew.printf("\nphases of the measured steps (highest over steps and ranks):\n")
-		tw := newTable(ew, tabwriter.AlignRight)
-		fprintf(tw, "phase\tsteps\tpeak allocated\trequested\treserved\t\n")
-		for _, p := range a.Phases {
-			fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", p.Phase, p.Steps, units.Bytes(p.Peak.Allocated),
-				units.Bytes(p.Peak.Requested), units.Bytes(p.Peak.Reserved))
-		}
-		tw.Flush()
-	}
-	for _, r := range a.Ranks {
-		for i, o := range r.OOM {
-			if i == 3 {
-				ew.printf("  … %d more OOM events on rank %d\n", len(r.OOM)-3, r.Rank)
-				break
-			}
-			ew.printf("\nOOM on rank %d, step %d %s: asked for %s with %s allocated, %s reserved; device limit %s, %s free\n",
-				r.Rank, o.Step, o.Phase, units.Bytes(o.Request), units.Bytes(o.Allocated), units.Bytes(o.Reserved),
-				units.Bytes(o.DeviceLimit), units.Bytes(o.DeviceFree))
-		}
-	}
-	if len(a.Files) > 0 {
-		ew.printf("\nfiles (memscope summary|peak|oom SNAPSHOT for the analysis):\n")
-		for _, f := range fileList(a.Dir, toMap(a.Files)) {
-			ew.printf("  %s\n", f)
-		}
-	}
-	if len(a.Warnings) > 0 {
-		ew.printf("\nwarnings:\n")
-		for _, wn := range a.Warnings {
-			ew.printf("  - %s\n", wn)
-		}
-	}
-	return ew.err
+	return fmt.Sprintf("the re-run perhaps ran fewer than the sweep's %d measured", steps)
 }
 
 func phaseBytes(p capture.Point, phase string) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/sweep"
 )
 
 // What the capture command line turns into, without running Python.
@@ -97,10 +98,10 @@ func TestSummaryRun(t *testing.T) {
 	}
 	r := runMemscope("summary", "--json", "--run", "../../fixtures/sweep-llama")
 	var doc struct {
-		Schema    string             `json:"schema"`
-		Kind      string             `json:"kind"`
-		Frontiers []capture.Frontier `json:"frontiers"`
-		Fits      []capture.Fit      `json:"fits"`
+		Schema    string           `json:"schema"`
+		Kind      string           `json:"kind"`
+		Frontiers []sweep.Frontier `json:"frontiers"`
+		Fits      []sweep.Fit      `json:"fits"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Kind != "sweep" || len(doc.Frontiers) != 2 ||
 		doc.Frontiers[1].LargestFit != 20 || len(doc.Fits) != 2 {
@@ -108,8 +109,8 @@ func TestSummaryRun(t *testing.T) {
 	}
 	r = runMemscope("summary", "--json", "--run", "../../fixtures/capture-ddp")
 	var run struct {
-		Kind   string              `json:"kind"`
-		Spread *capture.RankSpread `json:"worst_rank"`
+		Kind   string            `json:"kind"`
+		Spread *sweep.RankSpread `json:"worst_rank"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil || run.Kind != "capture" || run.Spread == nil || run.Spread.Rank != 1 {
 		t.Errorf("summary --json --run capture-ddp: %v, %+v", err, run)

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
-	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
@@ -206,22 +205,17 @@ func readECharts(path string) ([]byte, error) {
 
 // runView reads a sweep or capture run directory.
 func runView(dir string) (*report.RunView, error) {
-	kind, err := capture.DirKind(dir)
+	r, err := readRunDir(dir)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, err
 	}
-	if kind == capture.KindSweep {
-		res, err := capture.ReadResults(dir)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		return &report.RunView{Sweep: capture.AnalyzeSweep(dir, res)}, nil
+	switch r := r.(type) {
+	case *report.Sweep:
+		return &report.RunView{Sweep: r.Analysis}, nil
+	case *report.Run:
+		return &report.RunView{Capture: r.Summary}, nil
 	}
-	a, err := capture.ReadRun(dir)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return &report.RunView{Capture: a}, nil
+	panic(fmt.Sprintf("invariant violation: readRunDir returned a %T", r))
 }
 
 // opsView reads a profiler trace and tabulates its operators on the device

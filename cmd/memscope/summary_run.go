@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/sweep"
 )
 
 // runSummaryRun is 'memscope summary --run DIR': the summary of a sweep or
@@ -11,27 +12,34 @@ func runSummaryRun(cc *cmdContext, o summaryOptions, paths []string) error {
 	if len(paths) > 0 {
 		return usageErrorf("--run takes a run directory instead of snapshots; summarize a run's snapshots as memscope summary %s/snapshot.pickle", o.run)
 	}
-	kind, err := capture.DirKind(o.run)
+	r, err := readRunDir(o.run)
 	if err != nil {
-		return badInput(err)
+		return err
+	}
+	format := report.Text
+	if o.json {
+		format = report.JSON
+	}
+	return report.Write(cc.stdout, format, r)
+}
+
+// readRunDir reads a sweep or capture run directory and analyses it: a
+// *report.Sweep or a *report.Run.
+func readRunDir(dir string) (report.Result, error) {
+	kind, err := capture.DirKind(dir)
+	if err != nil {
+		return nil, badInput(err)
 	}
 	if kind == capture.KindSweep {
-		res, err := capture.ReadResults(o.run)
+		res, err := capture.ReadResults(dir)
 		if err != nil {
-			return badInput(err)
+			return nil, badInput(err)
 		}
-		a := capture.AnalyzeSweep(o.run, res)
-		if o.json {
-			return report.SweepJSON(cc.stdout, a)
-		}
-		return report.SweepText(cc.stdout, a)
+		return &report.Sweep{Analysis: sweep.Analyze(dir, res)}, nil
 	}
-	a, err := capture.ReadRun(o.run)
+	d, err := capture.ReadRun(dir)
 	if err != nil {
-		return badInput(err)
+		return nil, badInput(err)
 	}
-	if o.json {
-		return report.RunJSON(cc.stdout, a)
-	}
-	return report.RunText(cc.stdout, a)
+	return &report.Run{Summary: sweep.SummarizeRun(d)}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/sweep"
 	"github.com/spf13/pflag"
 )
 
@@ -194,9 +195,9 @@ func sweepRun(cc *cmdContext, o *sweepOptions) error {
 		return err
 	}
 	fmt.Fprintf(cc.stderr, "memscope: sweep: wrote %s (memscope summary --run %s)\n\n", o.cfg.Out, o.cfg.Out)
-	a := capture.AnalyzeSweep(o.cfg.Out, res)
+	format := report.Text
 	if o.json {
-		return report.SweepJSON(cc.stdout, a)
+		format = report.JSON
 	}
-	return report.SweepText(cc.stdout, a)
+	return report.Write(cc.stdout, format, &report.Sweep{Analysis: sweep.Analyze(o.cfg.Out, res)})
 }

@@ -1,22 +1,24 @@
-package capture
+package sweep
 
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/memscope/memscope/capture"
 )
 
 // TestSweepPaths reads the sweeps of fixtures/sweep-paths, one through each
 // remaining path of the harness, measured on H200s, and checks what follows
 // from each path's own numbers.
 func TestSweepPaths(t *testing.T) {
-	read := func(name string) (*Results, *SweepAnalysis) {
+	read := func(name string) (*capture.Results, *Analysis) {
 		t.Helper()
 		dir := filepath.Join("../fixtures/sweep-paths", name)
-		r, err := ReadResults(dir)
+		r, err := capture.ReadResults(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r, AnalyzeSweep(dir, r)
+		return r, Analyze(dir, r)
 	}
 	t.Run("micro-batch", func(t *testing.T) {
 		// Micro-batches of 2 samples: the activations at the peak are those

@@ -1,0 +1,32 @@
+package sweep
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscope/memscope/capture"
+)
+
+// FuzzAnalyze: any results.json that capture reads is analysed (fits,
+// frontiers, savings, spreads) and compared with itself without a panic.
+func FuzzAnalyze(f *testing.F) {
+	for _, p := range []string{"../fixtures/sweep-llama/results.json", "../fixtures/sweep-mlp/results.json", "../fixtures/sweep-paths/ddp/results.json"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"schema":"` + capture.ResultsSchema + `","points":[{"precision":"fp32","batch":0,"fits":true}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := capture.ReadResults(dir)
+		if err != nil {
+			return
+		}
+		a := Analyze(dir, r)
+		Compare(a, a)
+	})
+}
