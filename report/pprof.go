@@ -263,8 +263,12 @@ func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 			key := [2]string{fr.Name, fr.Filename}
 			fn := b.funcs[key]
 			if fn == nil {
-				name := textsafe.Escape(fr.Name) // pprof -top prints it raw
-				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: textsafe.Escape(fr.Filename)}
+				// pprof -top prints the name raw, so it is escaped. No
+				// SystemName: pprof "demangles" a function whose Name equals
+				// it, and its C++ heuristics strip "<...>", so Python's
+				// <module>, <lambda> and <listcomp> printed as <unknown>.
+				name := textsafe.Escape(fr.Name)
+				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, Filename: textsafe.Escape(fr.Filename)}
 				b.funcs[key] = fn
 				b.p.Function = append(b.p.Function, fn)
 			}

@@ -102,3 +102,21 @@ func runPProf(t *testing.T, args ...string) (*profile.Profile, string) {
 	}
 	return p, out
 }
+
+// TestPProfPythonNames: Python's own function names in angle brackets
+// (<module>) read as they are in 'go tool pprof', not as <unknown>: pprof
+// demangles names it takes for C++ and strips their <…>.
+func TestPProfPythonNames(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+	}
+	_, out := runPProf(t, "../../fixtures/mlp-adamw/snapshot.pickle")
+	b, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=alloc_space", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), " <module>\n") || strings.Contains(string(b), "<unknown>") {
+		t.Errorf("go tool pprof -top does not name the harness's <module> frame:\n%s", b)
+	}
+}
