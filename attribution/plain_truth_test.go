@@ -136,7 +136,7 @@ func TestPlainLeaks(t *testing.T) {
 				return
 			}
 			if !l.Found {
-				t.Fatalf("no leak found (%s), want %d B per step", l.Reason, f.truth.Leak.BytesPerStep)
+				t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, f.truth.Leak.BytesPerStep)
 			}
 			want := float64(f.truth.Leak.BytesPerStep)
 			if d := math.Abs(float64(l.GrowthPerStep)-want) / want; d > 0.01 {

@@ -1,11 +1,7 @@
 package attribution
 
 import (
-	"fmt"
 	"sort"
-	"strings"
-
-	"github.com/memscope/memscope/internal/units"
 
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
@@ -91,13 +87,6 @@ type SiteBytes struct {
 	// FreeStack is true when Stack is a free site (the block was allocated
 	// before recording began and only its free was recorded).
 	FreeStack bool
-}
-
-// Finding is one verdict of the analysis, in words.
-type Finding struct {
-	Kind    string // leak, fragmentation, oom
-	Problem bool   // false for an all-clear
-	Text    string
 }
 
 // Summarize condenses an analysis into what 'memscope summary' reports,
@@ -188,25 +177,13 @@ func (s *Summary) JoinTimeline(source string, ct *trace.CategoryTimeline) {
 // Findings lists the device's verdicts: leak, fragmentation at the peak,
 // and each OOM.
 func (d *Device) Findings() []Finding {
-	var out []Finding
-	if l := d.Leak; l.Found {
-		top := l.Sites[0]
-		out = append(out, Finding{Kind: "leak", Problem: true, Text: fmt.Sprintf(
-			"leak: the floor after each step grows by %s per step over %d steady steps; %s keeps %s per step alive (%d steps)",
-			units.Bytes(l.GrowthPerStep), len(l.Steps), top.Label, units.Bytes(top.BytesPerStep), top.Steps)})
-	} else if l.Reason == "" {
-		out = append(out, Finding{Kind: "leak", Text: fmt.Sprintf("no leak: the floor did not grow step over step (%d steady steps)", len(l.Steps))})
-	} else {
-		out = append(out, Finding{Kind: "leak", Text: "leak: " + l.Reason})
-	}
+	out := []Finding{{Kind: FindingLeak, Severity: d.Leak.Severity(), Leak: d.Leak}}
 	if len(d.Frag) > 0 {
 		f := d.Frag[0]
-		out = append(out, Finding{Kind: "fragmentation", Problem: strings.HasPrefix(f.Verdict, "fragment"),
-			Text: "at the peak, " + f.Verdict})
+		out = append(out, Finding{Kind: FindingFragmentation, Severity: f.Verdict.Severity, Frag: f})
 	}
 	for _, o := range d.OOMs {
-		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
-			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, o.Verdict)})
+		out = append(out, Finding{Kind: FindingOOM, Severity: SeverityProblem, OOM: o})
 	}
 	return out
 }

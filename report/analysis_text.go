@@ -162,8 +162,8 @@ func leakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) erro
 	l := d.Leak
 	ew.printf("device %d: ", d.Device)
 	switch {
-	case l.Reason != "":
-		ew.printf("no verdict: %s\n", l.Reason)
+	case l.Reason != attribution.LeakDecided:
+		ew.printf("no verdict: %s\n", leakReasonText(l))
 		return ew.err
 	case l.Found:
 		ew.printf("LEAK: the floor grows by %s per step over %d steady steps\n", units.Bytes(l.GrowthPerStep), len(l.Steps))
@@ -227,7 +227,7 @@ func fragText(w io.Writer, d *attribution.Device) error {
 				}
 			}
 		}
-		ew.printf("verdict at %s: %s\n", f.Label, wrap(f.Verdict, 84, "    "))
+		ew.printf("verdict at %s: %s\n", f.Label, wrap(fragVerdictText(f.Verdict), 84, "    "))
 	}
 	return ew.err
 }
@@ -254,7 +254,7 @@ func oomText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("\n")
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
-		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
+		ew.printf("  verdict: %s\n", wrap(oomVerdictText(o.Verdict), 88, "    "))
 		sitesText(ew, an, o.At.Sites, o.Allocated, top, "live at the OOM by site")
 		categoriesText(ew, o.At.Categories, o.Allocated)
 		ew.printf("\n")

@@ -145,7 +145,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		}
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {
-			sd.Findings = append(sd.Findings, FindingJSON{f.Kind, f.Problem, f.Text})
+			sd.Findings = append(sd.Findings, FindingJSON{f.Kind.String(), f.Problem(), findingText(f)})
 		}
 		for _, r := range d.PeakRanges {
 			sd.PeakRanges = append(sd.PeakRanges, RangeJSON{r.Name, r.StartUS, r.EndUS})

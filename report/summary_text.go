@@ -144,10 +144,10 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		ew.printf("\nfindings:\n")
 		for _, f := range d.Findings {
 			mark := "  "
-			if f.Problem {
+			if f.Problem() {
 				mark = "! "
 			}
-			ew.printf("%s%s\n", mark, wrap(f.Text, 96, "    "))
+			ew.printf("%s%s\n", mark, wrap(findingText(f), 96, "    "))
 		}
 	}
 	if len(d.Warnings) > 0 {
