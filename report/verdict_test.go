@@ -6,7 +6,6 @@ import (
 	"github.com/memscope/memscope/attribution"
 )
 
-
 // TestFragVerdictText: each kind of fragmentation verdict says its words
 // with its numbers and the settings it carries.
 func TestFragVerdictText(t *testing.T) {
