@@ -71,7 +71,10 @@ type DeviceSummary struct {
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
 
+	// Warnings are the replay's; Lost what a wrapped ring buffer lost, to
+	// be said with the snapshot.WarnWrapped one (nil when not estimated).
 	Warnings []snapshot.Warning
+	Lost     *Lost
 }
 
 // SiteBytes is the memory one site holds at a moment.
@@ -108,7 +111,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		Device: d, Start: t.Start, AtPeak: dev.Peak.Numbers, End: t.End,
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
-		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Timed: t.Timed,
+		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Lost: dev.Lost, Timed: t.Timed,
 	}
 	for _, i := range s.SegmentsOf(d) {
 		seg := &s.Segments[i]

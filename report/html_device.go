@@ -129,7 +129,7 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	s := &dv.Summary
 	notes := v.Options.Notes
 	ds := &deviceSection{ID: id, Device: d.Device, S: s, Findings: boundFindings(s.Findings, notes),
-		Warnings: boundStrings(warningStrings(s.Warnings), notes, 400), Events: s.Events, Leak: d.Leak}
+		Warnings: boundStrings(deviceWarnings(s), notes, 400), Events: s.Events, Leak: d.Leak}
 	ds.PeakWhen = peakWhen(s)
 	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
 	x := newTimeAxis(dv)

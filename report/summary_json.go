@@ -131,7 +131,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: d.StepsFrom,
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
-			OOMs: d.OOMs, Warnings: warningStrings(d.Warnings),
+			OOMs: d.OOMs, Warnings: deviceWarnings(d),
 		}
 		sd.Categories = map[string]int64{}
 		for c := attribution.Category(0); c < attribution.NumCategories; c++ {

@@ -152,8 +152,8 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	}
 	if len(d.Warnings) > 0 {
 		ew.printf("\nwarnings:\n")
-		for _, wn := range d.Warnings {
-			ew.printf("  - %s\n", wrap(wn.Message, 94, "    "))
+		for _, wn := range deviceWarnings(d) {
+			ew.printf("  - %s\n", wrap(wn, 94, "    "))
 		}
 	}
 }

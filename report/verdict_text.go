@@ -5,6 +5,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // The words of the verdicts: attribution decides them as values (kind,
@@ -135,4 +136,36 @@ func findingText(f attribution.Finding) string {
 			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, oomVerdictText(o.Verdict))
 	}
 	return fmt.Sprintf("finding of kind %d", int(f.Kind))
+}
+
+// deviceWarnings words a device's warnings: the replay's, the one saying
+// the ring buffer wrapped with the estimate of what it lost.
+func deviceWarnings(d *attribution.DeviceSummary) []string {
+	out := warningStrings(d.Warnings)
+	if d.Lost == nil {
+		return out
+	}
+	for i, w := range d.Warnings {
+		if w.Kind == snapshot.WarnWrapped {
+			out[i] += "; " + lostText(d.Lost)
+		}
+	}
+	return out
+}
+
+// lostText says how many entries a wrapped ring buffer lost, by the steps'
+// annotations.
+func lostText(l *attribution.Lost) string {
+	what := fmt.Sprintf("%d whole steps", l.Steps)
+	if l.Steps == 1 {
+		what = "1 whole step"
+	}
+	switch {
+	case l.Steps > 0 && l.CutStep >= 0:
+		what += fmt.Sprintf(" and the start of step %d", l.CutStep)
+	case l.CutStep >= 0:
+		what = fmt.Sprintf("the start of step %d", l.CutStep)
+	}
+	return fmt.Sprintf("by the steps' annotations, which outlive their entries, about %d entries were lost: %s, at the median %d entries of the %d steps recorded whole",
+		l.Entries, what, l.PerStep, l.Complete)
 }
