@@ -144,3 +144,23 @@ func TestSuggestionText(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeNodeText: the call tree's summary nodes are named and described
+// here; frame and site nodes keep their own names.
+func TestTreeNodeText(t *testing.T) {
+	for _, tt := range []struct {
+		n          attribution.TreeNode
+		name, path string
+	}{
+		{attribution.TreeNode{Kind: attribution.TreeFrame, Name: "step train.py:12", Path: "/w/train.py:12 step"}, "step train.py:12", "/w/train.py:12 step"},
+		{attribution.TreeNode{Kind: attribution.TreeSite, Name: "(no history recorded)", Path: "(no history recorded)"}, "(no history recorded)", "(no history recorded)"},
+		{attribution.TreeNode{Kind: attribution.TreeSelf, Path: "/w/train.py:12 step"}, "(self)", "allocated in /w/train.py:12 step itself"},
+		{attribution.TreeNode{Kind: attribution.TreeSmaller, Smaller: 7, MinShare: 0.002, MaxNodes: 200}, "(7 smaller)",
+			"7 smaller callees, each under 0.2% of the total or past the 200-node limit"},
+		{attribution.TreeNode{Kind: attribution.TreeRoot, Name: "peak"}, "all", "allocated at peak"},
+	} {
+		if name, path := treeNodeText(&tt.n); name != tt.name || path != tt.path {
+			t.Errorf("treeNodeText(%+v) = %q, %q; want %q, %q", tt.n, name, path, tt.name, tt.path)
+		}
+	}
+}
