@@ -46,10 +46,10 @@ type DeviceSummary struct {
 	PeakRanges []snapshot.Range
 	PeakStep   *int
 	PeakPhase  string
-	// Steps is how many steps the trace holds; StepsSource and StepsFrom
-	// say where their boundaries came from (Phases.Source, Phases.From).
-	Steps                  int
-	StepsSource, StepsFrom string
+	// Steps is how many steps the trace holds; StepsSource and StepsRange
+	// say where their boundaries came from (Phases.Source, Phases.Range).
+	Steps                   int
+	StepsSource, StepsRange string
 
 	// TopSites are the allocation sites holding the most block bytes at the
 	// peak, largest first; LiveAtPeak counts the blocks live then.
@@ -131,7 +131,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 			ds.PeakRanges = snapshot.RangesAt(dev.ranges, t.PeakAllocated.TimeUS)
 		}
 	}
-	ds.Steps, ds.StepsSource, ds.StepsFrom = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.From
+	ds.Steps, ds.StepsSource, ds.StepsRange = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.Range
 	if dev.Phases.PeakPhase >= 0 {
 		ph := dev.Phases.List[dev.Phases.PeakPhase]
 		if ph.Step >= 0 {

@@ -18,7 +18,7 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	p := d.Phases
 	if len(p.Steps) == 0 {
-		ew.printf("%s\n", stepsLine(0, p.From))
+		ew.printf("%s\n", stepsLine(0, phasesFrom(d)))
 		return ew.err
 	}
 	var names []string
@@ -31,7 +31,7 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 			}
 		}
 	}
-	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), p.From))
+	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), phasesFrom(d)))
 	tw := newTable(ew, tabwriter.AlignRight)
 	fprintf(tw, "step\tfloor\t")
 	for _, n := range names {

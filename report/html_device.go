@@ -237,7 +237,7 @@ func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
 
 func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
 	p := d.Phases
-	ds.PhaseSource = p.From
+	ds.PhaseSource = phasesFrom(d)
 	seen := map[string]bool{}
 	for _, si := range rows {
 		if si < 0 {

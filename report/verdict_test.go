@@ -164,3 +164,25 @@ func TestTreeNodeText(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsFromText: each source of step boundaries is said in words.
+func TestStepsFromText(t *testing.T) {
+	for _, tt := range []struct {
+		source, rangeName string
+		events            int
+		want              string
+	}{
+		{"harness", "", 10, "memscope's step annotations"},
+		{"optimizer", "", 10, "Optimizer.step annotations"},
+		{"profiler", "", 10, "ProfilerStep annotations"},
+		{"record_function", "train_step", 10, `repeated "train_step" ranges`},
+		{"dataloader", "", 10, "DataLoader fetches"},
+		{"pattern", "", 10, "the allocation pattern, which repeats"},
+		{"none", "", 10, "no annotation and no repeating allocation pattern"},
+		{"none", "", 0, "no events"},
+	} {
+		if got := stepsFromText(tt.source, tt.rangeName, tt.events); got != tt.want {
+			t.Errorf("stepsFromText(%q, %q, %d) = %q, want %q", tt.source, tt.rangeName, tt.events, got, tt.want)
+		}
+	}
+}
