@@ -46,9 +46,10 @@ type Device struct {
 	// Frag is fragmentation at the peak, at the end and at each OOM.
 	Frag []*Fragmentation
 	// Lost estimates what a wrapped ring buffer dropped; nil when it did
-	// not wrap or the steps cannot tell.
+	// not wrap or the steps cannot tell. Renderers say it with the
+	// replay's snapshot.WarnWrapped warning.
 	Lost *Lost
-	// Warnings are the replay's, with what the analysis adds to them.
+	// Warnings are the replay's.
 	Warnings []snapshot.Warning
 
 	an    *Analysis
@@ -171,7 +172,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}
 	dev.Leak = dev.findLeak()
 	dev.Lost = dev.lostHistory()
-	dev.Warnings = dev.warnings()
+	dev.Warnings = append([]snapshot.Warning(nil), t.Warnings...)
 	return dev
 }
 

@@ -4,6 +4,13 @@
 // fragmentation and OOM post-mortems. It prints nothing: renderers in
 // package report turn its results into text, JSON, HTML and pprof.
 //
+// Verdicts are values (verdict.go): a finding, a fragmentation or OOM
+// verdict, a leak's reason for having none, each carries its kind, its
+// severity, the numbers it rests on and the allocator settings to try
+// (Suggestion); the words and units are report's. Labels that name things
+// (a site "file.py:12 fn", a moment "oom 1", a phase "step 3 backward")
+// stay here as data.
+//
 // A site is where an allocation is charged: the innermost frame of its
 // stack that is the user's code or library code, with plumbing (torch, the
 // standard library, C++, generated code, memscope's harness, training

@@ -1,10 +1,8 @@
 package attribution
 
 import (
-	"fmt"
 	"math/bits"
 
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -42,7 +40,7 @@ type Fragmentation struct {
 	// Churn over the whole trace.
 	churn
 
-	Verdict string // in words, with the setting to try
+	Verdict FragVerdict
 }
 
 // churn counts the segment events of a whole trace.
@@ -201,12 +199,12 @@ func (f *Fragmentation) unusableFor(d *Device, m *Moment, request, headroom int6
 	f.Verdict = f.verdict()
 }
 
-// pool names the request's pool and gives its largest free block.
-func (f *Fragmentation) pool() (string, int64) {
+// pool gives the request's pool and its largest free block.
+func (f *Fragmentation) pool() (Pool, int64) {
 	if f.Request > smallRequest {
-		return "large", f.LargestFree[1]
+		return LargePool, f.LargestFree[1]
 	}
-	return "small", f.LargestFree[0]
+	return SmallPool, f.LargestFree[0]
 }
 
 // fragmented decides a failed request: fragmentation when no single free
@@ -217,28 +215,30 @@ func (f *Fragmentation) fragmented() bool {
 	return f.Request > 0 && largest < f.Request && f.Request <= f.Headroom+f.Stranded
 }
 
-// verdict says in words whether the free memory is a problem and what to try.
-func (f *Fragmentation) verdict() string {
+// verdict decides whether the free memory is a problem and what to try.
+func (f *Fragmentation) verdict() FragVerdict {
 	if f.Reserved == 0 {
-		return "nothing reserved"
+		return FragVerdict{Kind: FragNothingReserved}
 	}
-	share := float64(f.Free) / float64(f.Reserved)
-	largest := max(f.LargestFree[0], f.LargestFree[1])
+	v := FragVerdict{Free: f.Free, Share: float64(f.Free) / float64(f.Reserved), Holes: f.Holes,
+		Largest: max(f.LargestFree[0], f.LargestFree[1])}
 	switch {
 	case f.fragmented():
-		_, largest := f.pool()
-		return fmt.Sprintf("fragmentation: the %s request would fit in the %s stranded in split segments plus the %s headroom, but the largest hole of its pool is %s; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place, so free space stays contiguous)",
-			units.Bytes(f.Request), units.Bytes(f.Stranded), units.Bytes(f.Headroom), units.Bytes(largest))
+		_, v.Largest = f.pool()
+		v.Kind, v.Severity = FragRequestFragmented, SeverityProblem
+		v.Request, v.Stranded, v.Headroom = f.Request, f.Stranded, f.Headroom
+		v.Try = []Suggestion{{ExpandableSegments, "True"}}
 	case f.Request > 0:
-		return fmt.Sprintf("not fragmentation: the %s request would not fit even in the %s stranded in split segments plus the %s headroom (%s free in reserved segments in all)",
-			units.Bytes(f.Request), units.Bytes(f.Stranded), units.Bytes(f.Headroom), units.Bytes(f.Free))
-	case share < 0.1:
-		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*share, units.Bytes(f.Free))
-	case f.Holes > 0 && float64(f.InactiveSplit) > 0.5*float64(f.Free) && largest < f.Free/2:
-		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %d holes, the largest %s; if allocations then fail or num_alloc_retries grows, try expandable_segments:True, or max_split_size_mb to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
-			units.Bytes(f.Free), 100*share, f.Holes, units.Bytes(largest))
+		v.Kind = FragRequestTooLarge
+		v.Request, v.Stranded, v.Headroom = f.Request, f.Stranded, f.Headroom
+	case v.Share < healthyShare:
+		v.Kind = FragHealthy
+	case f.Holes > 0 && float64(f.InactiveSplit) > 0.5*float64(f.Free) && v.Largest < f.Free/2:
+		v.Kind, v.Severity = FragFragmented, SeverityProblem
+		v.Try = []Suggestion{{ExpandableSegments, "True"}, {Setting: MaxSplitSize}}
 	default:
-		return fmt.Sprintf("cached: %s (%.0f%% of reserved) is free but in large pieces (largest %s); it serves later requests, and garbage_collection_threshold can release it under pressure",
-			units.Bytes(f.Free), 100*share, units.Bytes(largest))
+		v.Kind = FragCached
+		v.Try = []Suggestion{{Setting: GarbageCollectionThreshold}}
 	}
+	return v
 }

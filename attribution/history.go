@@ -1,14 +1,10 @@
 package attribution
 
-import (
-	"fmt"
-	"sort"
+import "sort"
 
-	"github.com/memscope/memscope/snapshot"
-)
-
-// This file adds to the replay's warnings what only the phases can tell:
-// how much history a wrapped ring buffer lost.
+// This file estimates what only the phases can tell of a wrapped ring
+// buffer: how much history it lost. Renderers say it with the replay's
+// warning that the buffer wrapped.
 
 // Lost is an estimate of the trace entries a wrapped ring buffer dropped,
 // from the steps whose annotations outlived their entries (torch keeps
@@ -80,31 +76,4 @@ func (d *Device) lostHistory() *Lost {
 		return nil
 	}
 	return l
-}
-
-// warnings returns the replay's warnings, the wrapped trace's with the
-// estimate of what it lost.
-func (d *Device) warnings() []snapshot.Warning {
-	out := append([]snapshot.Warning(nil), d.Timeline.Warnings...)
-	if d.Lost == nil {
-		return out
-	}
-	l := d.Lost
-	what := fmt.Sprintf("%d whole steps", l.Steps)
-	if l.Steps == 1 {
-		what = "1 whole step"
-	}
-	switch {
-	case l.Steps > 0 && l.CutStep >= 0:
-		what += fmt.Sprintf(" and the start of step %d", l.CutStep)
-	case l.CutStep >= 0:
-		what = fmt.Sprintf("the start of step %d", l.CutStep)
-	}
-	for i := range out {
-		if out[i].Kind == snapshot.WarnWrapped {
-			out[i].Message += fmt.Sprintf("; by the steps' annotations, which outlive their entries, about %d entries were lost: %s, at the median %d entries of the %d steps recorded whole",
-				l.Entries, what, l.PerStep, l.Complete)
-		}
-	}
-	return out
 }

@@ -1,10 +1,8 @@
 package attribution
 
 import (
-	"fmt"
 	"sort"
 
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -14,8 +12,13 @@ type Leak struct {
 	// monotonically over at least minLeakSteps steps, and blocks born in
 	// those steps are still live at the end.
 	Found bool
-	// Reason says why there is no verdict either way ("" when there is one).
-	Reason string
+	// Reason says why there is no verdict either way (LeakDecided when
+	// there is one). With LeakFewSteps and exactly two steady steps,
+	// TwoSteps is set and Hint is the floor's growth between them: a hint,
+	// not a verdict.
+	Reason   LeakReason
+	TwoSteps bool
+	Hint     int64
 	// Floors are allocated bytes after each step, steady steps only.
 	Steps  []int
 	Floors []int64
@@ -36,24 +39,32 @@ type LeakSite struct {
 // minLeakSteps is how many steady steps a staircase needs.
 const minLeakSteps = 3
 
+// Severity is how serious the verdict is: a problem when a leak was found,
+// an all-clear when none was, no verdict when the input cannot tell.
+func (l *Leak) Severity() Severity {
+	switch {
+	case l.Reason != LeakDecided:
+		return SeverityNoVerdict
+	case l.Found:
+		return SeverityProblem
+	}
+	return SeverityOK
+}
+
 // findLeak looks for a staircase in the floors after each steady step. Step
 // 0 of a recording is never steady when it creates optimizer state (that
 // is lazy), so the first step found is skipped.
 func (d *Device) findLeak() *Leak {
 	l := &Leak{}
 	if len(d.Timeline.Events) == 0 {
-		l.Reason = "no allocation history recorded (record it with torch.cuda.memory._record_memory_history)"
+		l.Reason = LeakNoHistory
 		return l
 	}
 	steps := d.Phases.Steps
 	if len(steps) < minLeakSteps+1 {
-		l.Reason = "too few steps to tell (need a first step and at least 3 steady ones)"
+		l.Reason = LeakFewSteps
 		if len(steps) == minLeakSteps { // two steady steps: a hint, not a verdict
-			if g := steps[2].FloorEnd - steps[1].FloorEnd; g > 0 {
-				l.Reason += fmt.Sprintf("; over the 2 steady steps recorded, the floor grew %s per step", units.Bytes(g))
-			} else {
-				l.Reason += "; over the 2 steady steps recorded, the floor did not grow"
-			}
+			l.TwoSteps, l.Hint = true, steps[2].FloorEnd-steps[1].FloorEnd
 		}
 		return l
 	}

@@ -13,14 +13,32 @@ import (
 // TreeNode is one node of a pruned call tree of counted frames, ready to show:
 // its bytes include its children's.
 type TreeNode struct {
-	Name string // "function file.py:123", or a bracketed summary node
-	// Path is the frame's full file name and line, or a longer description
-	// of a summary node.
-	Path     string
-	Bytes    int64
-	Count    int
-	Children []*TreeNode
+	Kind TreeNodeKind
+	// Name is "function file.py:123" for a frame, the site's label for a
+	// site; Path the frame's full file name and line (with its callers'
+	// when a chain was collapsed into it) or the site's label. A self node
+	// has its parent's Path; a smaller node neither.
+	Name, Path string
+	Bytes      int64
+	Count      int
+	Children   []*TreeNode
+	// Smaller is, for a smaller node, how many callees it merges, each
+	// under MinShare of the total or past the MaxNodes bound.
+	Smaller  int
+	MinShare float64
+	MaxNodes int
 }
+
+// TreeNodeKind is what a call tree node stands for.
+type TreeNodeKind int
+
+const (
+	TreeFrame   TreeNodeKind = iota // a frame that counts
+	TreeSite                        // blocks with no such frame, under their site
+	TreeSelf                        // bytes its parent frame allocated itself
+	TreeSmaller                     // the callees of its parent that were cut
+	TreeRoot                        // everything allocated at the moment, named by its label
+)
 
 // UserTree builds the call tree of the blocks allocated at m from the
 // frames that count only (user and library code: the filter's view, as
@@ -28,14 +46,15 @@ type TreeNode struct {
 // such frame hangs from a node named by its site ("(allocated before
 // recording began)", "(no Python frame…)", or its innermost Python frame). The tree keeps at most maxNodes frame
 // nodes, none smaller than minShare of the total; what is cut adds up in
-// one "(N smaller)" node per parent, and bytes allocated by a frame that
-// also has children shown go to a "(self)" child, so children always sum to
+// one TreeSmaller node per parent, and bytes allocated by a frame that
+// also has children shown go to a TreeSelf child, so children always sum to
 // their parent. A chain of frames that pass all their bytes to one callee
 // is one node, named by the innermost.
 func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 	st := d.an.Snapshot.Stacks
 	f := d.an.Filter
 	type node struct {
+		kind     TreeNodeKind
 		key      string
 		name     string
 		path     string
@@ -47,12 +66,12 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		children map[string]*node
 		order    []*node
 	}
-	root := &node{name: "all", path: fmt.Sprintf("allocated at %s", m.Label), children: map[string]*node{}}
+	root := &node{kind: TreeRoot, name: m.Label, children: map[string]*node{}}
 	var all []*node
-	child := func(n *node, key, name, path string) *node {
+	child := func(n *node, kind TreeNodeKind, key, name, path string) *node {
 		c := n.children[key]
 		if c == nil {
-			c = &node{key: key, name: name, path: path, depth: n.depth + 1, parent: n, children: map[string]*node{}}
+			c = &node{kind: kind, key: key, name: name, path: path, depth: n.depth + 1, parent: n, children: map[string]*node{}}
 			n.children[key] = c
 			n.order = append(n.order, c)
 			all = append(all, c)
@@ -101,11 +120,11 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 				site = d.beforeSite()
 			}
 			label := site.Label(st)
-			n = child(n, "site:"+label, label, label)
+			n = child(n, TreeSite, "site:"+label, label, label)
 		}
 		for k := len(frames) - 1; k >= 0; k-- {
 			fr := st.Frame(frames[k])
-			n = child(n, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, FileBase(fr.Filename), fr.Line),
+			n = child(n, TreeFrame, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, FileBase(fr.Filename), fr.Line),
 				fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name))
 		}
 		for c := n; c != root; c = c.parent {
@@ -135,7 +154,7 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 	}
 	var build func(n *node) *TreeNode
 	build = func(n *node) *TreeNode {
-		out := &TreeNode{Name: n.name, Path: n.path, Bytes: n.bytes, Count: n.count}
+		out := &TreeNode{Kind: n.kind, Name: n.name, Path: n.path, Bytes: n.bytes, Count: n.count}
 		var cut int64
 		var cutN int
 		for _, c := range n.order {
@@ -151,12 +170,11 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		}
 		sort.SliceStable(out.Children, func(i, j int) bool { return out.Children[i].Bytes > out.Children[j].Bytes })
 		if n.self > 0 && n != root {
-			out.Children = append(out.Children, &TreeNode{Name: "(self)", Path: "allocated in " + n.path + " itself", Bytes: n.self})
+			out.Children = append(out.Children, &TreeNode{Kind: TreeSelf, Path: n.path, Bytes: n.self})
 		}
 		if cut > 0 {
-			out.Children = append(out.Children, &TreeNode{Name: fmt.Sprintf("(%d smaller)", cutN),
-				Path:  fmt.Sprintf("%d smaller callees, each under %.1f%% of the total or past the %d-node limit", cutN, 100*minShare, maxNodes),
-				Bytes: cut})
+			out.Children = append(out.Children, &TreeNode{Kind: TreeSmaller, Bytes: cut,
+				Smaller: cutN, MinShare: minShare, MaxNodes: maxNodes})
 		}
 		return out
 	}

@@ -3,7 +3,6 @@ package attribution
 import (
 	"fmt"
 
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -35,12 +34,9 @@ type OOM struct {
 	// room for the segment but the allocator refused it; nil when the
 	// device itself was full.
 	Cap *Cap
-	// Capacity is true when the request would not have fit even if every
-	// free byte stranded in split segments had been usable; false
-	// (fragmentation) when it would have, but no single free block was
-	// large enough.
-	Capacity bool
-	Verdict  string
+	// Verdict says whether the request failed for capacity or for
+	// fragmentation, and what to change.
+	Verdict OOMVerdict
 }
 
 // Cap brackets a per-process memory limit that no snapshot records: the
@@ -97,36 +93,20 @@ func (d *Device) oom(index, k int) *OOM {
 	}
 	o.Frag = d.fragmentation(m)
 	o.Frag.unusableFor(d, m, ev.Size, headroom)
-	o.Capacity = !o.Frag.fragmented()
 	o.Verdict = o.verdict()
 	return o
 }
 
-// verdict says in words what failed and what to change.
-func (o *OOM) verdict() string {
+// verdict decides what failed and what to change.
+func (o *OOM) verdict() OOMVerdict {
 	f := o.Frag
-	pool, largest := f.pool()
-	within := "from the device"
-	if o.Cap != nil {
-		within = "under the cap"
-	}
-	var v string
-	if !o.Capacity {
-		v = fmt.Sprintf("fragmentation: no free block could take the %s request (the largest in the %s pool was %s), but it would have fit in the %s free in split segments (stranded: release cannot return them) plus the %s the allocator could still reserve %s; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free space stays contiguous (or max_split_size_mb to keep large blocks whole)",
-			units.Bytes(o.Request), pool, units.Bytes(largest), units.Bytes(f.Stranded), units.Bytes(f.Headroom), within)
-	} else {
-		v = fmt.Sprintf("capacity: %s allocated + %s requested = %s does not fit: only %s was free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more could be reserved %s",
-			units.Bytes(o.Allocated), units.Bytes(o.Request), units.Bytes(o.Allocated+o.Request),
-			units.Bytes(o.Reserved-o.Active), units.Bytes(f.Stranded), pool, units.Bytes(largest), units.Bytes(f.Headroom), within)
-	}
-	if c := o.Cap; c != nil {
-		v += fmt.Sprintf("; a per-process cap applied (torch.cuda.set_per_process_memory_fraction): the device still had %s free, but the allocator would not reserve past a limit between %s (the most reserved) and %s (reserved then plus the %s segment refused)",
-			units.Bytes(o.DeviceFree), units.Bytes(c.Low), units.Bytes(c.High), units.Bytes(o.AllocSize))
-	} else {
-		v += fmt.Sprintf("; the device had %s free, less than the %s segment needed: it was full", units.Bytes(o.DeviceFree), units.Bytes(o.AllocSize))
-	}
-	if o.Capacity {
-		v += "; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"
+	v := OOMVerdict{Kind: OOMCapacity, Severity: SeverityProblem, Request: o.Request,
+		Allocated: o.Allocated, Free: o.Reserved - o.Active, Stranded: f.Stranded, Headroom: f.Headroom,
+		DeviceFree: o.DeviceFree, AllocSize: o.AllocSize, Cap: o.Cap}
+	v.Pool, v.Largest = f.pool()
+	if f.fragmented() {
+		v.Kind = OOMFragmentation
+		v.Try = []Suggestion{{ExpandableSegments, "True"}, {Setting: MaxSplitSize}}
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,11 +67,11 @@ func TestOOMCapAndStack(t *testing.T) {
 			if o.Cap == nil || w.Limit < o.Cap.Low || w.Limit >= o.Cap.High {
 				t.Errorf("Cap = %+v, want a bracket holding the observer's limit %d", o.Cap, w.Limit)
 			}
-			if !o.Capacity || !strings.Contains(o.Verdict, "a per-process cap applied (torch.cuda.set_per_process_memory_fraction)") {
-				t.Errorf("verdict = %q, want capacity under a per-process cap", o.Verdict)
+			if v := o.Verdict; v.Kind != OOMCapacity || v.Cap == nil || *v.Cap != *o.Cap {
+				t.Errorf("verdict = %+v, want capacity under the per-process cap %+v", v, o.Cap)
 			}
-			if strings.HasPrefix(o.Frag.Verdict, "fragmentation") {
-				t.Errorf("frag verdict at the OOM = %q, want it to agree: not fragmentation", o.Frag.Verdict)
+			if k := o.Frag.Verdict.Kind; k != FragRequestTooLarge {
+				t.Errorf("frag verdict at the OOM = kind %d, want it to agree: FragRequestTooLarge", k)
 			}
 
 			// The oom entry's frames, read by gopickle.
@@ -139,23 +140,33 @@ func stranded(deviceFree int64, release bool) *sg.Synth {
 
 // TestOOMVerdicts: fragmentation when no free block takes the request but
 // the bytes stranded in split segments plus what could still be reserved
-// would have; capacity otherwise — on the device and under a cap.
+// would have; capacity otherwise — on the device and under a cap. The
+// verdict carries the numbers it rests on and, for fragmentation, the
+// settings to try (report/verdict_test.go words these same values).
 func TestOOMVerdicts(t *testing.T) {
+	frag := []Suggestion{{ExpandableSegments, "True"}, {Setting: MaxSplitSize}}
+	base := OOMVerdict{Severity: SeverityProblem, Request: 64 * mib, Allocated: 50 * mib, Free: 50 * mib,
+		Pool: LargePool, Largest: 10 * mib, Stranded: 50 * mib, AllocSize: 64 * mib}
+	with := func(kind OOMKind, headroom, deviceFree int64, c *Cap, try []Suggestion) *OOMVerdict {
+		v := base
+		v.Kind, v.Headroom, v.DeviceFree, v.Cap, v.Try = kind, headroom, deviceFree, c, try
+		return &v
+	}
 	tests := []struct {
 		name     string
 		s        *sg.Synth
-		capacity bool
+		kind     OOMKind
 		cap      *Cap
 		headroom int64
-		verdict  string
+		want     *OOMVerdict // nil: only kind, cap and headroom checked
 	}{
-		{"fragmentation, device nearly full", stranded(30*mib, false), false, nil, 30 * mib,
-			"fragmentation: no free block could take the 64.00 MiB request (the largest in the large pool was 10.00 MiB), but it would have fit in the 50.00 MiB free in split segments (stranded: release cannot return them) plus the 30.00 MiB the allocator could still reserve from the device; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free space stays contiguous (or max_split_size_mb to keep large blocks whole); the device had 30.00 MiB free, less than the 64.00 MiB segment needed: it was full"},
-		{"capacity, device full", stranded(5*mib, false), true, nil, 5 * mib,
-			"capacity: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 5.00 MiB more could be reserved from the device; the device had 5.00 MiB free, less than the 64.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
-		{"capacity under a cap", stranded(100<<30, false), true, &Cap{100 * mib, 164 * mib}, 0,
-			"capacity: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 0 B more could be reserved under the cap; a per-process cap applied (torch.cuda.set_per_process_memory_fraction): the device still had 100.00 GiB free, but the allocator would not reserve past a limit between 100.00 MiB (the most reserved) and 164.00 MiB (reserved then plus the 64.00 MiB segment refused); shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
-		{"fragmentation under a cap", stranded(100<<30, true), false, &Cap{140 * mib, 164 * mib}, 40 * mib, ""},
+		{"fragmentation, device nearly full", stranded(30*mib, false), OOMFragmentation, nil, 30 * mib,
+			with(OOMFragmentation, 30*mib, 30*mib, nil, frag)},
+		{"capacity, device full", stranded(5*mib, false), OOMCapacity, nil, 5 * mib,
+			with(OOMCapacity, 5*mib, 5*mib, nil, nil)},
+		{"capacity under a cap", stranded(100<<30, false), OOMCapacity, &Cap{100 * mib, 164 * mib}, 0,
+			with(OOMCapacity, 0, 100<<30, &Cap{100 * mib, 164 * mib}, nil)},
+		{"fragmentation under a cap", stranded(100<<30, true), OOMFragmentation, &Cap{140 * mib, 164 * mib}, 40 * mib, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,18 +175,21 @@ func TestOOMVerdicts(t *testing.T) {
 				t.Fatalf("OOMs = %d, want 1", len(d.OOMs))
 			}
 			o := d.OOMs[0]
-			if o.Capacity != tt.capacity || o.Frag.Stranded != 50*mib || o.Frag.Headroom != tt.headroom || o.AllocSize != 64*mib {
-				t.Errorf("capacity %v, stranded %d, headroom %d, alloc size %d; want %v, 50 MiB, %d, 64 MiB",
-					o.Capacity, o.Frag.Stranded, o.Frag.Headroom, o.AllocSize, tt.capacity, tt.headroom)
+			v := o.Verdict
+			if v.Kind != tt.kind || o.Frag.Stranded != 50*mib || o.Frag.Headroom != tt.headroom || o.AllocSize != 64*mib {
+				t.Errorf("kind %d, stranded %d, headroom %d, alloc size %d; want %d, 50 MiB, %d, 64 MiB",
+					v.Kind, o.Frag.Stranded, o.Frag.Headroom, o.AllocSize, tt.kind, tt.headroom)
 			}
 			if (o.Cap == nil) != (tt.cap == nil) || (o.Cap != nil && *o.Cap != *tt.cap) {
 				t.Errorf("Cap = %+v, want %+v", o.Cap, tt.cap)
 			}
-			if tt.verdict != "" && o.Verdict != tt.verdict {
-				t.Errorf("verdict:\n got %s\nwant %s", o.Verdict, tt.verdict)
+			if tt.want != nil && !reflect.DeepEqual(v, *tt.want) {
+				t.Errorf("verdict:\n got %+v\nwant %+v", v, *tt.want)
 			}
-			if strings.HasPrefix(o.Verdict, "capacity") != tt.capacity || strings.HasPrefix(o.Frag.Verdict, "fragmentation") == tt.capacity {
-				t.Errorf("verdicts disagree: oom %q, frag %q", o.Verdict, o.Frag.Verdict)
+			// The fragmentation verdict at the OOM agrees.
+			fk := o.Frag.Verdict.Kind
+			if (fk == FragRequestFragmented) != (v.Kind == OOMFragmentation) || o.Frag.Verdict.Problem() != (v.Kind == OOMFragmentation) {
+				t.Errorf("verdicts disagree: oom kind %d, frag kind %d (problem %v)", v.Kind, fk, o.Frag.Verdict.Problem())
 			}
 		})
 	}

@@ -42,9 +42,10 @@ type Phases struct {
 	// (Optimizer.step ranges, by their times), "profiler" (ProfilerStep#N
 	// ranges), "record_function" (a repeated user range), "dataloader"
 	// (DataLoader fetches), "pattern" (the period of the allocation stream
-	// itself) or "none". From says the same in words.
+	// itself) or "none"; Range is the repeated range's name for
+	// record_function.
 	Source string
-	From   string
+	Range  string
 	List   []Phase
 	Steps  []Step
 	// PeakPhase indexes List: the phase holding the device's allocated
@@ -71,11 +72,10 @@ var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
 // work (a step cut short by an OOM or by the dump).
 func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range, k *kinds) *Phases {
 	if p := harnessPhases(events, ranges); p != nil {
-		p.From = "memscope's step annotations"
 		return p
 	}
 	spans, src := findSteps(s, device, events, ranges)
-	p := &Phases{Source: src.key, From: src.text, PeakPhase: -1}
+	p := &Phases{Source: src.key, Range: src.rangeName, PeakPhase: -1}
 	if len(spans) == 0 {
 		return p
 	}

@@ -81,7 +81,7 @@ func TestPlainSteps(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			p := f.an.Devices[0].Phases
 			if len(p.Steps) != f.truth.StepsRecorded {
-				t.Fatalf("%d steps found (from %s), want %d", len(p.Steps), p.From, f.truth.StepsRecorded)
+				t.Fatalf("%d steps found (from %s), want %d", len(p.Steps), p.Source, f.truth.StepsRecorded)
 			}
 			got := map[[2]any]int64{}
 			for _, ph := range p.List {
@@ -136,7 +136,7 @@ func TestPlainLeaks(t *testing.T) {
 				return
 			}
 			if !l.Found {
-				t.Fatalf("no leak found (%s), want %d B per step", l.Reason, f.truth.Leak.BytesPerStep)
+				t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, f.truth.Leak.BytesPerStep)
 			}
 			want := float64(f.truth.Leak.BytesPerStep)
 			if d := math.Abs(float64(l.GrowthPerStep)-want) / want; d > 0.01 {

@@ -146,7 +146,7 @@ func TestScaleStaircase(t *testing.T) {
 		}
 	}
 	if !d.Leak.Found || d.Leak.GrowthPerStep != mib2 {
-		t.Errorf("leak found %v, growth %d per step (%s); want a 2 MiB staircase", d.Leak.Found, d.Leak.GrowthPerStep, d.Leak.Reason)
+		t.Errorf("leak found %v, growth %d per step (reason %d); want a 2 MiB staircase", d.Leak.Found, d.Leak.GrowthPerStep, d.Leak.Reason)
 	}
 }
 

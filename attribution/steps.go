@@ -1,7 +1,6 @@
 package attribution
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -13,8 +12,8 @@ type span struct{ first, last int }
 
 // stepSource says where step boundaries came from.
 type stepSource struct {
-	key  string // optimizer, profiler, record_function, dataloader, pattern, none
-	text string // "Optimizer.step annotations"
+	key       string // optimizer, profiler, record_function, dataloader, pattern, none
+	rangeName string // record_function: the repeated range
 }
 
 // Step boundaries, in order of preference (the harness's marks are read
@@ -32,33 +31,33 @@ type stepSource struct {
 // the next step starts with its first allocation.
 func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range) ([]span, stepSource) {
 	if len(events) == 0 {
-		return nil, stepSource{"none", "no events"}
+		return nil, stepSource{key: "none"}
 	}
 	timed := events[len(events)-1].TimeUS != 0
 	if timed {
 		ends, _ := annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "Optimizer.step#") })
 		if sp := spansFromEnds(events, ends); len(sp) > 0 {
-			return trimSetup(events, sp), stepSource{"optimizer", "Optimizer.step annotations"}
+			return trimSetup(events, sp), stepSource{key: "optimizer"}
 		}
 		ends, starts := annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "ProfilerStep#") })
 		if sp := spansFromEnds(events, ends); len(sp) > 0 {
-			return startAt(events, sp, starts), stepSource{"profiler", "ProfilerStep annotations"}
+			return startAt(events, sp, starts), stepSource{key: "profiler"}
 		}
 		if name := repeatedRange(ranges); name != "" {
 			ends, starts := annotationTimes(s, device, func(n string) bool { return n == name })
 			if sp := spansFromEnds(events, ends); len(sp) > 0 {
-				return startAt(events, sp, starts), stepSource{"record_function", fmt.Sprintf("repeated %q ranges", name)}
+				return startAt(events, sp, starts), stepSource{"record_function", name}
 			}
 		}
 		_, starts = annotationTimes(s, device, func(n string) bool { return strings.HasPrefix(n, "enumerate(DataLoader)#") })
 		if sp := spansFromStarts(events, starts); len(sp) > 1 {
-			return sp, stepSource{"dataloader", "DataLoader fetches"}
+			return sp, stepSource{key: "dataloader"}
 		}
 	}
 	if sp := periodSteps(events); len(sp) > 1 {
-		return sp, stepSource{"pattern", "the allocation pattern, which repeats"}
+		return sp, stepSource{key: "pattern"}
 	}
-	return nil, stepSource{"none", "no annotation and no repeating allocation pattern"}
+	return nil, stepSource{key: "none"}
 }
 
 // annotationTimes returns the END and START times of device's annotations

@@ -124,7 +124,7 @@ func TestStepSources(t *testing.T) {
 			an := Analyze(c.l.build(), Options{Device: -1})
 			p := an.Devices[0].Phases
 			if p.Source != c.source || len(p.Steps) != c.l.steps {
-				t.Fatalf("%d steps from %s (%s), want %d from %s", len(p.Steps), p.Source, p.From, c.l.steps, c.source)
+				t.Fatalf("%d steps from %s (range %q), want %d from %s", len(p.Steps), p.Source, p.Range, c.l.steps, c.source)
 			}
 			var setup int
 			for _, ph := range p.List {
@@ -162,7 +162,7 @@ func TestNoSteps(t *testing.T) {
 	}
 	s.Traces = [][]snapshot.Event{ev}
 	p := Analyze(s, Options{Device: -1}).Devices[0].Phases
-	if len(p.Steps) != 0 || p.Source != "none" || p.From == "" {
-		t.Errorf("%d steps from %s (%q), want none with a reason", len(p.Steps), p.Source, p.From)
+	if len(p.Steps) != 0 || p.Source != "none" || p.Range != "" {
+		t.Errorf("%d steps from %s (range %q), want none", len(p.Steps), p.Source, p.Range)
 	}
 }

@@ -25,7 +25,7 @@ func TestHarnessMarksStripped(t *testing.T) {
 				pd := plain.Devices[di]
 				mp, pp := md.Phases, pd.Phases
 				if len(pp.Steps) != len(mp.Steps) {
-					t.Fatalf("device %d: %d steps without marks (from %s), %d with", md.Device, len(pp.Steps), pp.From, len(mp.Steps))
+					t.Fatalf("device %d: %d steps without marks (from %s), %d with", md.Device, len(pp.Steps), pp.Source, len(mp.Steps))
 				}
 				want := map[[2]any]int64{}
 				for _, ph := range mp.List {

@@ -1,11 +1,7 @@
 package attribution
 
 import (
-	"fmt"
 	"sort"
-	"strings"
-
-	"github.com/memscope/memscope/internal/units"
 
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
@@ -50,10 +46,10 @@ type DeviceSummary struct {
 	PeakRanges []snapshot.Range
 	PeakStep   *int
 	PeakPhase  string
-	// Steps is how many steps the trace holds; StepsSource and StepsFrom
-	// say where their boundaries came from (Phases.Source, Phases.From).
-	Steps                  int
-	StepsSource, StepsFrom string
+	// Steps is how many steps the trace holds; StepsSource and StepsRange
+	// say where their boundaries came from (Phases.Source, Phases.Range).
+	Steps                   int
+	StepsSource, StepsRange string
 
 	// TopSites are the allocation sites holding the most block bytes at the
 	// peak, largest first; LiveAtPeak counts the blocks live then.
@@ -76,7 +72,10 @@ type DeviceSummary struct {
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
 
+	// Warnings are the replay's; Lost what a wrapped ring buffer lost, to
+	// be said with the snapshot.WarnWrapped one (nil when not estimated).
 	Warnings []snapshot.Warning
+	Lost     *Lost
 }
 
 // SiteBytes is the memory one site holds at a moment.
@@ -92,13 +91,6 @@ type SiteBytes struct {
 	// FreeStack is true when Stack is a free site (the block was allocated
 	// before recording began and only its free was recorded).
 	FreeStack bool
-}
-
-// Finding is one verdict of the analysis, in words.
-type Finding struct {
-	Kind    string // leak, fragmentation, oom
-	Problem bool   // false for an all-clear
-	Text    string
 }
 
 // Summarize condenses an analysis into what 'memscope summary' reports,
@@ -120,7 +112,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		Device: d, Start: t.Start, AtPeak: dev.Peak.Numbers, End: t.End,
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
-		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Timed: t.Timed,
+		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Lost: dev.Lost, Timed: t.Timed,
 	}
 	for _, i := range s.SegmentsOf(d) {
 		seg := &s.Segments[i]
@@ -140,7 +132,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 			ds.PeakRanges = snapshot.RangesAt(dev.ranges, t.PeakAllocated.TimeUS)
 		}
 	}
-	ds.Steps, ds.StepsSource, ds.StepsFrom = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.From
+	ds.Steps, ds.StepsSource, ds.StepsRange = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.Range
 	if dev.Phases.PeakPhase >= 0 {
 		ph := dev.Phases.List[dev.Phases.PeakPhase]
 		if ph.Step >= 0 {
@@ -190,25 +182,13 @@ func (s *Summary) JoinTimeline(source string, ct *trace.CategoryTimeline) {
 // Findings lists the device's verdicts: leak, fragmentation at the peak,
 // and each OOM.
 func (d *Device) Findings() []Finding {
-	var out []Finding
-	if l := d.Leak; l.Found {
-		top := l.Sites[0]
-		out = append(out, Finding{Kind: "leak", Problem: true, Text: fmt.Sprintf(
-			"leak: the floor after each step grows by %s per step over %d steady steps; %s keeps %s per step alive (%d steps)",
-			units.Bytes(l.GrowthPerStep), len(l.Steps), top.Label, units.Bytes(top.BytesPerStep), top.Steps)})
-	} else if l.Reason == "" {
-		out = append(out, Finding{Kind: "leak", Text: fmt.Sprintf("no leak: the floor did not grow step over step (%d steady steps)", len(l.Steps))})
-	} else {
-		out = append(out, Finding{Kind: "leak", Text: "leak: " + l.Reason})
-	}
+	out := []Finding{{Kind: FindingLeak, Severity: d.Leak.Severity(), Leak: d.Leak}}
 	if len(d.Frag) > 0 {
 		f := d.Frag[0]
-		out = append(out, Finding{Kind: "fragmentation", Problem: strings.HasPrefix(f.Verdict, "fragment"),
-			Text: "at the peak, " + f.Verdict})
+		out = append(out, Finding{Kind: FindingFragmentation, Severity: f.Verdict.Severity, Frag: f})
 	}
 	for _, o := range d.OOMs {
-		out = append(out, Finding{Kind: "oom", Problem: true, Text: fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
-			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, o.Verdict)})
+		out = append(out, Finding{Kind: FindingOOM, Severity: SeverityProblem, OOM: o})
 	}
 	return out
 }

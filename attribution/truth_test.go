@@ -231,8 +231,8 @@ func TestOOM(t *testing.T) {
 			// Torch's message suggests expandable segments only when reserved
 			// but unallocated memory is large; here it is 8.57 MiB against a
 			// 128 MiB request: capacity.
-			if !o.Capacity {
-				t.Errorf("OOM verdict = %q, want capacity", o.Verdict)
+			if o.Verdict.Kind != OOMCapacity {
+				t.Errorf("OOM verdict = %+v, want capacity", o.Verdict)
 			}
 		})
 	}

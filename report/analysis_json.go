@@ -143,7 +143,7 @@ type LeakSiteJSON struct {
 // leakJSON converts a device's leak verdict.
 func leakJSON(st *snapshot.Stacks, d *attribution.Device) LeakJSON {
 	l := d.Leak
-	j := LeakJSON{Device: d.Device, Found: l.Found, Reason: l.Reason, Steps: append([]int{}, l.Steps...),
+	j := LeakJSON{Device: d.Device, Found: l.Found, Reason: leakReasonText(l), Steps: append([]int{}, l.Steps...),
 		Floors: append([]int64{}, l.Floors...), GrowthPerStep: l.GrowthPerStep, Sites: []LeakSiteJSON{}}
 	for _, s := range l.Sites {
 		j.Sites = append(j.Sites, LeakSiteJSON{siteJSON(st, s.SiteBytes), s.Steps, s.BytesPerStep})
@@ -194,7 +194,7 @@ func fragJSON(f *attribution.Fragmentation) FragJSON {
 		Holes: f.Holes, LargestFreeSmall: f.LargestFree[0], LargestFreeLarge: f.LargestFree[1],
 		Histogram: h, Request: f.Request, Unusable: f.Unusable, Stranded: f.Stranded, Headroom: f.Headroom,
 		SegmentAllocs: f.SegmentAllocs,
-		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: f.Verdict}
+		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: fragVerdictText(f.Verdict)}
 }
 
 // OOMJSON is the post-mortem of one OOM.
@@ -235,7 +235,7 @@ func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top
 	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
 		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
 		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
-		Numbers: numbers(o.Numbers), Capacity: o.Capacity, Verdict: o.Verdict, Frag: fragJSON(o.Frag),
+		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, Verdict: oomVerdictText(o.Verdict), Frag: fragJSON(o.Frag),
 		Live: momentOf(st, d.Device, o.At, top)}
 	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))

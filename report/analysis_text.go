@@ -19,11 +19,11 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 	ew := &errWriter{w: w}
 	p := d.Phases
 	if len(p.Steps) == 0 {
-		ew.printf("%s\n", stepsLine(0, p.From))
+		ew.printf("%s\n", stepsLine(0, phasesFrom(d)))
 		return ew.err
 	}
 	t := p.Table(p.AllSteps(), 0)
-	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), p.From))
+	ew.printf("%s; peak allocated per phase:\n", stepsLine(len(p.Steps), phasesFrom(d)))
 	tw := newTable(ew, tabwriter.AlignRight)
 	fprintf(tw, "step\tfloor\t")
 	for _, n := range t.Phases {
@@ -183,8 +183,8 @@ func leakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) erro
 	l := d.Leak
 	ew.printf("device %d: ", d.Device)
 	switch {
-	case l.Reason != "":
-		ew.printf("no verdict: %s\n", l.Reason)
+	case l.Reason != attribution.LeakDecided:
+		ew.printf("no verdict: %s\n", leakReasonText(l))
 		return ew.err
 	case l.Found:
 		ew.printf("LEAK: the floor grows by %s per step over %d steady steps\n", units.Bytes(l.GrowthPerStep), len(l.Steps))
@@ -248,7 +248,7 @@ func fragText(w io.Writer, d *attribution.Device) error {
 				}
 			}
 		}
-		ew.printf("verdict at %s: %s\n", f.Label, wrap(f.Verdict, 84, "    "))
+		ew.printf("verdict at %s: %s\n", f.Label, wrap(fragVerdictText(f.Verdict), 84, "    "))
 	}
 	return ew.err
 }
@@ -275,7 +275,7 @@ func oomText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("\n")
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
-		ew.printf("  verdict: %s\n", wrap(o.Verdict, 88, "    "))
+		ew.printf("  verdict: %s\n", wrap(oomVerdictText(o.Verdict), 88, "    "))
 		sitesText(ew, an, o.At.Sites, o.Allocated, top, "live at the OOM by site")
 		categoriesText(ew, o.At.Categories, o.Allocated)
 		ew.printf("\n")

@@ -61,10 +61,7 @@ func breachText(b attribution.Breach) string {
 	switch b.Kind {
 	case attribution.BreachOOM:
 		o := b.OOM
-		kind := "capacity"
-		if !o.Capacity {
-			kind = "fragmentation"
-		}
+		kind := oomKindText(o.Verdict.Kind)
 		events := "an out-of-memory event"
 		if b.OOMs > 1 {
 			events = fmt.Sprintf("%d out-of-memory events", b.OOMs)

@@ -43,8 +43,12 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 		return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
 	},
 	"deref": func(p *int64) int64 { return *p },
-	"add":   func(a, b int) int { return a + b },
-	"sub":   func(a, b int64) int64 { return a - b },
+	// the verdicts' words
+	"fragVerdict": fragVerdictText,
+	"oomVerdict":  oomVerdictText,
+	"leakReason":  leakReasonText,
+	"add":         func(a, b int) int { return a + b },
+	"sub":         func(a, b int64) int64 { return a - b },
 	"width": func(n, total int64) template.CSS { // a bar's width in a style attribute
 		if total <= 0 {
 			return "width:0"

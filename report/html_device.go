@@ -19,7 +19,7 @@ type deviceSection struct {
 	// PeakWhen says when the peak happened, in words.
 	PeakWhen string
 	CatBar   catBar
-	Findings []attribution.Finding
+	Findings []findingRow
 	Warnings []string
 	Events   int
 
@@ -129,7 +129,7 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	s := &dv.Summary
 	notes := v.Options.Notes
 	ds := &deviceSection{ID: id, Device: d.Device, S: s, Findings: boundFindings(s.Findings, notes),
-		Warnings: boundStrings(warningStrings(s.Warnings), notes, 400), Events: s.Events, Leak: d.Leak}
+		Warnings: boundStrings(deviceWarnings(s), notes, 400), Events: s.Events, Leak: d.Leak}
 	ds.PeakWhen = peakWhen(s)
 	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
 	x := newTimeAxis(dv)
@@ -237,7 +237,7 @@ func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
 
 func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
 	p := d.Phases
-	ds.PhaseSource = p.From
+	ds.PhaseSource = phasesFrom(d)
 	t := p.Table(rows, 8)
 	for _, n := range t.Phases {
 		ds.PhaseNames = append(ds.PhaseNames, clip(n, 24))
@@ -276,16 +276,22 @@ func boundStrings(in []string, n, runes int) []string {
 	return out
 }
 
-// boundFindings keeps at most n findings of at most 600 runes each.
-func boundFindings(in []attribution.Finding, n int) []attribution.Finding {
-	out := []attribution.Finding{}
+// findingRow is one finding in words, for the template.
+type findingRow struct {
+	Kind    string
+	Problem bool
+	Text    string
+}
+
+// boundFindings words at most n findings of at most 900 runes each.
+func boundFindings(in []attribution.Finding, n int) []findingRow {
+	out := []findingRow{}
 	for i, f := range in {
 		if i == n {
-			out = append(out, attribution.Finding{Kind: "more", Text: fmt.Sprintf("(%d more findings, not shown)", len(in)-i)})
+			out = append(out, findingRow{Kind: "more", Text: fmt.Sprintf("(%d more findings, not shown)", len(in)-i)})
 			break
 		}
-		f.Text = clip(f.Text, 900)
-		out = append(out, f)
+		out = append(out, findingRow{Kind: f.Kind.String(), Problem: f.Problem(), Text: clip(findingText(f), 900)})
 	}
 	return out
 }

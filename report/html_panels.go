@@ -21,11 +21,26 @@ type treeNode struct {
 }
 
 func toTreeNode(n *attribution.TreeNode) *treeNode {
-	out := &treeNode{Name: clip(n.Name, 80), Value: n.Bytes, Path: clip(n.Path, 160), Blocks: n.Count}
+	name, path := treeNodeText(n)
+	out := &treeNode{Name: clip(name, 80), Value: n.Bytes, Path: clip(path, 160), Blocks: n.Count}
 	for _, c := range n.Children {
 		out.Children = append(out.Children, toTreeNode(c))
 	}
 	return out
+}
+
+// treeNodeText is a call tree node's name and its longer description.
+func treeNodeText(n *attribution.TreeNode) (name, path string) {
+	switch n.Kind {
+	case attribution.TreeSelf:
+		return "(self)", "allocated in " + n.Path + " itself"
+	case attribution.TreeSmaller:
+		return fmt.Sprintf("(%d smaller)", n.Smaller),
+			fmt.Sprintf("%d smaller callees, each under %.1f%% of the total or past the %d-node limit", n.Smaller, 100*n.MinShare, n.MaxNodes)
+	case attribution.TreeRoot:
+		return "all", "allocated at " + n.Name
+	}
+	return n.Name, n.Path
 }
 
 // treeChart is the peak's call tree of counted frames as a treemap; a click

@@ -225,12 +225,12 @@ func TestHTMLPanels(t *testing.T) {
 			}
 			text := html.UnescapeString(page)
 			for _, f := range d.Findings() {
-				if !strings.Contains(text, f.Text) {
-					t.Errorf("page lacks the finding %q", f.Text)
+				if w := findingText(f); !strings.Contains(text, w) {
+					t.Errorf("page lacks the finding %q", w)
 				}
 			}
-			if len(d.OOMs) > 0 && !strings.Contains(text, d.OOMs[0].Verdict) {
-				t.Errorf("page lacks the OOM verdict %q", d.OOMs[0].Verdict)
+			if len(d.OOMs) > 0 && !strings.Contains(text, oomVerdictText(d.OOMs[0].Verdict)) {
+				t.Errorf("page lacks the OOM verdict %q", oomVerdictText(d.OOMs[0].Verdict))
 			}
 		})
 	}

@@ -110,10 +110,10 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			},
 			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS, TimesRecorded: d.Timed,
 			PeakRanges: []RangeJSON{}, PeakStep: d.PeakStep, PeakPhase: d.PeakPhase,
-			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: d.StepsFrom,
+			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: stepsFromText(d.StepsSource, d.StepsRange, d.Events),
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
-			OOMs: d.OOMs, Warnings: warningStrings(d.Warnings),
+			OOMs: d.OOMs, Warnings: deviceWarnings(d),
 		}
 		sd.Categories = map[string]int64{}
 		for c := attribution.Category(0); c < attribution.NumCategories; c++ {
@@ -127,7 +127,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		}
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {
-			sd.Findings = append(sd.Findings, FindingJSON{f.Kind, f.Problem, f.Text})
+			sd.Findings = append(sd.Findings, FindingJSON{f.Kind.String(), f.Problem(), findingText(f)})
 		}
 		for _, r := range d.PeakRanges {
 			sd.PeakRanges = append(sd.PeakRanges, RangeJSON{r.Name, r.StartUS, r.EndUS})

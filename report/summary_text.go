@@ -89,7 +89,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			ew.printf(", in %s", d.PeakPhase)
 		}
 		ew.printf("\n")
-		ew.printf("  %s\n", stepsLine(d.Steps, d.StepsFrom))
+		ew.printf("  %s\n", stepsLine(d.Steps, stepsFromText(d.StepsSource, d.StepsRange, d.Events)))
 		if len(d.PeakRanges) > 0 {
 			names := make([]string, len(d.PeakRanges))
 			for i, r := range d.PeakRanges {
@@ -145,16 +145,16 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 		ew.printf("\nfindings:\n")
 		for _, f := range d.Findings {
 			mark := "  "
-			if f.Problem {
+			if f.Problem() {
 				mark = "! "
 			}
-			ew.printf("%s%s\n", mark, wrap(f.Text, 96, "    "))
+			ew.printf("%s%s\n", mark, wrap(findingText(f), 96, "    "))
 		}
 	}
 	if len(d.Warnings) > 0 {
 		ew.printf("\nwarnings:\n")
-		for _, wn := range d.Warnings {
-			ew.printf("  - %s\n", wrap(wn.Message, 94, "    "))
+		for _, wn := range deviceWarnings(d) {
+			ew.printf("  - %s\n", wrap(wn, 94, "    "))
 		}
 	}
 }
@@ -230,6 +230,34 @@ func wrap(s string, width int, indent string) safeText {
 		col += n
 	}
 	return safeText(b.String())
+}
+
+// stepsFromText says where step boundaries came from (Phases.Source and
+// Range; events is how many the trace holds).
+func stepsFromText(source, rangeName string, events int) string {
+	switch source {
+	case "harness":
+		return "memscope's step annotations"
+	case "optimizer":
+		return "Optimizer.step annotations"
+	case "profiler":
+		return "ProfilerStep annotations"
+	case "record_function":
+		return fmt.Sprintf("repeated %q ranges", rangeName)
+	case "dataloader":
+		return "DataLoader fetches"
+	case "pattern":
+		return "the allocation pattern, which repeats"
+	}
+	if events == 0 {
+		return "no events"
+	}
+	return "no annotation and no repeating allocation pattern"
+}
+
+// phasesFrom says where a device's step boundaries came from.
+func phasesFrom(d *attribution.Device) string {
+	return stepsFromText(d.Phases.Source, d.Phases.Range, len(d.Timeline.Events))
 }
 
 // stepsLine says how many steps were found and from what.

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html"
 	"strings"
 	"testing"
@@ -122,6 +123,61 @@ func TestOOMPanel(t *testing.T) {
 		want = strings.ReplaceAll(want, "&gt;", ">")
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestLostText: a wrapped ring buffer's warning says, in the summary's
+// text, JSON and report, what the steps' annotations tell of the entries it
+// lost (attribution's TestLostHistory checks the estimate). Five harness
+// steps of 6 entries; the buffer kept the last 22.
+func TestLostText(t *testing.T) {
+	var trace, annots []map[string]any
+	a, b := seg, seg+4*mib
+	for s := range 5 {
+		base := int64(1_000_000 + 1000*s)
+		for _, ph := range []struct {
+			name  string
+			start int64
+		}{{"forward", 0}, {"backward", 500}} {
+			name := fmt.Sprintf("memscope/step/%d/%s", s, ph.name)
+			annots = append(annots, map[string]any{"stage": "START", "name": name, "device": 0, "time_us": base + ph.start},
+				map[string]any{"stage": "END", "name": name, "device": 0, "time_us": base + ph.start + 400})
+		}
+		trace = append(trace,
+			sg.Ev("alloc", a, 4*mib, base+100), sg.Ev("alloc", b, 2*mib, base+200),
+			sg.Ev("free_requested", b, 2*mib, base+600), sg.Ev("free_completed", b, 2*mib, base+601),
+			sg.Ev("free_requested", a, 4*mib, base+700), sg.Ev("free_completed", a, 4*mib, base+701))
+	}
+	an := synthAnalysis(t, &sg.Synth{
+		Segments:    []map[string]any{sg.Seg(seg, sg.Blk(20*mib, 0, "inactive"))},
+		Traces:      [][]map[string]any{trace[8:]},
+		Settings:    map[string]any{"trace_alloc_overflowed": true, "trace_alloc_max_entries": 22},
+		Annotations: annots,
+	})
+	want := "device 0: the trace ring buffer wrapped (allocator_settings says trace_alloc_overflowed): only its last 22 entries survive; 6.00 MiB in 2 blocks was live before the first of them, and whatever was allocated and freed earlier is lost; peaks are over the surviving entries only; by the steps' annotations, which outlive their entries, about 8 entries were lost: 1 whole step and the start of step 1, at the median 6 entries of the 3 steps recorded whole"
+	text, doc, page := renderings(t, an)
+	if got := strings.Join(strings.Fields(text), " "); !strings.Contains(got, want) {
+		t.Errorf("summary text lacks the wrapped warning with its estimate:\n%s", text)
+	}
+	if ws := doc.Files[0].Devices[0].Warnings; len(ws) == 0 || ws[0] != want {
+		t.Errorf("JSON warnings = %q, want %q first", ws, want)
+	}
+	if w := clip(want, 400); !strings.Contains(page, w) { // the page bounds each warning
+		t.Errorf("report lacks the wrapped warning %q", w)
+	}
+
+	for _, tt := range []struct {
+		l    attribution.Lost
+		want string
+	}{
+		{attribution.Lost{Entries: 12, Steps: 2, CutStep: -1, PerStep: 6, Complete: 3},
+			"by the steps' annotations, which outlive their entries, about 12 entries were lost: 2 whole steps, at the median 6 entries of the 3 steps recorded whole"},
+		{attribution.Lost{Entries: 4, CutStep: 0, PerStep: 6, Complete: 4},
+			"by the steps' annotations, which outlive their entries, about 4 entries were lost: the start of step 0, at the median 6 entries of the 4 steps recorded whole"},
+	} {
+		if got := lostText(&tt.l); got != tt.want {
+			t.Errorf("lostText(%+v) =\n %s\nwant\n %s", tt.l, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,171 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// The words of the verdicts: attribution decides them as values (kind,
+// severity, numbers, settings to try) and these functions say them, the
+// same in text, JSON and HTML.
+
+// suggestionText is a setting to try as PYTORCH_CUDA_ALLOC_CONF spells it:
+// "expandable_segments:True", or the bare option without a value.
+func suggestionText(s attribution.Suggestion) string {
+	if s.Value == "" {
+		return s.Setting.String()
+	}
+	return s.Setting.String() + ":" + s.Value
+}
+
+// fragVerdictText says whether the free memory at a moment is a problem
+// and what to try.
+func fragVerdictText(v attribution.FragVerdict) string {
+	switch v.Kind {
+	case attribution.FragNothingReserved:
+		return "nothing reserved"
+	case attribution.FragRequestFragmented:
+		return fmt.Sprintf("fragmentation: the %s request would fit in the %s stranded in split segments plus the %s headroom, but the largest hole of its pool is %s; try PYTORCH_CUDA_ALLOC_CONF=%s (segments grow in place, so free space stays contiguous)",
+			units.Bytes(v.Request), units.Bytes(v.Stranded), units.Bytes(v.Headroom), units.Bytes(v.Largest), trySetting(v.Try, 0))
+	case attribution.FragRequestTooLarge:
+		return fmt.Sprintf("not fragmentation: the %s request would not fit even in the %s stranded in split segments plus the %s headroom (%s free in reserved segments in all)",
+			units.Bytes(v.Request), units.Bytes(v.Stranded), units.Bytes(v.Headroom), units.Bytes(v.Free))
+	case attribution.FragHealthy:
+		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*v.Share, units.Bytes(v.Free))
+	case attribution.FragFragmented:
+		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %d holes, the largest %s; if allocations then fail or num_alloc_retries grows, try %s, or %s to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
+			units.Bytes(v.Free), 100*v.Share, v.Holes, units.Bytes(v.Largest), trySetting(v.Try, 0), trySetting(v.Try, 1))
+	case attribution.FragCached:
+		return fmt.Sprintf("cached: %s (%.0f%% of reserved) is free but in large pieces (largest %s); it serves later requests, and %s can release it under pressure",
+			units.Bytes(v.Free), 100*v.Share, units.Bytes(v.Largest), trySetting(v.Try, 0))
+	}
+	return fmt.Sprintf("fragmentation verdict of kind %d", int(v.Kind))
+}
+
+// trySetting words the verdict's i-th setting to try; a verdict always
+// carries the settings its words name.
+func trySetting(try []attribution.Suggestion, i int) string {
+	if i >= len(try) {
+		return "(no setting)"
+	}
+	return suggestionText(try[i])
+}
+
+// oomVerdictText says what failed at an out-of-memory event and what to
+// change.
+func oomVerdictText(v attribution.OOMVerdict) string {
+	within := "from the device"
+	if v.Cap != nil {
+		within = "under the cap"
+	}
+	var s string
+	if v.Kind == attribution.OOMFragmentation {
+		s = fmt.Sprintf("fragmentation: no free block could take the %s request (the largest in the %s pool was %s), but it would have fit in the %s free in split segments (stranded: release cannot return them) plus the %s the allocator could still reserve %s; set PYTORCH_CUDA_ALLOC_CONF=%s so free space stays contiguous (or %s to keep large blocks whole)",
+			units.Bytes(v.Request), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Stranded), units.Bytes(v.Headroom), within,
+			trySetting(v.Try, 0), trySetting(v.Try, 1))
+	} else {
+		s = fmt.Sprintf("capacity: %s allocated + %s requested = %s does not fit: only %s was free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more could be reserved %s",
+			units.Bytes(v.Allocated), units.Bytes(v.Request), units.Bytes(v.Allocated+v.Request),
+			units.Bytes(v.Free), units.Bytes(v.Stranded), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Headroom), within)
+	}
+	if c := v.Cap; c != nil {
+		s += fmt.Sprintf("; a per-process cap applied (torch.cuda.set_per_process_memory_fraction): the device still had %s free, but the allocator would not reserve past a limit between %s (the most reserved) and %s (reserved then plus the %s segment refused)",
+			units.Bytes(v.DeviceFree), units.Bytes(c.Low), units.Bytes(c.High), units.Bytes(v.AllocSize))
+	} else {
+		s += fmt.Sprintf("; the device had %s free, less than the %s segment needed: it was full", units.Bytes(v.DeviceFree), units.Bytes(v.AllocSize))
+	}
+	if v.Kind == attribution.OOMCapacity {
+		s += "; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"
+	}
+	return s
+}
+
+// oomKindText names an OOM verdict's kind.
+func oomKindText(k attribution.OOMKind) string {
+	if k == attribution.OOMFragmentation {
+		return "fragmentation"
+	}
+	return "capacity"
+}
+
+// leakReasonText says why a leak analysis has no verdict; "" when it has
+// one.
+func leakReasonText(l *attribution.Leak) string {
+	switch l.Reason {
+	case attribution.LeakDecided:
+		return ""
+	case attribution.LeakNoHistory:
+		return "no allocation history recorded (record it with torch.cuda.memory._record_memory_history)"
+	case attribution.LeakFewSteps:
+		s := "too few steps to tell (need a first step and at least 3 steady ones)"
+		switch {
+		case !l.TwoSteps:
+		case l.Hint > 0:
+			s += fmt.Sprintf("; over the 2 steady steps recorded, the floor grew %s per step", units.Bytes(l.Hint))
+		default:
+			s += "; over the 2 steady steps recorded, the floor did not grow"
+		}
+		return s
+	}
+	return fmt.Sprintf("no verdict, for a reason of kind %d", int(l.Reason))
+}
+
+// findingText is one finding in a line: the verdict with the numbers it
+// rests on.
+func findingText(f attribution.Finding) string {
+	switch f.Kind {
+	case attribution.FindingLeak:
+		l := f.Leak
+		switch {
+		case l.Found:
+			top := l.Sites[0]
+			return fmt.Sprintf("leak: the floor after each step grows by %s per step over %d steady steps; %s keeps %s per step alive (%d steps)",
+				units.Bytes(l.GrowthPerStep), len(l.Steps), top.Label, units.Bytes(top.BytesPerStep), top.Steps)
+		case l.Reason == attribution.LeakDecided:
+			return fmt.Sprintf("no leak: the floor did not grow step over step (%d steady steps)", len(l.Steps))
+		}
+		return "leak: " + leakReasonText(l)
+	case attribution.FindingFragmentation:
+		return "at the peak, " + fragVerdictText(f.Frag.Verdict)
+	case attribution.FindingOOM:
+		o := f.OOM
+		return fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
+			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, oomVerdictText(o.Verdict))
+	}
+	return fmt.Sprintf("finding of kind %d", int(f.Kind))
+}
+
+// deviceWarnings words a device's warnings: the replay's, the one saying
+// the ring buffer wrapped with the estimate of what it lost.
+func deviceWarnings(d *attribution.DeviceSummary) []string {
+	out := warningStrings(d.Warnings)
+	if d.Lost == nil {
+		return out
+	}
+	for i, w := range d.Warnings {
+		if w.Kind == snapshot.WarnWrapped {
+			out[i] += "; " + lostText(d.Lost)
+		}
+	}
+	return out
+}
+
+// lostText says how many entries a wrapped ring buffer lost, by the steps'
+// annotations.
+func lostText(l *attribution.Lost) string {
+	what := fmt.Sprintf("%d whole steps", l.Steps)
+	if l.Steps == 1 {
+		what = "1 whole step"
+	}
+	switch {
+	case l.Steps > 0 && l.CutStep >= 0:
+		what += fmt.Sprintf(" and the start of step %d", l.CutStep)
+	case l.CutStep >= 0:
+		what = fmt.Sprintf("the start of step %d", l.CutStep)
+	}
+	return fmt.Sprintf("by the steps' annotations, which outlive their entries, about %d entries were lost: %s, at the median %d entries of the %d steps recorded whole",
+		l.Entries, what, l.PerStep, l.Complete)
+}
