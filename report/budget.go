@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// Budget is 'memscope budget': a prediction, held against a device and
+// against measured phases when the command was given them.
+type Budget struct {
+	Prediction *budget.Prediction
+	Fit        *budget.Fit // nil: no device to hold it against
+	Fixes      []budget.Fix
+	// ConfigWarnings are LoadConfig's guesses about the config, shown
+	// first; Notes the typed findings of the model's resolution and the
+	// measurement, worded here.
+	ConfigWarnings []string
+	Notes          []budget.Note
+	// Snapshot and Truth are the measured sources ("" for none): the
+	// snapshot the phases were measured in and the truth.json whose
+	// peaks took precedence (and whose harness arguments, with
+	// budget.NoteHarnessModel, gave the model). With either, Measured
+	// holds each predicted phase against the measured one.
+	Snapshot, Truth string
+	Measured        []budget.Comparison
+}
+
+func (*Budget) Kind() string { return "budget" }
+
+// measured reports whether anything was measured.
+func (r *Budget) measured() bool { return r.Snapshot != "" || r.Truth != "" }
+
+// sources lists the measured sources, snapshot first.
+func (r *Budget) sources() []string {
+	out := []string{}
+	for _, s := range []string{r.Snapshot, r.Truth} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// notes words the config warnings and the notes, in that order.
+func (r *Budget) notes() []string {
+	out := append([]string{}, r.ConfigWarnings...)
+	for _, n := range r.Notes {
+		out = append(out, r.noteText(n))
+	}
+	return out
+}
+
+// noteText words one note.
+func (r *Budget) noteText(n budget.Note) string {
+	switch n.Kind {
+	case budget.NoteHarnessModel:
+		return "model from " + r.Truth + ": the capture harness's LlamaForCausalLM (untied, SDPA, gated MLP)"
+	case budget.NoteNoPhases:
+		return r.Snapshot + ": no training phases found; nothing to compare"
+	case budget.NoteOnlyStepZero:
+		return r.Snapshot + ": only step 0 was recorded; the optimizer creates its state there, so it is not a steady step"
+	case budget.NoteReplayDiffers:
+		return fmt.Sprintf("step %d %s: the snapshot's replay gives %s, torch %s; using torch's",
+			n.Step, n.Phase, units.Bytes(n.Replayed), units.Bytes(n.Torch))
+	case budget.NoteNoMatch:
+		return "no measured phase matches a predicted one (forward, backward, optimizer)"
+	case budget.NoteAllOff:
+		return fmt.Sprintf("every phase is off by more than %.0f%%: check that the capture ran this model and shape", 100*budget.Tolerance)
+	}
+	return fmt.Sprintf("note of kind %d", int(n.Kind))
+}
+
+// BudgetJSON is the result of the budget document: the prediction's
+// fields, then the fit, the fixes, the comparison and the notes.
+type BudgetJSON struct {
+	*budget.Prediction
+	Fit      *budget.Fit         `json:"fit,omitempty"`
+	Fixes    []budget.Fix        `json:"fixes"`
+	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
+	Notes    []string            `json:"notes"`
+}
+
+// BudgetMeasuredJSON is the comparison with what was measured.
+type BudgetMeasuredJSON struct {
+	Sources []string            `json:"sources"`
+	Phases  []budget.Comparison `json:"phases"`
+}
+
+func (r *Budget) document() any {
+	res := BudgetJSON{Prediction: r.Prediction, Fit: r.Fit, Fixes: r.Fixes, Notes: r.notes()}
+	if r.measured() {
+		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
+	}
+	return ResultDoc[BudgetJSON]{Schema: Schema, Kind: "budget", Result: res}
+}
