@@ -38,6 +38,10 @@ type TruthRow struct {
 	PeakRequested int64  `json:"peak_requested"`
 }
 
+// Checkpointed reports whether the harness ran with activation
+// checkpointing (full: each layer's input kept).
+func (a TruthArgs) Checkpointed() bool { return a.Checkpointing != nil && *a.Checkpointing != 0 }
+
 // ReadTruth reads the truth.json at path.
 func ReadTruth(path string) (*Truth, error) {
 	b, err := os.ReadFile(path)

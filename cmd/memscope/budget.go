@@ -236,7 +236,7 @@ func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *budget.Truth) (budge
 		if !fs.Changed("seq") && tr.Args.Seq > 0 {
 			s.Seq = tr.Args.Seq
 		}
-		if !fs.Changed("checkpointing") && tr.Args.Checkpointing != nil && *tr.Args.Checkpointing != 0 {
+		if !fs.Changed("checkpointing") && tr.Args.Checkpointed() {
 			s.Checkpointing = budget.FullCheckpointing
 		}
 	}

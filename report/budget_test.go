@@ -1,0 +1,100 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/budget"
+)
+
+// smallPrediction is a two-layer model, small enough to read.
+func smallPrediction(t *testing.T) *budget.Prediction {
+	t.Helper()
+	m := budget.Model{Name: "small", Vocab: 1000, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, Intermediate: 128,
+		MLP: budget.GatedMLP, Attention: budget.SDPA}
+	s := budget.DefaultShape()
+	s.Batch, s.Seq = 2, 64
+	p, err := budget.Predict(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Each note kind in words, in text ("note: …") and in the JSON notes, after
+// the config's warnings.
+func TestBudgetNoteWords(t *testing.T) {
+	for _, c := range []struct {
+		note budget.Note
+		want string
+	}{
+		{budget.Note{Kind: budget.NoteHarnessModel}, "model from run/truth.json: the capture harness's LlamaForCausalLM (untied, SDPA, gated MLP)"},
+		{budget.Note{Kind: budget.NoteNoPhases}, "run/snapshot.pickle: no training phases found; nothing to compare"},
+		{budget.Note{Kind: budget.NoteOnlyStepZero}, "run/snapshot.pickle: only step 0 was recorded; the optimizer creates its state there, so it is not a steady step"},
+		{budget.Note{Kind: budget.NoteReplayDiffers, Step: 2, Phase: "backward", Replayed: 3 << 20, Torch: 5 << 30},
+			"step 2 backward: the snapshot's replay gives 3.00 MiB, torch 5.00 GiB; using torch's"},
+		{budget.Note{Kind: budget.NoteNoMatch}, "no measured phase matches a predicted one (forward, backward, optimizer)"},
+		{budget.Note{Kind: budget.NoteAllOff}, "every phase is off by more than 15%: check that the capture ran this model and shape"},
+		{budget.Note{Kind: 99}, "note of kind 99"},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			r := &Budget{Prediction: smallPrediction(t), Snapshot: "run/snapshot.pickle", Truth: "run/truth.json",
+				ConfigWarnings: []string{"config.json: a guess"}, Notes: []budget.Note{c.note}}
+			var text, js bytes.Buffer
+			if err := Write(&text, Text, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := Write(&js, JSON, r); err != nil {
+				t.Fatal(err)
+			}
+			if want := "note: config.json: a guess\nnote: " + c.want + "\n"; !strings.Contains(text.String(), want) {
+				t.Errorf("text has no %q:\n%s", want, text.String())
+			}
+			var doc ResultDoc[struct {
+				Notes    []string `json:"notes"`
+				Measured *struct {
+					Sources []string `json:"sources"`
+				} `json:"measured"`
+			}]
+			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if got := doc.Result.Notes; len(got) != 2 || got[0] != "config.json: a guess" || got[1] != c.want {
+				t.Errorf("JSON notes = %q, want the config's warning and %q", got, c.want)
+			}
+			if m := doc.Result.Measured; m == nil || len(m.Sources) != 2 || m.Sources[0] != "run/snapshot.pickle" {
+				t.Errorf("JSON measured = %+v, want sources snapshot, truth", m)
+			}
+		})
+	}
+}
+
+// The document: schema, kind and the prediction's fields under "result";
+// without measured sources, no "measured"; notes never null.
+func TestBudgetDocument(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, JSON, &Budget{Prediction: smallPrediction(t)}); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema"] != Schema || doc["kind"] != "budget" {
+		t.Errorf("schema %v kind %v, want %s budget", doc["schema"], doc["kind"], Schema)
+	}
+	res, _ := doc["result"].(map[string]any)
+	for _, k := range []string{"model", "shape", "params", "terms", "phases", "peak_phase", "fixes", "notes"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result has no %q", k)
+		}
+	}
+	if _, ok := res["measured"]; ok {
+		t.Errorf("result has \"measured\" with nothing measured")
+	}
+	if n, ok := res["notes"].([]any); !ok || len(n) != 0 {
+		t.Errorf("notes = %v, want []", res["notes"])
+	}
+}
