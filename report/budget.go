@@ -77,7 +77,7 @@ func (r *Budget) noteText(n budget.Note) string {
 type BudgetJSON struct {
 	*budget.Prediction
 	Fit      *budget.Fit         `json:"fit,omitempty"`
-	Fixes    []budget.Fix        `json:"fixes"`
+	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
 	Notes    []string            `json:"notes"`
 }
@@ -89,7 +89,7 @@ type BudgetMeasuredJSON struct {
 }
 
 func (r *Budget) document() any {
-	res := BudgetJSON{Prediction: r.Prediction, Fit: r.Fit, Fixes: r.Fixes, Notes: r.notes()}
+	res := BudgetJSON{Prediction: r.Prediction, Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
 	if r.measured() {
 		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
 	}

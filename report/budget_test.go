@@ -98,3 +98,27 @@ func TestBudgetDocument(t *testing.T) {
 		t.Errorf("notes = %v, want []", res["notes"])
 	}
 }
+
+// Every fix kind has a name, the flags that model it and a cost; the
+// numbers in them come from the run with the fix.
+func TestBudgetFixWords(t *testing.T) {
+	for k := budget.FixBF16Weights; k <= budget.FixMicroBatch; k++ {
+		w := budgetFixText(budget.Fix{Kind: k})
+		if w.name == "" || strings.HasPrefix(w.name, "fix of kind") || !strings.HasPrefix(w.change, "--") || w.cost == "" {
+			t.Errorf("budgetFixText(kind %d) = %+v, want a name, flags and a cost", k, w)
+		}
+	}
+	s := budget.DefaultShape()
+	s.Batch, s.Accumulation, s.ShardRanks = 2, 4, 16
+	for _, c := range []struct {
+		kind        budget.FixKind
+		name, flags string
+	}{
+		{budget.FixMicroBatch, "micro-batch 2 with 4-step gradient accumulation", "--batch 2 --accumulation 4"},
+		{budget.FixShardOptimizer, "shard optimizer state over 16 data-parallel ranks (ZeRO-1, FSDP)", "--shard-ranks 16"},
+	} {
+		if w := budgetFixText(budget.Fix{Kind: c.kind, Shape: s}); w.name != c.name || w.change != c.flags {
+			t.Errorf("budgetFixText(kind %d) = %q [%q], want %q [%q]", c.kind, w.name, w.change, c.name, c.flags)
+		}
+	}
+}

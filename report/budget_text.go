@@ -92,8 +92,9 @@ func (r *Budget) writeText(w io.Writer) error {
 			if r.Fit != nil && f.NewPeak+p.Outside <= r.Fit.Memory {
 				fits = ", fits"
 			}
+			fw := budgetFixText(f)
 			ew.printf("  %d. %s  [%s]\n     saves %s → %s in %s%s; targets %s\n     cost: %s\n",
-				i+1, f.Name, f.Change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, f.Cost)
+				i+1, fw.name, fw.change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, fw.cost)
 		}
 	}
 	if r.measured() {
