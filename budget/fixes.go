@@ -7,17 +7,17 @@ import "sort"
 type FixKind int
 
 const (
-	FixBF16Weights      FixKind = iota + 1 // inference: bf16 weights (--precision bf16)
-	FixHalfKVCache                         // inference: half the KV cache's tokens (--max-tokens)
-	FixFusedLoss                           // fused linear cross-entropy (--loss fused)
-	FixChunkedLoss                         // chunked cross-entropy (--loss chunked)
-	FixSelectiveCkpt                       // selective activation checkpointing
-	FixFullCkpt                            // full activation checkpointing
-	FixFusedAdamW                          // AdamW with fused=True (--optimizer-impl fused)
-	FixBF16Autocast                        // bf16 autocast over fp32 (--precision bf16-autocast)
-	FixBF16Mixed                           // bf16 weights, fp32 master copy (--precision bf16-mixed)
-	FixShardOptimizer                      // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
-	FixMicroBatch                          // half the micro-batch, twice the accumulation (--batch, --accumulation)
+	FixBF16Weights    FixKind = iota + 1 // inference: bf16 weights (--precision bf16)
+	FixHalfKVCache                       // inference: half the KV cache's tokens (--max-tokens)
+	FixFusedLoss                         // fused linear cross-entropy (--loss fused)
+	FixChunkedLoss                       // chunked cross-entropy (--loss chunked)
+	FixSelectiveCkpt                     // selective activation checkpointing
+	FixFullCkpt                          // full activation checkpointing
+	FixFusedAdamW                        // AdamW with fused=True (--optimizer-impl fused)
+	FixBF16Autocast                      // bf16 autocast over fp32 (--precision bf16-autocast)
+	FixBF16Mixed                         // bf16 weights, fp32 master copy (--precision bf16-mixed)
+	FixShardOptimizer                    // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
+	FixMicroBatch                        // half the micro-batch, twice the accumulation (--batch, --accumulation)
 )
 
 // Fix is one change to the run that lowers the predicted peak.
