@@ -1,9 +1,6 @@
 package budget
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // GPU is a device the budget can be held against.
 type GPU struct {
@@ -115,12 +112,4 @@ func (p *Prediction) FitOn(name string, memory int64) Fit {
 		f.Verdict = "fits"
 	}
 	return f
-}
-
-// String is the verdict in words: "fits: 12.3% (9.80 GiB) left".
-func (f Fit) String() string {
-	if f.Headroom < 0 {
-		return fmt.Sprintf("%s: short by %.1f%% of the device", f.Verdict, -f.HeadroomPercent)
-	}
-	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
 }

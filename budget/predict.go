@@ -135,8 +135,9 @@ type Prediction struct {
 	Phases   []PhasePeak    `json:"phases"`
 	Peak     int            `json:"peak_phase"` // index into Phases
 	Outside  int64          `json:"outside"`    // bytes outside the caching allocator
-	Warnings []string       `json:"warnings"`
-	calc     *calc          // for Classify
+	Warnings []Warning      `json:"-"`          // worded by package report
+
+	calc *calc // for Classify
 }
 
 // PeakBytes is the predicted peak of allocated bytes over the step.
@@ -153,7 +154,7 @@ func Predict(m Model, s Shape) (*Prediction, error) {
 	}
 	c := newCalc(m, s)
 	p := &Prediction{Model: m, Shape: c.s, Params: c.p, PerParam: c.perParam(), Layer: c.layer(),
-		Outside: c.s.Outside, calc: c, Warnings: []string{}}
+		Outside: c.s.Outside, calc: c}
 	if s.Mode == Infer {
 		p.Phases = []PhasePeak{c.inferPhase()}
 	} else {
@@ -208,13 +209,26 @@ func newCalc(m Model, s Shape) *calc {
 	return c
 }
 
-func (c *calc) warnings() []string {
-	var w []string
+// Warning is a doubt about a prediction's run shape; package report words
+// each.
+type Warning int
+
+const (
+	// WarnBF16Moments: pure bf16 training keeps AdamW's moments in bf16
+	// (8 bytes per parameter), losing updates below bf16's resolution.
+	WarnBF16Moments Warning = iota + 1
+	// WarnCheckpointingInfer: activation checkpointing does nothing in
+	// inference.
+	WarnCheckpointingInfer
+)
+
+func (c *calc) warnings() []Warning {
+	var w []Warning
 	if c.s.Mode == Train && c.s.Optimizer == AdamW && c.s.Precision == BF16 {
-		w = append(w, "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost")
+		w = append(w, WarnBF16Moments)
 	}
 	if c.s.Mode == Infer && c.s.Checkpointing != NoCheckpointing {
-		w = append(w, "activation checkpointing has no effect in inference")
+		w = append(w, WarnCheckpointingInfer)
 	}
 	return w
 }

@@ -72,10 +72,39 @@ func (r *Budget) noteText(n budget.Note) string {
 	return fmt.Sprintf("note of kind %d", int(n.Kind))
 }
 
+// budgetWarnings words the prediction's warnings (never nil).
+func budgetWarnings(p *budget.Prediction) []string {
+	out := []string{}
+	for _, w := range p.Warnings {
+		out = append(out, budgetWarningText(w))
+	}
+	return out
+}
+
+func budgetWarningText(w budget.Warning) string {
+	switch w {
+	case budget.WarnBF16Moments:
+		return "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost"
+	case budget.WarnCheckpointingInfer:
+		return "activation checkpointing has no effect in inference"
+	}
+	return fmt.Sprintf("warning of kind %d", int(w))
+}
+
+// budgetFitText is the fit's verdict in words: "fits: 12.3% of the device
+// left".
+func budgetFitText(f *budget.Fit) string {
+	if f.Headroom < 0 {
+		return fmt.Sprintf("%s: short by %.1f%% of the device", f.Verdict, -f.HeadroomPercent)
+	}
+	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
+}
+
 // BudgetJSON is the result of the budget document: the prediction's
 // fields, then the fit, the fixes, the comparison and the notes.
 type BudgetJSON struct {
 	*budget.Prediction
+	Warnings []string            `json:"warnings"` // the prediction's, worded
 	Fit      *budget.Fit         `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
@@ -89,7 +118,7 @@ type BudgetMeasuredJSON struct {
 }
 
 func (r *Budget) document() any {
-	res := BudgetJSON{Prediction: r.Prediction, Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+	res := BudgetJSON{Prediction: r.Prediction, Warnings: budgetWarnings(r.Prediction), Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
 	if r.measured() {
 		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
 	}

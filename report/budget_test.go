@@ -122,3 +122,38 @@ func TestBudgetFixWords(t *testing.T) {
 		}
 	}
 }
+
+// The prediction's warnings in words, in text after the notes and in the
+// JSON "warnings".
+func TestBudgetWarningWords(t *testing.T) {
+	p := smallPrediction(t)
+	s := p.Shape
+	s.Precision = budget.BF16
+	p, err := budget.Predict(p.Model, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost"
+	var text, js bytes.Buffer
+	if err := Write(&text, Text, &Budget{Prediction: p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&js, JSON, &Budget{Prediction: p}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "note: "+want+"\n") {
+		t.Errorf("text has no note %q:\n%s", want, text.String())
+	}
+	var doc ResultDoc[struct {
+		Warnings []string `json:"warnings"`
+	}]
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if w := doc.Result.Warnings; len(w) != 1 || w[0] != want {
+		t.Errorf("JSON warnings = %q, want [%q]", w, want)
+	}
+	if got := budgetWarningText(budget.WarnCheckpointingInfer); got != "activation checkpointing has no effect in inference" {
+		t.Errorf("budgetWarningText(WarnCheckpointingInfer) = %q", got)
+	}
+}

@@ -28,7 +28,7 @@ func (r *Budget) writeText(w io.Writer) error {
 		ew.printf(", optimizer state over %d ranks", s.ShardRanks)
 	}
 	ew.printf("\n")
-	for _, n := range append(r.notes(), p.Warnings...) {
+	for _, n := range append(r.notes(), budgetWarnings(p)...) {
 		ew.printf("note: %s\n", n)
 	}
 
@@ -82,7 +82,7 @@ func (r *Budget) writeText(w io.Writer) error {
 			name = "device"
 		}
 		ew.printf("\n%s (%s): needs %s (peak %s + %s outside the allocator)\n  %s\n",
-			name, units.Bytes(f.Memory), units.Bytes(f.Need), units.Bytes(p.PeakBytes()), units.Bytes(p.Outside), f)
+			name, units.Bytes(f.Memory), units.Bytes(f.Need), units.Bytes(p.PeakBytes()), units.Bytes(p.Outside), budgetFitText(f))
 	}
 
 	if len(r.Fixes) > 0 {
