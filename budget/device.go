@@ -76,6 +76,16 @@ func GPUNames() []string {
 	return names
 }
 
+// WorkspaceIn is the cuBLAS workspace memory of a run in mode on g: one
+// workspace of g's size per thread that runs matmuls (as DefaultWorkspace
+// counts them on Hopper), or -1 (the default) when g's size is unknown.
+func (g GPU) WorkspaceIn(mode Mode) int64 {
+	if g.Workspace <= 0 {
+		return -1
+	}
+	return g.Workspace * DefaultWorkspace(mode) / CublasWorkspace
+}
+
 // Fit is a prediction held against a device.
 type Fit struct {
 	Device string `json:"device"` // name, or "" for a size

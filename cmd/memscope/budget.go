@@ -254,10 +254,7 @@ func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *budget.Truth) (budge
 				o.deviceMemory, strings.Join(budget.GPUNames(), ", "))
 		}
 	}
-	s.Workspace, s.Outside = -1, -1
-	if gpu.Workspace > 0 {
-		s.Workspace = gpu.Workspace * budget.DefaultWorkspace(s.Mode) / budget.CublasWorkspace
-	}
+	s.Workspace, s.Outside = gpu.WorkspaceIn(s.Mode), -1
 	for _, v := range []struct {
 		flag, val string
 		dst       *int64
