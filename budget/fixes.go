@@ -23,7 +23,8 @@ const (
 // Fix is one change to the run that lowers the predicted peak.
 type Fix struct {
 	Kind FixKind `json:"-"`
-	// Term is the term it shrinks.
+	// Term is the term it shrinks most at the peak: the largest of the
+	// old peak's bytes by term minus the new peak's.
 	Term TermKey `json:"term"`
 	// Shape is the run with the fix; NewPeak its predicted peak (allocated
 	// bytes) in phase NewPhase, and Saves the old peak minus NewPeak.
@@ -61,59 +62,59 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 		if s.Precision == FP32 || s.Precision == BF16Autocast {
 			t := s
 			t.Precision = BF16
-			add(Fix{Kind: FixBF16Weights, Term: ModelStates}, t)
+			add(Fix{Kind: FixBF16Weights}, t)
 		}
 		t := s
 		t.MaxTokens = max(1, p.calc.s.MaxTokens/2)
-		add(Fix{Kind: FixHalfKVCache, Term: KVCache, CostRank: 4}, t)
+		add(Fix{Kind: FixHalfKVCache, CostRank: 4}, t)
 		return rank(p, cands)
 	}
 	if s.Loss != FusedLoss {
 		t := s
 		t.Loss = FusedLoss
-		add(Fix{Kind: FixFusedLoss, Term: LogitsLoss}, t)
+		add(Fix{Kind: FixFusedLoss}, t)
 	}
 	if s.Loss == PlainLoss {
 		t := s
 		t.Loss = ChunkedLoss
-		add(Fix{Kind: FixChunkedLoss, Term: LogitsLoss}, t)
+		add(Fix{Kind: FixChunkedLoss}, t)
 	}
 	if s.Checkpointing == NoCheckpointing {
 		t := s
 		t.Checkpointing = SelectiveCheckpointing
-		add(Fix{Kind: FixSelectiveCkpt, Term: Activations, CostRank: 1}, t)
+		add(Fix{Kind: FixSelectiveCkpt, CostRank: 1}, t)
 	}
 	if s.Checkpointing != FullCheckpointing {
 		t := s
 		t.Checkpointing = FullCheckpointing
-		add(Fix{Kind: FixFullCkpt, Term: Activations, CostRank: 3}, t)
+		add(Fix{Kind: FixFullCkpt, CostRank: 3}, t)
 	}
 	if s.Optimizer == AdamW && s.OptimizerImpl != Fused {
 		t := s
 		t.OptimizerImpl = Fused
-		add(Fix{Kind: FixFusedAdamW, Term: ModelStates}, t)
+		add(Fix{Kind: FixFusedAdamW}, t)
 	}
 	switch s.Precision {
 	case FP32:
 		t := s
 		t.Precision = BF16Autocast
-		add(Fix{Kind: FixBF16Autocast, Term: Activations}, t)
+		add(Fix{Kind: FixBF16Autocast}, t)
 	case BF16Autocast:
 		t := s
 		t.Precision = BF16Mixed
-		add(Fix{Kind: FixBF16Mixed, Term: Activations, CostRank: 2}, t)
+		add(Fix{Kind: FixBF16Mixed, CostRank: 2}, t)
 	}
 	if s.ShardRanks <= 1 && (p.calc.moments() > 0 || p.calc.d.master > 0) {
 		t := s
 		t.ShardRanks = ranks
-		add(Fix{Kind: FixShardOptimizer, Term: ModelStates, CostRank: 2}, t)
+		add(Fix{Kind: FixShardOptimizer, CostRank: 2}, t)
 	}
 	if s.Batch > 1 {
 		t := s
 		t.Batch = s.Batch / 2
 		acc := max(s.Accumulation, 1) * 2
 		t.Accumulation = acc
-		add(Fix{Kind: FixMicroBatch, Term: Activations, CostRank: 4}, t)
+		add(Fix{Kind: FixMicroBatch, CostRank: 4}, t)
 	}
 	return rank(p, cands)
 }
@@ -130,6 +131,7 @@ func rank(p *Prediction, cands []Fix) []Fix {
 		f.NewPeak, f.NewPhase = np.PeakBytes(), np.Phases[np.Peak].Phase
 		f.Saves = p.PeakBytes() - f.NewPeak
 		f.Shape = np.Shape
+		f.Term = savedMost(p, np)
 		if f.Saves*100 >= p.PeakBytes() {
 			out = append(out, f)
 		}
@@ -141,4 +143,14 @@ func rank(p *Prediction, cands []Fix) []Fix {
 		return out[i].Saves > out[j].Saves
 	})
 	return out
+}
+
+// savedMost is the term that loses the most bytes at the peak from p to np.
+func savedMost(p, np *Prediction) TermKey {
+	before, after := p.Phases[p.Peak].ByTerm(), np.Phases[np.Peak].ByTerm()
+	var saved [NumTerms]int64
+	for k := range NumTerms {
+		saved[k] = before[k] - after[k]
+	}
+	return largest(saved)
 }

@@ -123,7 +123,7 @@ type Layer struct {
 
 // Prediction is the budget of one step.
 type Prediction struct {
-	Model  Model  `json:"model"`
+	Model  Model  `json:"model"` // as given, with HeadDim derived when it was 0
 	Shape  Shape  `json:"shape"`
 	Params Params `json:"params"`
 	// PerParam is the model states' bytes per parameter: weights,
@@ -140,6 +140,12 @@ type Prediction struct {
 	calc *calc // for Classify
 }
 
+// TermPerParam is what term k holds at its largest (Terms[k].Bytes) per
+// parameter of the model.
+func (p *Prediction) TermPerParam(k TermKey) float64 {
+	return float64(p.Terms[k].Bytes) / float64(p.Params.Total)
+}
+
 // PeakBytes is the predicted peak of allocated bytes over the step.
 func (p *Prediction) PeakBytes() int64 { return p.Phases[p.Peak].Bytes }
 
@@ -153,6 +159,7 @@ func Predict(m Model, s Shape) (*Prediction, error) {
 		return nil, err
 	}
 	c := newCalc(m, s)
+	m.HeadDim = m.headDim() // derived when not given: the value used
 	p := &Prediction{Model: m, Shape: c.s, Params: c.p, PerParam: c.perParam(), Layer: c.layer(),
 		Outside: c.s.Outside, calc: c}
 	if s.Mode == Infer {

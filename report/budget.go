@@ -92,10 +92,10 @@ func budgetWarningText(w budget.Warning) string {
 }
 
 // budgetFitText is the fit's verdict in words: "fits: 12.3% of the device
-// left".
+// left", or "does not fit: needs 2.2× the device, 96.00 GiB short".
 func budgetFitText(f *budget.Fit) string {
 	if f.Headroom < 0 {
-		return fmt.Sprintf("%s: short by %.1f%% of the device", f.Verdict, -f.HeadroomPercent)
+		return fmt.Sprintf("%s: needs %.3g× the device, %s short", f.Verdict, float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
 	}
 	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
 }

@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
 )
 
 // smallPrediction is a two-layer model, small enough to read.
@@ -155,5 +157,53 @@ func TestBudgetWarningWords(t *testing.T) {
 	}
 	if got := budgetWarningText(budget.WarnCheckpointingInfer); got != "activation checkpointing has no effect in inference" {
 		t.Errorf("budgetWarningText(WarnCheckpointingInfer) = %q", got)
+	}
+}
+
+// The fit in words: the headroom left, or how many times the device the
+// run needs and how many bytes it is short.
+func TestBudgetFitWords(t *testing.T) {
+	for _, c := range []struct {
+		fit  budget.Fit
+		want string
+	}{
+		{budget.Fit{Memory: 80 << 30, Need: 176 << 30, Headroom: -96 << 30, HeadroomPercent: -120, Verdict: "does not fit"},
+			"does not fit: needs 2.2× the device, 96.00 GiB short"},
+		{budget.Fit{Memory: 100 << 30, Need: 88 << 30, Headroom: 12 << 30, HeadroomPercent: 12, Verdict: "fits"},
+			"fits: 12.0% of the device left"},
+	} {
+		if got := budgetFitText(&c.fit); got != c.want {
+			t.Errorf("budgetFitText(%+v) = %q, want %q", c.fit, got, c.want)
+		}
+	}
+}
+
+// The model states' bytes per parameter are those of the term's bytes
+// beside them: foreach AdamW under autocast holds 4 (weights) + 4
+// (gradients) + 8 (moments) + 4 (the step's sqrt(exp_avg_sq)) at the
+// optimizer peak. The document's model has the derived head dimension.
+func TestBudgetStatesPerParam(t *testing.T) {
+	p := smallPrediction(t)
+	var text, js bytes.Buffer
+	if err := Write(&text, Text, &Budget{Prediction: p}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("  %-18s %11s   20 B/param\n", budget.ModelStates, units.Bytes(20*p.Params.Total))
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text has no %q:\n%s", want, text.String())
+	}
+	if err := Write(&js, JSON, &Budget{Prediction: p}); err != nil {
+		t.Fatal(err)
+	}
+	var doc ResultDoc[struct {
+		Model struct {
+			HeadDim int64 `json:"head_dim"`
+		} `json:"model"`
+	}]
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Result.Model.HeadDim != 16 {
+		t.Errorf("model.head_dim = %d, want 16 (hidden 64 / 4 heads)", doc.Result.Model.HeadDim)
 	}
 }

@@ -17,7 +17,7 @@ func (r *Budget) writeText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	p := r.Prediction
 	m, s := p.Model, p.Shape
-	ew.printf("model: %s\n       %s\n", m.Name, m.Describe())
+	ew.printf("model: %s\n       %s\n", m.Name, budgetModelText(m))
 	ew.printf("       %s parameters (%.2f B)\n", commas(p.Params.Total), float64(p.Params.Total)/1e9)
 	ew.printf("run:   %s, micro-batch %d × %d = %s tokens, %s\n       %s (%s), checkpointing %s, loss %s",
 		s.Mode, s.Batch, s.Seq, commas(s.Tokens()), s.Precision, s.Optimizer, s.OptimizerImpl, s.Checkpointing, s.Loss)
@@ -36,7 +36,9 @@ func (r *Budget) writeText(w io.Writer) error {
 	for _, t := range p.Terms {
 		extra := ""
 		if t.Key == budget.ModelStates {
-			extra = fmt.Sprintf("   %d B/param", p.PerParam)
+			// What the term holds at its largest, per parameter: with
+			// the step's temporaries, after sharding.
+			extra = fmt.Sprintf("   %.3g B/param", p.TermPerParam(budget.ModelStates))
 		}
 		ew.printf("  %-18s %11s%s\n", t.Key, units.Bytes(t.Bytes), extra)
 		for _, pt := range t.Parts {
@@ -101,6 +103,18 @@ func (r *Budget) writeText(w io.Writer) error {
 		budgetMeasuredText(ew, r.sources(), r.Measured)
 	}
 	return ew.err
+}
+
+// budgetModelText is m in one line: "16 layers, hidden 2048, 32 heads
+// (8 KV, dim 64), intermediate 8192 gated, vocab 128256, tied, sdpa
+// attention". The head dimension is the prediction's (derived if not given).
+func budgetModelText(m budget.Model) string {
+	tied := "untied"
+	if m.TiedEmbeddings {
+		tied = "tied"
+	}
+	return fmt.Sprintf("%d layers, hidden %d, %d heads (%d KV, dim %d), intermediate %d %s, vocab %d, %s, %s attention",
+		m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, m.MLP, m.Vocab, tied, m.Attention)
 }
 
 var budgetShortTerm = [budget.NumTerms]string{"states", "activations", "logits", "KV cache", "overhead"}
