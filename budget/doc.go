@@ -22,9 +22,11 @@
 // reports; the CUDA context and other memory outside the caching allocator
 // are kept apart (Prediction.Outside) and only added for the device fit.
 //
-// Fixes (Fix.Kind), notes (Note) and warnings (Warning) are typed values
-// with their numbers; package report words them. Part names, formulas and
-// lifetimes, and LoadConfig's warnings, are still written here.
+// Fixes (Fix.Kind), notes (Note), warnings (Warning) and when a part's
+// tensors live (Lifetime) are typed values with their numbers; package
+// report words them and writes the JSON document. Part names and formulas,
+// phase moments, the rule of thumb's arithmetic and LoadConfig's warnings
+// are still written here.
 //
 // The package imports nothing from memscope's other packages: the command
 // feeds Compare with phases measured by package attribution

@@ -100,15 +100,90 @@ func budgetFitText(f *budget.Fit) string {
 	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
 }
 
-// BudgetJSON is the result of the budget document: the prediction's
-// fields, then the fit, the fixes, the comparison and the notes.
+// BudgetJSON is the result of the budget document: the prediction, then
+// the fit, the fixes, the comparison and the notes.
 type BudgetJSON struct {
-	*budget.Prediction
-	Warnings []string            `json:"warnings"` // the prediction's, worded
+	Model    budget.Model        `json:"model"`
+	Shape    budget.Shape        `json:"shape"`
+	Params   budget.Params       `json:"params"`
+	PerParam int64               `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
+	Layer    BudgetLayerJSON     `json:"layer"`
+	Terms    []BudgetTermJSON    `json:"terms"`
+	Phases   []budget.PhasePeak  `json:"phases"`
+	Peak     int                 `json:"peak_phase"` // index into phases
+	Outside  int64               `json:"outside"`
+	Warnings []string            `json:"warnings"`
 	Fit      *budget.Fit         `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
 	Notes    []string            `json:"notes"`
+}
+
+// BudgetPartJSON is one line of a term (budget.Part), its lifetime in words.
+type BudgetPartJSON struct {
+	Name     string `json:"name"`
+	Bytes    int64  `json:"bytes"`
+	Formula  string `json:"formula"`
+	PerParam int64  `json:"per_param,omitempty"`
+	Live     string `json:"live"`
+}
+
+// BudgetTermJSON is one of the five terms.
+type BudgetTermJSON struct {
+	Key   budget.TermKey   `json:"term"`
+	Bytes int64            `json:"bytes"`
+	Parts []BudgetPartJSON `json:"parts"`
+}
+
+// BudgetLayerJSON is one decoder layer's saved activations.
+type BudgetLayerJSON struct {
+	Parts    []BudgetPartJSON `json:"parts"`
+	Full     int64            `json:"full"`
+	PerToken int64            `json:"per_token"`
+	Saved    int64            `json:"saved"`
+	Rule     int64            `json:"rule"`
+	RuleText string           `json:"rule_text"`
+}
+
+// budgetPartsJSON converts parts (nil stays nil: null, as before).
+func budgetPartsJSON(ps []budget.Part) []BudgetPartJSON {
+	if ps == nil {
+		return nil
+	}
+	out := make([]BudgetPartJSON, len(ps))
+	for i, p := range ps {
+		out[i] = BudgetPartJSON{Name: p.Name, Bytes: p.Bytes, Formula: p.Formula, PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+	}
+	return out
+}
+
+// budgetLiveText words when a part's tensors exist.
+func budgetLiveText(l budget.Lifetime) string {
+	switch l {
+	case budget.LiveWholeStep:
+		return "whole step"
+	case budget.LiveAccumulated:
+		return "whole step (accumulated over micro-batches)"
+	case budget.LiveForward:
+		return "forward"
+	case budget.LiveForwardToBackward:
+		return "forward to backward"
+	case budget.LiveCopiesRecomputed:
+		return "forward (lm_head's to backward; a layer's again while it is recomputed)"
+	case budget.LiveBackwardStart:
+		return "backward start"
+	case budget.LiveBackward:
+		return "backward"
+	case budget.LiveBackwardToOptimizer:
+		return "backward to optimizer"
+	case budget.LiveOptimizerStep:
+		return "optimizer step"
+	case budget.LiveOutside:
+		return "outside the allocator"
+	case 0:
+		return ""
+	}
+	return fmt.Sprintf("lifetime %d", int(l))
 }
 
 // BudgetMeasuredJSON is the comparison with what was measured.
@@ -118,7 +193,16 @@ type BudgetMeasuredJSON struct {
 }
 
 func (r *Budget) document() any {
-	res := BudgetJSON{Prediction: r.Prediction, Warnings: budgetWarnings(r.Prediction), Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+	p := r.Prediction
+	l := p.Layer
+	res := BudgetJSON{Model: p.Model, Shape: p.Shape, Params: p.Params, PerParam: p.PerParam,
+		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
+			Rule: l.Rule, RuleText: l.RuleText},
+		Phases: p.Phases, Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
+		Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+	for _, t := range p.Terms {
+		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
+	}
 	if r.measured() {
 		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
 	}

@@ -207,3 +207,33 @@ func TestBudgetStatesPerParam(t *testing.T) {
 		t.Errorf("model.head_dim = %d, want 16 (hidden 64 / 4 heads)", doc.Result.Model.HeadDim)
 	}
 }
+
+// Every lifetime has words, and the document's parts carry them.
+func TestBudgetLiveWords(t *testing.T) {
+	for l := budget.LiveWholeStep; l <= budget.LiveOutside; l++ {
+		if w := budgetLiveText(l); w == "" || strings.HasPrefix(w, "lifetime ") {
+			t.Errorf("budgetLiveText(%d) = %q, want words", l, w)
+		}
+	}
+	var js bytes.Buffer
+	if err := Write(&js, JSON, &Budget{Prediction: smallPrediction(t)}); err != nil {
+		t.Fatal(err)
+	}
+	var doc ResultDoc[struct {
+		Terms []struct {
+			Parts []struct {
+				Name string `json:"name"`
+				Live string `json:"live"`
+			} `json:"parts"`
+		} `json:"terms"`
+	}]
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Result.Terms) != int(budget.NumTerms) {
+		t.Fatalf("terms = %d, want %d", len(doc.Result.Terms), budget.NumTerms)
+	}
+	if p := doc.Result.Terms[budget.ModelStates].Parts[0]; p.Live != "whole step" {
+		t.Errorf("model states' first part %q lives %q, want whole step", p.Name, p.Live)
+	}
+}

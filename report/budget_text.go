@@ -46,7 +46,7 @@ func (r *Budget) writeText(w io.Writer) error {
 			if pt.PerParam > 0 {
 				per = fmt.Sprintf(" (%d B/param)", pt.PerParam)
 			}
-			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, pt.Live)
+			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, budgetLiveText(pt.Live))
 			if pt.Formula != "" {
 				ew.printf("                 = %s\n", pt.Formula)
 			}
