@@ -36,7 +36,7 @@ func (c *calc) layerParts() []Part {
 	d, T, h := c.d, c.T, c.h
 	var ps []Part
 	add := func(name string, perToken int64, formula string) {
-		ps = append(ps, Part{Name: name, Bytes: perToken * T, Formula: fmt.Sprintf("%s × %s", c.tokens(), formula), Live: "forward to backward"})
+		ps = append(ps, Part{Name: name, Bytes: perToken * T, Formula: fmt.Sprintf("%s × %s", c.tokens(), formula), Live: LiveForwardToBackward})
 	}
 	if c.residualSaved() {
 		add("residual stream: attention output and layer output", 2*d.resid*h, fmt.Sprintf("2 × %d hidden × %d B", h, d.resid))

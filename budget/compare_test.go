@@ -66,8 +66,8 @@ func TestSuggest(t *testing.T) {
 	}
 	// The loss is free to fix and the logits hold 25 GB: a fused linear
 	// cross-entropy comes first; the micro-batch comes last.
-	if fixes[0].Change != "--loss fused" || fixes[len(fixes)-1].CostRank != 4 {
-		t.Errorf("Suggest: first %q, last cost rank %d; want --loss fused first, the micro-batch last", fixes[0].Change, fixes[len(fixes)-1].CostRank)
+	if fixes[0].Kind != FixFusedLoss || fixes[len(fixes)-1].CostRank != 4 {
+		t.Errorf("Suggest: first kind %d, last cost rank %d; want the fused loss first, the micro-batch last", fixes[0].Kind, fixes[len(fixes)-1].CostRank)
 	}
 	for i, f := range fixes {
 		q, err := Predict(p.Model, f.Shape)
@@ -75,16 +75,16 @@ func TestSuggest(t *testing.T) {
 			t.Fatal(err)
 		}
 		if f.NewPeak != q.PeakBytes() || f.Saves != p.PeakBytes()-f.NewPeak || f.Saves*100 < p.PeakBytes() {
-			t.Errorf("fix %q: new peak %d saves %d; Predict gives %d", f.Name, f.NewPeak, f.Saves, q.PeakBytes())
+			t.Errorf("fix %d: new peak %d saves %d; Predict gives %d", f.Kind, f.NewPeak, f.Saves, q.PeakBytes())
 		}
 		if i > 0 && fixes[i-1].CostRank == f.CostRank && fixes[i-1].Saves < f.Saves {
-			t.Errorf("fixes %q and %q of one cost are not ranked by bytes saved", fixes[i-1].Name, f.Name)
+			t.Errorf("fixes %d and %d of one cost are not ranked by bytes saved", fixes[i-1].Kind, f.Kind)
 		}
 	}
 	// Full checkpointing leaves each layer's input: the backward peak drops
 	// by the 16 layers' activations minus their inputs and the copies.
 	for _, f := range fixes {
-		if f.Change == "--checkpointing full" && f.Saves < 30e9 {
+		if f.Kind == FixFullCkpt && f.Saves < 30e9 {
 			t.Errorf("full checkpointing saves %d, want over 30 GB", f.Saves)
 		}
 	}

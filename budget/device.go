@@ -1,9 +1,6 @@
 package budget
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // GPU is a device the budget can be held against.
 type GPU struct {
@@ -79,6 +76,16 @@ func GPUNames() []string {
 	return names
 }
 
+// WorkspaceIn is the cuBLAS workspace memory of a run in mode on g: one
+// workspace of g's size per thread that runs matmuls (as DefaultWorkspace
+// counts them on Hopper), or -1 (the default) when g's size is unknown.
+func (g GPU) WorkspaceIn(mode Mode) int64 {
+	if g.Workspace <= 0 {
+		return -1
+	}
+	return g.Workspace * DefaultWorkspace(mode) / CublasWorkspace
+}
+
 // Fit is a prediction held against a device.
 type Fit struct {
 	Device string `json:"device"` // name, or "" for a size
@@ -115,12 +122,4 @@ func (p *Prediction) FitOn(name string, memory int64) Fit {
 		f.Verdict = "fits"
 	}
 	return f
-}
-
-// String is the verdict in words: "fits: 12.3% (9.80 GiB) left".
-func (f Fit) String() string {
-	if f.Headroom < 0 {
-		return fmt.Sprintf("%s: short by %.1f%% of the device", f.Verdict, -f.HeadroomPercent)
-	}
-	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
 }

@@ -22,7 +22,15 @@
 // reports; the CUDA context and other memory outside the caching allocator
 // are kept apart (Prediction.Outside) and only added for the device fit.
 //
+// Fixes (Fix.Kind), notes (Note), warnings (Warning) and when a part's
+// tensors live (Lifetime) are typed values with their numbers; package
+// report words them and writes the JSON document. Part names and formulas,
+// phase moments, the rule of thumb's arithmetic and LoadConfig's warnings
+// are still written here.
+//
 // The package imports nothing from memscope's other packages: the command
-// feeds Compare with numbers measured by package attribution. Returned
-// values share no memory with the arguments and may be kept.
+// feeds Compare with phases measured by package attribution
+// (attribution.MeasureBudget) and merged with torch's peaks from a
+// capture's truth.json (ReadTruth, MergeTruth). Returned values share no
+// memory with the arguments and may be kept.
 package budget

@@ -1,18 +1,31 @@
 package budget
 
-import (
-	"fmt"
-	"sort"
+import "sort"
+
+// FixKind names a change to the run; package report words each kind (its
+// name, the memscope budget flags that model it, and what it costs).
+type FixKind int
+
+const (
+	FixBF16Weights    FixKind = iota + 1 // inference: bf16 weights (--precision bf16)
+	FixHalfKVCache                       // inference: half the KV cache's tokens (--max-tokens)
+	FixFusedLoss                         // fused linear cross-entropy (--loss fused)
+	FixChunkedLoss                       // chunked cross-entropy (--loss chunked)
+	FixSelectiveCkpt                     // selective activation checkpointing
+	FixFullCkpt                          // full activation checkpointing
+	FixFusedAdamW                        // AdamW with fused=True (--optimizer-impl fused)
+	FixBF16Autocast                      // bf16 autocast over fp32 (--precision bf16-autocast)
+	FixBF16Mixed                         // bf16 weights, fp32 master copy (--precision bf16-mixed)
+	FixShardOptimizer                    // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
+	FixMicroBatch                        // half the micro-batch, twice the accumulation (--batch, --accumulation)
 )
 
 // Fix is one change to the run that lowers the predicted peak.
 type Fix struct {
-	Name   string `json:"name"`
-	Change string `json:"change"` // the memscope budget flags that model it
-	// Term is the term it shrinks; Cost what it costs in compute,
-	// throughput or set-up, in words.
+	Kind FixKind `json:"-"`
+	// Term is the term it shrinks most at the peak: the largest of the
+	// old peak's bytes by term minus the new peak's.
 	Term TermKey `json:"term"`
-	Cost string  `json:"cost"`
 	// Shape is the run with the fix; NewPeak its predicted peak (allocated
 	// bytes) in phase NewPhase, and Saves the old peak minus NewPeak.
 	Shape    Shape  `json:"shape"`
@@ -49,72 +62,59 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 		if s.Precision == FP32 || s.Precision == BF16Autocast {
 			t := s
 			t.Precision = BF16
-			add(Fix{Name: "bf16 weights (model.to(torch.bfloat16))", Change: "--precision bf16", Term: ModelStates,
-				Cost: "none for serving; outputs differ slightly from fp32"}, t)
+			add(Fix{Kind: FixBF16Weights}, t)
 		}
 		t := s
 		t.MaxTokens = max(1, p.calc.s.MaxTokens/2)
-		add(Fix{Name: "half the KV cache: fewer concurrent tokens", Change: fmt.Sprintf("--max-tokens %d", t.MaxTokens),
-			Term: KVCache, Cost: "half the concurrent sequences or context", CostRank: 4}, t)
+		add(Fix{Kind: FixHalfKVCache, CostRank: 4}, t)
 		return rank(p, cands)
 	}
 	if s.Loss != FusedLoss {
 		t := s
 		t.Loss = FusedLoss
-		add(Fix{Name: "fused linear cross-entropy (Liger Kernel)", Change: "--loss fused", Term: LogitsLoss,
-			Cost: "a kernel swap; no extra compute: the full logits never exist"}, t)
+		add(Fix{Kind: FixFusedLoss}, t)
 	}
 	if s.Loss == PlainLoss {
 		t := s
 		t.Loss = ChunkedLoss
-		add(Fix{Name: "chunked cross-entropy (8 chunks, upcast per chunk)", Change: "--loss chunked", Term: LogitsLoss,
-			Cost: "a loss-function swap; no extra compute"}, t)
+		add(Fix{Kind: FixChunkedLoss}, t)
 	}
 	if s.Checkpointing == NoCheckpointing {
 		t := s
 		t.Checkpointing = SelectiveCheckpointing
-		add(Fix{Name: "selective activation checkpointing (keep matmul and attention outputs)", Change: "--checkpointing selective",
-			Term: Activations, Cost: "recomputes norms, activations and casts in backward: a few percent more compute", CostRank: 1}, t)
+		add(Fix{Kind: FixSelectiveCkpt, CostRank: 1}, t)
 	}
 	if s.Checkpointing != FullCheckpointing {
 		t := s
 		t.Checkpointing = FullCheckpointing
-		add(Fix{Name: "full activation checkpointing (keep each layer's input)", Change: "--checkpointing full",
-			Term: Activations, Cost: "one more forward per step: about a third more compute", CostRank: 3}, t)
+		add(Fix{Kind: FixFullCkpt, CostRank: 3}, t)
 	}
 	if s.Optimizer == AdamW && s.OptimizerImpl != Fused {
 		t := s
 		t.OptimizerImpl = Fused
-		add(Fix{Name: "fused AdamW (torch.optim.AdamW(..., fused=True))", Change: "--optimizer-impl fused",
-			Term: ModelStates, Cost: "none: the step's temporaries go away"}, t)
+		add(Fix{Kind: FixFusedAdamW}, t)
 	}
 	switch s.Precision {
 	case FP32:
 		t := s
 		t.Precision = BF16Autocast
-		add(Fix{Name: "bf16 autocast (torch.autocast('cuda', dtype=torch.bfloat16))", Change: "--precision bf16-autocast",
-			Term: Activations, Cost: "none in speed (faster matmuls); check the loss curve"}, t)
+		add(Fix{Kind: FixBF16Autocast}, t)
 	case BF16Autocast:
 		t := s
 		t.Precision = BF16Mixed
-		add(Fix{Name: "bf16 weights with an fp32 master copy (FSDP/DeepSpeed mixed precision)", Change: "--precision bf16-mixed",
-			Term: Activations, Cost: "a master-weight optimizer set-up; no per-call weight casts", CostRank: 2}, t)
+		add(Fix{Kind: FixBF16Mixed, CostRank: 2}, t)
 	}
 	if s.ShardRanks <= 1 && (p.calc.moments() > 0 || p.calc.d.master > 0) {
 		t := s
 		t.ShardRanks = ranks
-		add(Fix{Name: fmt.Sprintf("shard optimizer state over %d data-parallel ranks (ZeRO-1, FSDP)", ranks),
-			Change: fmt.Sprintf("--shard-ranks %d", ranks), Term: ModelStates,
-			Cost: fmt.Sprintf("needs %d ranks; a reduce-scatter and an all-gather per step instead of an all-reduce", ranks), CostRank: 2}, t)
+		add(Fix{Kind: FixShardOptimizer, CostRank: 2}, t)
 	}
 	if s.Batch > 1 {
 		t := s
 		t.Batch = s.Batch / 2
 		acc := max(s.Accumulation, 1) * 2
 		t.Accumulation = acc
-		add(Fix{Name: fmt.Sprintf("micro-batch %d with %d-step gradient accumulation", t.Batch, acc),
-			Change: fmt.Sprintf("--batch %d --accumulation %d", t.Batch, acc), Term: Activations,
-			Cost: "smaller kernels, lower throughput; the same tokens per optimizer step", CostRank: 4}, t)
+		add(Fix{Kind: FixMicroBatch, CostRank: 4}, t)
 	}
 	return rank(p, cands)
 }
@@ -131,6 +131,7 @@ func rank(p *Prediction, cands []Fix) []Fix {
 		f.NewPeak, f.NewPhase = np.PeakBytes(), np.Phases[np.Peak].Phase
 		f.Saves = p.PeakBytes() - f.NewPeak
 		f.Shape = np.Shape
+		f.Term = savedMost(p, np)
 		if f.Saves*100 >= p.PeakBytes() {
 			out = append(out, f)
 		}
@@ -142,4 +143,14 @@ func rank(p *Prediction, cands []Fix) []Fix {
 		return out[i].Saves > out[j].Saves
 	})
 	return out
+}
+
+// savedMost is the term that loses the most bytes at the peak from p to np.
+func savedMost(p, np *Prediction) TermKey {
+	before, after := p.Phases[p.Peak].ByTerm(), np.Phases[np.Peak].ByTerm()
+	var saved [NumTerms]int64
+	for k := range NumTerms {
+		saved[k] = before[k] - after[k]
+	}
+	return largest(saved)
 }

@@ -38,45 +38,45 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // loss returns the loss tensors of the run's loss.
 func (c *calc) loss() lossTensors {
 	V, act := c.V, c.d.act
-	part := func(name string, tokens, bytes int64, live string) Part {
+	part := func(name string, tokens, bytes int64, live Lifetime) Part {
 		return Part{Name: name, Bytes: tokens * V * bytes, Live: live,
 			Formula: fmt.Sprintf("%s tokens × %s vocab × %d B", n(tokens), n(V), bytes)}
 	}
 	var l lossTensors
 	switch c.s.Loss {
 	case PlainLoss:
-		logits := part(fmt.Sprintf("logits (%s)", dtypeName(act)), c.T, act, "forward")
-		ls := part("log-softmax output, fp32 (saved)", c.T, 4, "forward to backward")
+		logits := part(fmt.Sprintf("logits (%s)", dtypeName(act)), c.T, act, LiveForward)
+		ls := part("log-softmax output, fp32 (saved)", c.T, 4, LiveForwardToBackward)
 		l.forward = []Part{logits}
 		if c.upcast() {
-			l.forward = append(l.forward, part("fp32 copy of the logits (.float())", c.T, 4, "forward"))
+			l.forward = append(l.forward, part("fp32 copy of the logits (.float())", c.T, 4, LiveForward))
 		}
 		l.forward = append(l.forward, ls)
 		l.saved = []Part{ls}
-		l.spike = []Part{part("gradient of the log-softmax output", c.T, 4, "backward start"),
-			part("gradient of the logits, fp32", c.T, 4, "backward start")}
-		l.lmBwd = []Part{part("gradient of the logits, fp32", c.T, 4, "backward start")}
+		l.spike = []Part{part("gradient of the log-softmax output", c.T, 4, LiveBackwardStart),
+			part("gradient of the logits, fp32", c.T, 4, LiveBackwardStart)}
+		l.lmBwd = []Part{part("gradient of the logits, fp32", c.T, 4, LiveBackwardStart)}
 		if c.upcast() {
-			l.lmBwd = append(l.lmBwd, part(fmt.Sprintf("gradient of the logits (%s)", dtypeName(act)), c.T, act, "backward start"))
+			l.lmBwd = append(l.lmBwd, part(fmt.Sprintf("gradient of the logits (%s)", dtypeName(act)), c.T, act, LiveBackwardStart))
 		}
 	case ChunkedLoss:
 		C := c.chunkTokens()
-		ls := part(fmt.Sprintf("log-softmax output of all %d chunks, fp32 (saved)", c.s.LossChunks), c.T, 4, "forward to backward")
-		l.forward = []Part{part(fmt.Sprintf("logits of all chunks (%s)", dtypeName(act)), c.T, act, "forward")}
+		ls := part(fmt.Sprintf("log-softmax output of all %d chunks, fp32 (saved)", c.s.LossChunks), c.T, 4, LiveForwardToBackward)
+		l.forward = []Part{part(fmt.Sprintf("logits of all chunks (%s)", dtypeName(act)), c.T, act, LiveForward)}
 		if c.upcast() {
-			l.forward = append(l.forward, part("fp32 copy of one chunk", C, 4, "forward"))
+			l.forward = append(l.forward, part("fp32 copy of one chunk", C, 4, LiveForward))
 		}
 		l.forward = append(l.forward, ls)
 		l.saved = []Part{ls}
-		l.spike = []Part{part("gradients of one chunk's log-softmax and logits, fp32", C, 2*4, "backward start")}
-		l.lmBwd = []Part{part("gradient of one chunk's logits", C, 4+act, "backward start")}
+		l.spike = []Part{part("gradients of one chunk's log-softmax and logits, fp32", C, 2*4, LiveBackwardStart)}
+		l.lmBwd = []Part{part("gradient of one chunk's logits", C, 4+act, LiveBackwardStart)}
 	case FusedLoss:
 		C := c.chunkTokens()
 		gh := Part{Name: "gradient of the hidden states, computed in the forward", Bytes: c.d.resid * c.h * c.T,
-			Formula: fmt.Sprintf("%s × %d hidden × %d B", c.tokens(), c.h, c.d.resid), Live: "forward to backward"}
+			Formula: fmt.Sprintf("%s × %d hidden × %d B", c.tokens(), c.h, c.d.resid), Live: LiveForwardToBackward}
 		gw := Part{Name: "gradient of the output projection, computed in the forward", Bytes: c.d.grad * c.V * c.h,
-			Formula: fmt.Sprintf("%s vocab × %d hidden × %d B", n(c.V), c.h, c.d.grad), Live: "forward to backward"}
-		l.forward = []Part{part(fmt.Sprintf("logits of one %s-token chunk (%s)", n(C), dtypeName(act)), C, act, "forward"), gh, gw}
+			Formula: fmt.Sprintf("%s vocab × %d hidden × %d B", n(c.V), c.h, c.d.grad), Live: LiveForwardToBackward}
+		l.forward = []Part{part(fmt.Sprintf("logits of one %s-token chunk (%s)", n(C), dtypeName(act)), C, act, LiveForward), gh, gw}
 		l.saved = []Part{gh, gw}
 	}
 	return l
@@ -85,10 +85,10 @@ func (c *calc) loss() lossTensors {
 // inferLogits is the logits generation computes: the last position of each
 // sequence, upcast to fp32.
 func (c *calc) inferLogits() []Part {
-	ps := []Part{{Name: "logits of the last position of each sequence", Bytes: c.B * c.V * c.d.act, Live: "forward",
+	ps := []Part{{Name: "logits of the last position of each sequence", Bytes: c.B * c.V * c.d.act, Live: LiveForward,
 		Formula: fmt.Sprintf("%d sequences × %s vocab × %d B", c.B, n(c.V), c.d.act)}}
 	if c.upcast() {
-		ps = append(ps, Part{Name: "their fp32 copy", Bytes: c.B * c.V * 4, Live: "forward",
+		ps = append(ps, Part{Name: "their fp32 copy", Bytes: c.B * c.V * 4, Live: LiveForward,
 			Formula: fmt.Sprintf("%d sequences × %s vocab × 4 B", c.B, n(c.V))})
 	}
 	return ps
@@ -106,9 +106,9 @@ func (c *calc) kvPerToken() int64 { return 2 * c.L * c.K * c.d.resid }
 // kvCache is the cache for MaxTokens tokens in inference; none in training.
 func (c *calc) kvCache() Part {
 	if c.s.Mode != Infer {
-		return Part{Name: "none in training (use_cache off)", Live: "forward"}
+		return Part{Name: "none in training (use_cache off)", Live: LiveForward}
 	}
-	return Part{Name: "keys and values of every layer", Bytes: c.kvPerToken() * c.s.MaxTokens, Live: "whole step",
+	return Part{Name: "keys and values of every layer", Bytes: c.kvPerToken() * c.s.MaxTokens, Live: LiveWholeStep,
 		Formula: fmt.Sprintf("%s tokens × 2 × %d layers × %d KV heads × %d dim × %d B = %s tokens × %s B",
 			n(c.s.MaxTokens), c.L, c.m.KVHeads, c.m.headDim(), c.d.resid, n(c.s.MaxTokens), n(c.kvPerToken()))}
 }

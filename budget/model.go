@@ -160,14 +160,3 @@ func (m Model) Check() error {
 	}
 	return errors.Join(errs...)
 }
-
-// Describe is m in one line: "16 layers, hidden 2048, 32 heads (8 KV, dim
-// 64), intermediate 8192 gated, vocab 128256, tied".
-func (m Model) Describe() string {
-	tied := "untied"
-	if m.TiedEmbeddings {
-		tied = "tied"
-	}
-	return fmt.Sprintf("%d layers, hidden %d, %d heads (%d KV, dim %d), intermediate %d %s, vocab %d, %s, %s attention",
-		m.Layers, m.Hidden, m.Heads, m.KVHeads, m.headDim(), m.Intermediate, m.MLP, m.Vocab, tied, m.Attention)
-}

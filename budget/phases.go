@@ -120,7 +120,7 @@ func (c *calc) forwardPhase() PhasePeak {
 	l := c.loss()
 	for _, p := range l.forward {
 		cat := "temporary"
-		if p.Live == "forward to backward" {
+		if p.Live == LiveForwardToBackward {
 			cat = "activation"
 		}
 		end.add(LogitsLoss, p.Name, cat, p.Bytes)

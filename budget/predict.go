@@ -38,11 +38,25 @@ type Part struct {
 	Formula string `json:"formula"` // the arithmetic, with the numbers used
 	// PerParam is the bytes per parameter for model states (0 otherwise).
 	PerParam int64 `json:"per_param,omitempty"`
-	// Live says when the tensors exist: "whole step", "forward",
-	// "forward to backward", "backward to optimizer", "optimizer step",
-	// "backward start", "outside the allocator".
-	Live string `json:"live"`
+	// Live says when the tensors exist; package report words it.
+	Live Lifetime `json:"-"`
 }
+
+// Lifetime is when a part's tensors exist in the step.
+type Lifetime int
+
+const (
+	LiveWholeStep           Lifetime = iota + 1 // from before the forward to after the optimizer
+	LiveAccumulated                             // the whole step: gradients accumulated over micro-batches
+	LiveForward                                 // during the forward only
+	LiveForwardToBackward                       // saved in the forward, freed in the backward
+	LiveCopiesRecomputed                        // autocast's weight copies under checkpointing: the forward, lm_head's to the backward, a layer's again while it is recomputed
+	LiveBackwardStart                           // at the start of the backward (the loss gradients)
+	LiveBackward                                // during the backward
+	LiveBackwardToOptimizer                     // made in the backward, freed after the optimizer
+	LiveOptimizerStep                           // inside optimizer.step()
+	LiveOutside                                 // outside the caching allocator
+)
 
 // Term is one of the five terms: its parts and its size.
 type Term struct {
@@ -123,7 +137,7 @@ type Layer struct {
 
 // Prediction is the budget of one step.
 type Prediction struct {
-	Model  Model  `json:"model"`
+	Model  Model  `json:"model"` // as given, with HeadDim derived when it was 0
 	Shape  Shape  `json:"shape"`
 	Params Params `json:"params"`
 	// PerParam is the model states' bytes per parameter: weights,
@@ -135,8 +149,15 @@ type Prediction struct {
 	Phases   []PhasePeak    `json:"phases"`
 	Peak     int            `json:"peak_phase"` // index into Phases
 	Outside  int64          `json:"outside"`    // bytes outside the caching allocator
-	Warnings []string       `json:"warnings"`
-	calc     *calc          // for Classify
+	Warnings []Warning      `json:"-"`          // worded by package report
+
+	calc *calc // for Classify
+}
+
+// TermPerParam is what term k holds at its largest (Terms[k].Bytes) per
+// parameter of the model.
+func (p *Prediction) TermPerParam(k TermKey) float64 {
+	return float64(p.Terms[k].Bytes) / float64(p.Params.Total)
 }
 
 // PeakBytes is the predicted peak of allocated bytes over the step.
@@ -152,8 +173,9 @@ func Predict(m Model, s Shape) (*Prediction, error) {
 		return nil, err
 	}
 	c := newCalc(m, s)
+	m.HeadDim = m.headDim() // derived when not given: the value used
 	p := &Prediction{Model: m, Shape: c.s, Params: c.p, PerParam: c.perParam(), Layer: c.layer(),
-		Outside: c.s.Outside, calc: c, Warnings: []string{}}
+		Outside: c.s.Outside, calc: c}
 	if s.Mode == Infer {
 		p.Phases = []PhasePeak{c.inferPhase()}
 	} else {
@@ -208,13 +230,26 @@ func newCalc(m Model, s Shape) *calc {
 	return c
 }
 
-func (c *calc) warnings() []string {
-	var w []string
+// Warning is a doubt about a prediction's run shape; package report words
+// each.
+type Warning int
+
+const (
+	// WarnBF16Moments: pure bf16 training keeps AdamW's moments in bf16
+	// (8 bytes per parameter), losing updates below bf16's resolution.
+	WarnBF16Moments Warning = iota + 1
+	// WarnCheckpointingInfer: activation checkpointing does nothing in
+	// inference.
+	WarnCheckpointingInfer
+)
+
+func (c *calc) warnings() []Warning {
+	var w []Warning
 	if c.s.Mode == Train && c.s.Optimizer == AdamW && c.s.Precision == BF16 {
-		w = append(w, "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost")
+		w = append(w, WarnBF16Moments)
 	}
 	if c.s.Mode == Infer && c.s.Checkpointing != NoCheckpointing {
-		w = append(w, "activation checkpointing has no effect in inference")
+		w = append(w, WarnCheckpointingInfer)
 	}
 	return w
 }
@@ -273,7 +308,7 @@ func (c *calc) terms(phases []PhasePeak) [NumTerms]Term {
 // activationParts lists the saved activations and the forward's working
 // copies.
 func (c *calc) activationParts() []Part {
-	fwdBwd := "forward to backward"
+	fwdBwd := LiveForwardToBackward
 	T := c.tokens()
 	if c.s.Mode == Infer {
 		k := int64(3)
@@ -281,15 +316,15 @@ func (c *calc) activationParts() []Part {
 			k = 2
 		}
 		ps := []Part{
-			{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: "whole step"},
+			{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: LiveWholeStep},
 			{Name: "embedding output, layer input, post-attention residual, MLP input", Bytes: 4 * c.d.resid * c.h * c.T,
-				Formula: fmt.Sprintf("4 × %s × %d × %d B", T, c.h, c.d.resid), Live: "forward"},
+				Formula: fmt.Sprintf("4 × %s × %d × %d B", T, c.h, c.d.resid), Live: LiveForward},
 			{Name: "MLP intermediates: activation, up output, product", Bytes: k * c.d.act * c.I * c.T,
-				Formula: fmt.Sprintf("%d × %s × %d × %d B", k, T, c.I, c.d.act), Live: "forward"},
+				Formula: fmt.Sprintf("%d × %s × %d × %d B", k, T, c.I, c.d.act), Live: LiveForward},
 		}
 		if c.d.cast > 0 {
 			ps = append(ps, Part{Name: "bf16 weight copies (autocast cache)", Bytes: c.weightCopies(),
-				Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: "forward"})
+				Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: LiveForward})
 		}
 		return ps
 	}
@@ -312,7 +347,7 @@ func (c *calc) activationParts() []Part {
 		{Name: "embedding output (first layer's input)", Bytes: c.embedOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: fwdBwd},
 		{Name: "rotary cos and sin", Bytes: c.rope(), Formula: fmt.Sprintf("2 × %d positions × %d dim × %d B", c.S, c.m.headDim(), c.d.resid), Live: fwdBwd},
 		{Name: "final norm: normalized input and 1/rms", Bytes: c.finalNormSaved(), Formula: T + " × (hidden × 4 B + 4 B)", Live: fwdBwd},
-		{Name: "final hidden states", Bytes: c.finalNormOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: "forward"},
+		{Name: "final hidden states", Bytes: c.finalNormOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: LiveForward},
 	}
 	if c.d.cast > 0 && c.s.Loss != FusedLoss {
 		ps = append(ps, Part{Name: "bf16 copy of lm_head's input (autocast)", Bytes: c.lmInputCast(),
@@ -321,15 +356,15 @@ func (c *calc) activationParts() []Part {
 	if c.d.cast > 0 {
 		live := fwdBwd
 		if c.s.Checkpointing != NoCheckpointing {
-			live = "forward (lm_head's to backward; a layer's again while it is recomputed)"
+			live = LiveCopiesRecomputed
 		}
 		ps = append(ps, Part{Name: "bf16 weight copies (autocast)", Bytes: c.weightCopies(), PerParam: 2,
 			Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: live})
 	}
 	ps = append(ps,
-		Part{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: "whole step"},
+		Part{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: LiveWholeStep},
 		Part{Name: "gradients inside one layer's backward", Bytes: c.bwdWorkingSet(),
-			Formula: fmt.Sprintf("%s × %d × intermediate %d × %d B + one weight gradient", T, map[MLPKind]int{GatedMLP: 3, PlainMLP: 2}[c.m.MLP], c.I, c.d.act), Live: "backward"})
+			Formula: fmt.Sprintf("%s × %d × intermediate %d × %d B + one weight gradient", T, map[MLPKind]int{GatedMLP: 3, PlainMLP: 2}[c.m.MLP], c.I, c.d.act), Live: LiveBackward})
 	return ps
 }
 

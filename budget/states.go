@@ -51,14 +51,14 @@ func (c *calc) perParam() int64 {
 func (c *calc) weights() Part {
 	P := c.p.Total
 	return Part{Name: fmt.Sprintf("weights (%s)", dtypeName(c.d.weight)), Bytes: P * c.d.weight, PerParam: c.d.weight,
-		Formula: fmt.Sprintf("%s params × %d B", n(P), c.d.weight), Live: "whole step"}
+		Formula: fmt.Sprintf("%s params × %d B", n(P), c.d.weight), Live: LiveWholeStep}
 }
 
 func (c *calc) grads() Part {
 	P := c.p.Total
-	live := "backward to optimizer"
+	live := LiveBackwardToOptimizer
 	if c.s.Accumulation > 1 {
-		live = "whole step (accumulated over micro-batches)"
+		live = LiveAccumulated
 	}
 	return Part{Name: fmt.Sprintf("gradients (%s)", dtypeName(c.d.grad)), Bytes: P * c.d.grad, PerParam: c.d.grad,
 		Formula: fmt.Sprintf("%s params × %d B", n(P), c.d.grad), Live: live}
@@ -76,7 +76,7 @@ func (c *calc) master() Part {
 	P := c.p.Total
 	b, by := c.sharded(P * c.d.master)
 	return Part{Name: "fp32 master weights", Bytes: b, PerParam: c.d.master,
-		Formula: fmt.Sprintf("%s params × %d B%s", n(P), c.d.master, by), Live: "whole step"}
+		Formula: fmt.Sprintf("%s params × %d B%s", n(P), c.d.master, by), Live: LiveWholeStep}
 }
 
 func (c *calc) optimizerState() Part {
@@ -84,7 +84,7 @@ func (c *calc) optimizerState() Part {
 	b, by := c.sharded(P * k * c.d.state)
 	name := map[Optimizer]string{AdamW: "AdamW moments (exp_avg, exp_avg_sq)", SGDMomentum: "SGD momentum buffer", SGD: "none (SGD keeps no state)"}[c.s.Optimizer]
 	return Part{Name: name, Bytes: b, PerParam: k * c.d.state,
-		Formula: fmt.Sprintf("%s params × %d × %d B%s", n(P), k, c.d.state, by), Live: "whole step"}
+		Formula: fmt.Sprintf("%s params × %d × %d B%s", n(P), k, c.d.state, by), Live: LiveWholeStep}
 }
 
 // stepTemporaries is what optimizer.step() allocates and frees: with
@@ -93,7 +93,7 @@ func (c *calc) optimizerState() Part {
 // are also upcast to fp32 for the master update; fused needs none; the
 // for-loop implementation needs them for one tensor at a time.
 func (c *calc) stepTemporaries() Part {
-	p := Part{Name: "optimizer step temporaries", Live: "optimizer step"}
+	p := Part{Name: "optimizer step temporaries", Live: LiveOptimizerStep}
 	if c.s.Optimizer != AdamW && c.d.master == 0 {
 		p.Formula = "none: " + string(c.s.Optimizer) + " updates in place"
 		return p
@@ -133,11 +133,11 @@ func (c *calc) workspace() Part {
 	if c.s.Mode == Infer {
 		handles = "1 thread"
 	}
-	return Part{Name: "cuBLAS workspaces (in the allocator)", Bytes: c.s.Workspace, Live: "whole step",
+	return Part{Name: "cuBLAS workspaces (in the allocator)", Bytes: c.s.Workspace, Live: LiveWholeStep,
 		Formula: fmt.Sprintf("%s; set with --workspace", handles)}
 }
 
 func (c *calc) outsidePart() Part {
 	return Part{Name: "CUDA context, kernels, libraries (outside the allocator)", Bytes: c.s.Outside,
-		Formula: "measured 766.8 MiB on H200, torch 2.11, no NCCL; set with --overhead", Live: "outside the allocator"}
+		Formula: "measured 766.8 MiB on H200, torch 2.11, no NCCL; set with --overhead", Live: LiveOutside}
 }

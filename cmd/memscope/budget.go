@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
@@ -77,22 +79,7 @@ func budgetFlags(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-// budgetDoc is the JSON result of 'memscope budget'.
-type budgetDoc struct {
-	*budget.Prediction
-	Fit      *budget.Fit  `json:"fit,omitempty"`
-	Fixes    []budget.Fix `json:"fixes"`
-	Measured *measuredDoc `json:"measured,omitempty"`
-	Notes    []string     `json:"notes"`
-}
-
-type measuredDoc struct {
-	Sources []string            `json:"sources"`
-	Phases  []budget.Comparison `json:"phases"`
-}
-
 func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
-	var notes []string
 	if o.runDir != "" {
 		for _, f := range []struct {
 			dst  *string
@@ -107,18 +94,18 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 			return badInput(fmt.Errorf("--run %s: no snapshot.pickle or truth.json in it", o.runDir))
 		}
 	}
-	var tr *truthFile
+	var tr *budget.Truth
 	if o.truth != "" {
 		var err error
-		if tr, err = readTruthFile(o.truth); err != nil {
+		if tr, err = budget.ReadTruth(o.truth); err != nil {
 			return badInput(err)
 		}
 	}
-	m, warns, err := o.resolveModel(fs, tr)
+	r := &report.Budget{Snapshot: o.snapshot, Truth: o.truth}
+	m, err := o.resolveModel(fs, tr, r)
 	if err != nil {
 		return err
 	}
-	notes = append(notes, warns...)
 	s, gpu, err := o.resolveShape(fs, tr)
 	if err != nil {
 		return err
@@ -127,48 +114,76 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	doc := budgetDoc{Prediction: p, Fixes: budget.Suggest(p, o.ranks), Notes: notes}
+	r.Prediction, r.Fixes = p, budget.Suggest(p, o.ranks)
 	switch {
 	case gpu.Memory > 0:
 		f := p.FitOn(gpu.Name, gpu.Memory)
-		doc.Fit = &f
+		r.Fit = &f
 	case tr != nil && tr.DeviceTotal > 0:
 		f := p.FitOn(tr.DeviceName, tr.DeviceTotal)
-		doc.Fit = &f
+		r.Fit = &f
 	}
 	if o.snapshot != "" || tr != nil {
-		md, mnotes, err := o.measure(cc, p, tr)
-		if err != nil {
-			return err
+		var ms []budget.Measured
+		if o.snapshot != "" {
+			d, err := o.snapshotDevice(cc)
+			if err != nil {
+				return err
+			}
+			var notes []budget.Note
+			ms, notes = attribution.MeasureBudget(d, p)
+			r.Notes = append(r.Notes, notes...)
 		}
-		doc.Measured = md
-		doc.Notes = append(doc.Notes, mnotes...)
+		if tr != nil {
+			var notes []budget.Note
+			ms, notes = budget.MergeTruth(ms, tr)
+			r.Notes = append(r.Notes, notes...)
+		}
+		r.Measured = budget.Compare(p, ms)
+		r.Notes = append(r.Notes, budget.CompareNotes(r.Measured)...)
 	}
-	if doc.Notes == nil {
-		doc.Notes = []string{}
-	}
+	return report.Write(cc.stdout, o.format(), r)
+}
+
+func (o *budgetOptions) format() report.Format {
 	if o.json {
-		return report.WriteJSON(cc.stdout, report.Doc{Schema: report.Schema, Kind: "budget", Result: doc})
+		return report.JSON
 	}
-	return writeBudgetText(cc.stdout, &doc)
+	return report.Text
+}
+
+// snapshotDevice opens and analyses the snapshot and picks the device:
+// --device, else the first with recorded events.
+func (o *budgetOptions) snapshotDevice(cc *cmdContext) (*attribution.Device, error) {
+	s, err := openSnapshot(cc, o.snapshot)
+	if err != nil {
+		return nil, err
+	}
+	d := attribution.Analyze(s, attribution.Options{Device: o.device}).Primary()
+	if d == nil || o.device < 0 && len(d.Timeline.Events) == 0 {
+		return nil, badInput(errors.New(o.snapshot + ": no device has recorded events"))
+	}
+	return d, nil
 }
 
 // resolveModel builds the model from --config, else from the truth's
-// harness arguments, then applies every model flag that was set.
-func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *truthFile) (budget.Model, []string, error) {
+// harness arguments, then applies every model flag that was set. It adds
+// the config's warnings, or the note that the harness's model was taken,
+// to r.
+func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *budget.Truth, r *report.Budget) (budget.Model, error) {
 	var m budget.Model
-	var warns []string
+	var fromTruth bool
+	if tr != nil {
+		m, fromTruth = tr.Model(o.truth)
+	}
 	switch {
 	case o.config != "":
 		var err error
-		if m, warns, err = budget.LoadConfig(o.config); err != nil {
-			return m, nil, badInput(err)
+		if m, r.ConfigWarnings, err = budget.LoadConfig(o.config); err != nil {
+			return m, badInput(err)
 		}
-	case tr != nil && tr.Args.Vocab > 0:
-		a := tr.Args
-		m = budget.Model{Name: o.truth, Vocab: a.Vocab, Hidden: a.Hidden, Layers: a.Layers, Heads: a.Heads,
-			KVHeads: a.KVHeads, Intermediate: a.Intermediate, MLP: budget.GatedMLP, Attention: budget.SDPA}
-		warns = append(warns, "model from "+o.truth+": the capture harness's LlamaForCausalLM (untied, SDPA, gated MLP)")
+	case fromTruth:
+		r.Notes = append(r.Notes, budget.Note{Kind: budget.NoteHarnessModel})
 	default:
 		m = budget.Model{Name: "flags", MLP: budget.GatedMLP, Attention: budget.SDPA}
 	}
@@ -199,17 +214,17 @@ func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *truthFile) (budget.M
 	}
 	if err := m.Check(); err != nil {
 		if o.config == "" && tr == nil {
-			return m, nil, usageErrorf("no model: give --config config.json, or --vocab, --hidden, --layers, --heads and --intermediate: %v", err)
+			return m, usageErrorf("no model: give --config config.json, or --vocab, --hidden, --layers, --heads and --intermediate: %v", err)
 		}
-		return m, nil, usageErrorf("%v", err)
+		return m, usageErrorf("%v", err)
 	}
-	return m, warns, nil
+	return m, nil
 }
 
 // resolveShape builds the run shape from the flags, taking the micro-batch,
 // sequence and checkpointing from the truth's harness arguments when their
 // flags are not set. It returns the named GPU of --device-memory, if any.
-func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *truthFile) (budget.Shape, budget.GPU, error) {
+func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *budget.Truth) (budget.Shape, budget.GPU, error) {
 	s := o.shape
 	s.Precision, s.Optimizer = budget.Precision(o.precision), budget.Optimizer(o.optimizer)
 	s.OptimizerImpl, s.Checkpointing = budget.OptimizerImpl(o.optimizerImpl), budget.Checkpointing(o.ckpt)
@@ -221,7 +236,7 @@ func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *truthFile) (budget.S
 		if !fs.Changed("seq") && tr.Args.Seq > 0 {
 			s.Seq = tr.Args.Seq
 		}
-		if !fs.Changed("checkpointing") && tr.Args.Checkpointing != nil && *tr.Args.Checkpointing != 0 {
+		if !fs.Changed("checkpointing") && tr.Args.Checkpointed() {
 			s.Checkpointing = budget.FullCheckpointing
 		}
 	}
@@ -239,10 +254,7 @@ func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *truthFile) (budget.S
 				o.deviceMemory, strings.Join(budget.GPUNames(), ", "))
 		}
 	}
-	s.Workspace, s.Outside = -1, -1
-	if gpu.Workspace > 0 {
-		s.Workspace = gpu.Workspace * budget.DefaultWorkspace(s.Mode) / budget.CublasWorkspace
-	}
+	s.Workspace, s.Outside = gpu.WorkspaceIn(s.Mode), -1
 	for _, v := range []struct {
 		flag, val string
 		dst       *int64

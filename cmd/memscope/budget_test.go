@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memscope/memscope/budget"
 )
 
 // budgetResult is the part of 'memscope budget --json' the tests read.
@@ -70,7 +72,7 @@ func TestBudgetAgainstFixtures(t *testing.T) {
 	for _, fx := range []string{"llama-bf16", "llama-profiled", "llama-ckpt", "llama-wide"} {
 		t.Run(fx, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "fixtures", fx)
-			tr, err := readTruthFile(filepath.Join(dir, "truth.json"))
+			tr, err := budget.ReadTruth(filepath.Join(dir, "truth.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -9,15 +9,15 @@ import (
 	"github.com/memscope/memscope/internal/units"
 )
 
-// writeBudgetText renders 'memscope budget': the model and run, the five
-// terms with their parts, the per-layer activations against the rule of
-// thumb, the per-phase peaks, the device fit, the fixes, and the comparison
-// with measurements.
-func writeBudgetText(w io.Writer, doc *budgetDoc) error {
-	ew := &textWriter{w: w}
-	p := doc.Prediction
+// writeText renders 'memscope budget': the model and run, the five terms
+// with their parts, the per-layer activations against the rule of thumb,
+// the per-phase peaks, the device fit, the fixes, and the comparison with
+// measurements.
+func (r *Budget) writeText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	p := r.Prediction
 	m, s := p.Model, p.Shape
-	ew.printf("model: %s\n       %s\n", m.Name, m.Describe())
+	ew.printf("model: %s\n       %s\n", m.Name, budgetModelText(m))
 	ew.printf("       %s parameters (%.2f B)\n", commas(p.Params.Total), float64(p.Params.Total)/1e9)
 	ew.printf("run:   %s, micro-batch %d × %d = %s tokens, %s\n       %s (%s), checkpointing %s, loss %s",
 		s.Mode, s.Batch, s.Seq, commas(s.Tokens()), s.Precision, s.Optimizer, s.OptimizerImpl, s.Checkpointing, s.Loss)
@@ -28,7 +28,7 @@ func writeBudgetText(w io.Writer, doc *budgetDoc) error {
 		ew.printf(", optimizer state over %d ranks", s.ShardRanks)
 	}
 	ew.printf("\n")
-	for _, n := range append(doc.Notes, p.Warnings...) {
+	for _, n := range append(r.notes(), budgetWarnings(p)...) {
 		ew.printf("note: %s\n", n)
 	}
 
@@ -36,7 +36,9 @@ func writeBudgetText(w io.Writer, doc *budgetDoc) error {
 	for _, t := range p.Terms {
 		extra := ""
 		if t.Key == budget.ModelStates {
-			extra = fmt.Sprintf("   %d B/param", p.PerParam)
+			// What the term holds at its largest, per parameter: with
+			// the step's temporaries, after sharding.
+			extra = fmt.Sprintf("   %.3g B/param", p.TermPerParam(budget.ModelStates))
 		}
 		ew.printf("  %-18s %11s%s\n", t.Key, units.Bytes(t.Bytes), extra)
 		for _, pt := range t.Parts {
@@ -44,20 +46,20 @@ func writeBudgetText(w io.Writer, doc *budgetDoc) error {
 			if pt.PerParam > 0 {
 				per = fmt.Sprintf(" (%d B/param)", pt.PerParam)
 			}
-			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, pt.Live)
+			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, budgetLiveText(pt.Live))
 			if pt.Formula != "" {
 				ew.printf("                 = %s\n", pt.Formula)
 			}
 		}
 		if t.Key == budget.Activations && s.Mode == budget.Train {
-			layerText(ew, p)
+			budgetLayerText(ew, p)
 		}
 	}
 
 	ew.printf("\npredicted peak allocated (max_memory_allocated) per phase:\n")
 	ew.printf("  %-9s %11s", "phase", "peak")
 	for k := range budget.NumTerms {
-		ew.printf(" %11s", shortTerm[k])
+		ew.printf(" %11s", budgetShortTerm[k])
 	}
 	ew.printf("\n")
 	for i, ph := range p.Phases {
@@ -76,36 +78,49 @@ func writeBudgetText(w io.Writer, doc *budgetDoc) error {
 		pk.Phase, pk.Moment, dom, units.Bytes(pk.ByTerm()[dom]), 100*float64(pk.ByTerm()[dom])/float64(pk.Bytes))
 	ew.printf("outside the allocator: %s more on the device\n", units.Bytes(p.Outside))
 
-	if f := doc.Fit; f != nil {
+	if f := r.Fit; f != nil {
 		name := f.Device
 		if name == "" {
 			name = "device"
 		}
 		ew.printf("\n%s (%s): needs %s (peak %s + %s outside the allocator)\n  %s\n",
-			name, units.Bytes(f.Memory), units.Bytes(f.Need), units.Bytes(p.PeakBytes()), units.Bytes(p.Outside), f)
+			name, units.Bytes(f.Memory), units.Bytes(f.Need), units.Bytes(p.PeakBytes()), units.Bytes(p.Outside), budgetFitText(f))
 	}
 
-	if len(doc.Fixes) > 0 {
+	if len(r.Fixes) > 0 {
 		ew.printf("\nfixes, cheapest first, then by bytes saved (predicted new peak):\n")
-		for i, f := range doc.Fixes {
+		for i, f := range r.Fixes {
 			fits := ""
-			if doc.Fit != nil && f.NewPeak+p.Outside <= doc.Fit.Memory {
+			if r.Fit != nil && f.NewPeak+p.Outside <= r.Fit.Memory {
 				fits = ", fits"
 			}
+			fw := budgetFixText(f)
 			ew.printf("  %d. %s  [%s]\n     saves %s → %s in %s%s; targets %s\n     cost: %s\n",
-				i+1, f.Name, f.Change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, f.Cost)
+				i+1, fw.name, fw.change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, fw.cost)
 		}
 	}
-	if doc.Measured != nil {
-		measuredText(ew, doc.Measured)
+	if r.measured() {
+		budgetMeasuredText(ew, r.sources(), r.Measured)
 	}
 	return ew.err
 }
 
-var shortTerm = [budget.NumTerms]string{"states", "activations", "logits", "KV cache", "overhead"}
+// budgetModelText is m in one line: "16 layers, hidden 2048, 32 heads
+// (8 KV, dim 64), intermediate 8192 gated, vocab 128256, tied, sdpa
+// attention". The head dimension is the prediction's (derived if not given).
+func budgetModelText(m budget.Model) string {
+	tied := "untied"
+	if m.TiedEmbeddings {
+		tied = "tied"
+	}
+	return fmt.Sprintf("%d layers, hidden %d, %d heads (%d KV, dim %d), intermediate %d %s, vocab %d, %s, %s attention",
+		m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, m.MLP, m.Vocab, tied, m.Attention)
+}
+
+var budgetShortTerm = [budget.NumTerms]string{"states", "activations", "logits", "KV cache", "overhead"}
 
 // layerText prints one layer's derived activations next to the rule.
-func layerText(ew *textWriter, p *budget.Prediction) {
+func budgetLayerText(ew *errWriter, p *budget.Prediction) {
 	l := p.Layer
 	ew.printf("    one layer, no checkpointing: %s = %s tokens × %s B (%.1f × hidden)\n",
 		units.Bytes(l.Full), commas(p.Shape.Tokens()), commas(l.PerToken), float64(l.PerToken)/float64(p.Model.Hidden))
@@ -119,11 +134,11 @@ func layerText(ew *textWriter, p *budget.Prediction) {
 	}
 }
 
-// measuredText prints predicted against measured, phase by phase.
-func measuredText(ew *textWriter, md *measuredDoc) {
-	ew.printf("\npredicted vs measured (allocated bytes; measured: %s):\n", strings.Join(md.Sources, ", "))
+// budgetMeasuredText prints predicted against measured, phase by phase.
+func budgetMeasuredText(ew *errWriter, sources []string, phases []budget.Comparison) {
+	ew.printf("\npredicted vs measured (allocated bytes; measured: %s):\n", strings.Join(sources, ", "))
 	ew.printf("  %-9s %4s %11s %11s %12s %7s\n", "phase", "step", "predicted", "measured", "gap", "gap %")
-	for _, c := range md.Phases {
+	for _, c := range phases {
 		verdict := "within 15%"
 		if !c.Within {
 			verdict = "OFF by more than 15%"
@@ -131,7 +146,7 @@ func measuredText(ew *textWriter, md *measuredDoc) {
 		ew.printf("  %-9s %4d %11s %11s %12s %+6.1f%%  %s\n", c.Phase, c.Step, units.Bytes(c.Predicted),
 			units.Bytes(c.Measured), signedBytes(c.Gap), c.GapPercent, verdict)
 	}
-	for _, c := range md.Phases {
+	for _, c := range phases {
 		ew.printf("\n%s peak (step %d):", c.Phase, c.Step)
 		if c.RequestedGap != nil {
 			ew.printf(" requested − predicted = %s, allocated − requested = %s (allocator rounding)",
@@ -139,7 +154,7 @@ func measuredText(ew *textWriter, md *measuredDoc) {
 		}
 		ew.printf("\n")
 		if len(c.Terms) > 0 {
-			rowsText(ew, "by term", c.Terms)
+			budgetRowsText(ew, "by term", c.Terms)
 			ew.printf("  dominant term: predicted %s, measured %s", c.PredictedDominant, *c.MeasuredDominant)
 			if c.Responsible != nil {
 				ew.printf("; largest gap: %s", *c.Responsible)
@@ -147,12 +162,12 @@ func measuredText(ew *textWriter, md *measuredDoc) {
 			ew.printf("\n")
 		}
 		if len(c.Categories) > 0 {
-			rowsText(ew, "by category", c.Categories)
+			budgetRowsText(ew, "by category", c.Categories)
 		}
 	}
 }
 
-func rowsText(ew *textWriter, title string, rows []budget.Row) {
+func budgetRowsText(ew *errWriter, title string, rows []budget.Row) {
 	ew.printf("  %-18s %11s %11s %12s\n", title, "predicted", "measured", "gap")
 	for _, r := range rows {
 		ew.printf("  %-18s %11s %11s %12s\n", r.Name, units.Bytes(r.Predicted), units.Bytes(r.Measured), signedBytes(r.Gap))
@@ -177,17 +192,4 @@ func commas(n int64) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// textWriter remembers the first write error so that a renderer can print
-// freely and report it once.
-type textWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (t *textWriter) printf(format string, args ...any) {
-	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, args...)
-	}
 }

@@ -1,0 +1,66 @@
+package attribution
+
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/budget"
+)
+
+// MeasureBudget measures d's phases for a comparison with the prediction p:
+// for each phase name, the highest allocated peak over the steady steps
+// (budget.SteadyPhase), with what was live there by category and charged to
+// p's terms (budget.Prediction.Classify; blocks pending free are left out).
+// Phases come in the order their names first appear. The notes say when
+// there is nothing to measure: no phases (budget.NoteNoPhases), or only
+// step 0 (budget.NoteOnlyStepZero).
+func MeasureBudget(d *Device, p *budget.Prediction) ([]budget.Measured, []budget.Note) {
+	var notes []budget.Note
+	if d.Phases.Source == "none" || len(d.Phases.Steps) == 0 {
+		notes = append(notes, budget.Note{Kind: budget.NoteNoPhases})
+	}
+	last := -1
+	for _, st := range d.Phases.Steps {
+		last = max(last, st.Step)
+	}
+	// The highest peak of each phase name (the first to reach it), then
+	// what was live there: one moment per name, not one per step of a
+	// rising staircase.
+	var out []budget.Measured
+	best := map[string]int{}
+	for i, ph := range d.Phases.List {
+		if !budget.SteadyPhase(ph.Step, last) || ph.Last < ph.First {
+			continue
+		}
+		j, ok := best[ph.Name]
+		if !ok {
+			out = append(out, budget.Measured{Phase: ph.Name})
+		}
+		if !ok || ph.Peak.Allocated > d.Phases.List[j].Peak.Allocated {
+			best[ph.Name] = i
+		}
+	}
+	for k := range out {
+		ph := d.Phases.List[best[out[k].Phase]]
+		if ph.Peak.Allocated <= 0 {
+			continue
+		}
+		mo := d.At(ph.PeakIndex, fmt.Sprintf("step %d %s", ph.Step, ph.Name))
+		m := budget.Measured{Phase: ph.Name, Step: ph.Step, Peak: mo.Allocated, Requested: mo.Requested,
+			ByCategory: map[string]int64{}, HasTerms: true}
+		for c := range NumCategories {
+			if mo.Categories[c].Count > 0 {
+				m.ByCategory[c.String()] = mo.Categories[c].Bytes
+			}
+		}
+		for i, b := range mo.Live {
+			if !b.PendingFree {
+				m.ByTerm[p.Classify(ph.Name, mo.Category[i].String(), b.Requested)] += b.Size
+			}
+		}
+		out[k] = m
+	}
+	if last == 0 {
+		notes = append(notes, budget.Note{Kind: budget.NoteOnlyStepZero})
+	}
+	return out, notes
+}

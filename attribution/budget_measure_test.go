@@ -1,0 +1,91 @@
+package attribution
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/memscope/memscope/budget"
+)
+
+// MeasureBudget on the harness's Llama captures: each phase's measured peak
+// is torch's max_memory_allocated for it (the highest over the steady
+// steps, truth.json's peak_allocated), at a step where torch saw it, with
+// what was live there charged to terms and categories that add up to it.
+func TestMeasureBudgetMatchesTorch(t *testing.T) {
+	for _, fx := range []string{"llama-bf16", "llama-ckpt"} {
+		t.Run(fx, func(t *testing.T) {
+			dir := filepath.Join("..", "fixtures", fx)
+			tr, err := budget.ReadTruth(filepath.Join(dir, "truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := tr.Model(fx)
+			if !ok {
+				t.Fatal("truth.json has no model shape")
+			}
+			s := budget.DefaultShape()
+			s.Batch, s.Seq = tr.Args.Batch, tr.Args.Seq
+			if tr.Args.Checkpointed() {
+				s.Checkpointing = budget.FullCheckpointing
+			}
+			p, err := budget.Predict(m, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, notes := MeasureBudget(fixtureAnalysis(t, dir).Primary(), p)
+			if len(notes) != 0 {
+				t.Errorf("MeasureBudget notes = %+v, want none", notes)
+			}
+			last := -1
+			for _, row := range tr.Phases {
+				last = max(last, row.Step)
+			}
+			want := map[string]int64{}
+			steps := map[string]map[int]bool{}
+			var names []string
+			for _, row := range tr.Phases {
+				if !budget.SteadyPhase(row.Step, last) {
+					continue
+				}
+				if _, ok := want[row.Phase]; !ok {
+					names = append(names, row.Phase)
+					steps[row.Phase] = map[int]bool{}
+				}
+				if row.PeakAllocated > want[row.Phase] {
+					want[row.Phase] = row.PeakAllocated
+					clear(steps[row.Phase])
+				}
+				if row.PeakAllocated == want[row.Phase] {
+					steps[row.Phase][row.Step] = true
+				}
+			}
+			if len(ms) != len(names) {
+				t.Fatalf("MeasureBudget phases = %d, want truth's %d (%v)", len(ms), len(names), names)
+			}
+			for i, m := range ms {
+				if m.Phase != names[i] {
+					t.Errorf("phase %d = %s, want %s", i, m.Phase, names[i])
+				}
+				if m.Peak != want[m.Phase] {
+					t.Errorf("%s: measured peak %d, want torch's peak_allocated %d", m.Phase, m.Peak, want[m.Phase])
+				}
+				if !steps[m.Phase][m.Step] {
+					t.Errorf("%s: measured at step %d, want one of torch's %v", m.Phase, m.Step, steps[m.Phase])
+				}
+				if !m.HasTerms {
+					t.Errorf("%s: no terms measured", m.Phase)
+				}
+				var terms, cats int64
+				for _, b := range m.ByTerm {
+					terms += b
+				}
+				for _, b := range m.ByCategory {
+					cats += b
+				}
+				if terms > m.Peak || cats != m.Peak {
+					t.Errorf("%s: by term %d, by category %d, want ≤ and = the peak %d", m.Phase, terms, cats, m.Peak)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// Budget is 'memscope budget': a prediction, held against a device and
+// against measured phases when the command was given them.
+type Budget struct {
+	Prediction *budget.Prediction
+	Fit        *budget.Fit // nil: no device to hold it against
+	Fixes      []budget.Fix
+	// ConfigWarnings are LoadConfig's guesses about the config, shown
+	// first; Notes the typed findings of the model's resolution and the
+	// measurement, worded here.
+	ConfigWarnings []string
+	Notes          []budget.Note
+	// Snapshot and Truth are the measured sources ("" for none): the
+	// snapshot the phases were measured in and the truth.json whose
+	// peaks took precedence (and whose harness arguments, with
+	// budget.NoteHarnessModel, gave the model). With either, Measured
+	// holds each predicted phase against the measured one.
+	Snapshot, Truth string
+	Measured        []budget.Comparison
+}
+
+func (*Budget) Kind() string { return "budget" }
+
+// measured reports whether anything was measured.
+func (r *Budget) measured() bool { return r.Snapshot != "" || r.Truth != "" }
+
+// sources lists the measured sources, snapshot first.
+func (r *Budget) sources() []string {
+	out := []string{}
+	for _, s := range []string{r.Snapshot, r.Truth} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// notes words the config warnings and the notes, in that order.
+func (r *Budget) notes() []string {
+	out := append([]string{}, r.ConfigWarnings...)
+	for _, n := range r.Notes {
+		out = append(out, r.noteText(n))
+	}
+	return out
+}
+
+// noteText words one note.
+func (r *Budget) noteText(n budget.Note) string {
+	switch n.Kind {
+	case budget.NoteHarnessModel:
+		return "model from " + r.Truth + ": the capture harness's LlamaForCausalLM (untied, SDPA, gated MLP)"
+	case budget.NoteNoPhases:
+		return r.Snapshot + ": no training phases found; nothing to compare"
+	case budget.NoteOnlyStepZero:
+		return r.Snapshot + ": only step 0 was recorded; the optimizer creates its state there, so it is not a steady step"
+	case budget.NoteReplayDiffers:
+		return fmt.Sprintf("step %d %s: the snapshot's replay gives %s, torch %s; using torch's",
+			n.Step, n.Phase, units.Bytes(n.Replayed), units.Bytes(n.Torch))
+	case budget.NoteNoMatch:
+		return "no measured phase matches a predicted one (forward, backward, optimizer)"
+	case budget.NoteAllOff:
+		return fmt.Sprintf("every phase is off by more than %.0f%%: check that the capture ran this model and shape", 100*budget.Tolerance)
+	}
+	return fmt.Sprintf("note of kind %d", int(n.Kind))
+}
+
+// budgetWarnings words the prediction's warnings (never nil).
+func budgetWarnings(p *budget.Prediction) []string {
+	out := []string{}
+	for _, w := range p.Warnings {
+		out = append(out, budgetWarningText(w))
+	}
+	return out
+}
+
+func budgetWarningText(w budget.Warning) string {
+	switch w {
+	case budget.WarnBF16Moments:
+		return "pure bf16 keeps AdamW's moments in bf16: 8 bytes per parameter, but updates smaller than bf16's resolution are lost"
+	case budget.WarnCheckpointingInfer:
+		return "activation checkpointing has no effect in inference"
+	}
+	return fmt.Sprintf("warning of kind %d", int(w))
+}
+
+// budgetFitText is the fit's verdict in words: "fits: 12.3% of the device
+// left", or "does not fit: needs 2.2× the device, 96.00 GiB short".
+func budgetFitText(f *budget.Fit) string {
+	if f.Headroom < 0 {
+		return fmt.Sprintf("%s: needs %.3g× the device, %s short", f.Verdict, float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
+	}
+	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
+}
+
+// BudgetJSON is the result of the budget document: the prediction, then
+// the fit, the fixes, the comparison and the notes.
+type BudgetJSON struct {
+	Model    budget.Model        `json:"model"`
+	Shape    budget.Shape        `json:"shape"`
+	Params   budget.Params       `json:"params"`
+	PerParam int64               `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
+	Layer    BudgetLayerJSON     `json:"layer"`
+	Terms    []BudgetTermJSON    `json:"terms"`
+	Phases   []budget.PhasePeak  `json:"phases"`
+	Peak     int                 `json:"peak_phase"` // index into phases
+	Outside  int64               `json:"outside"`
+	Warnings []string            `json:"warnings"`
+	Fit      *budget.Fit         `json:"fit,omitempty"`
+	Fixes    []BudgetFixJSON     `json:"fixes"`
+	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
+	Notes    []string            `json:"notes"`
+}
+
+// BudgetPartJSON is one line of a term (budget.Part), its lifetime in words.
+type BudgetPartJSON struct {
+	Name     string `json:"name"`
+	Bytes    int64  `json:"bytes"`
+	Formula  string `json:"formula"`
+	PerParam int64  `json:"per_param,omitempty"`
+	Live     string `json:"live"`
+}
+
+// BudgetTermJSON is one of the five terms.
+type BudgetTermJSON struct {
+	Key   budget.TermKey   `json:"term"`
+	Bytes int64            `json:"bytes"`
+	Parts []BudgetPartJSON `json:"parts"`
+}
+
+// BudgetLayerJSON is one decoder layer's saved activations.
+type BudgetLayerJSON struct {
+	Parts    []BudgetPartJSON `json:"parts"`
+	Full     int64            `json:"full"`
+	PerToken int64            `json:"per_token"`
+	Saved    int64            `json:"saved"`
+	Rule     int64            `json:"rule"`
+	RuleText string           `json:"rule_text"`
+}
+
+// budgetPartsJSON converts parts (nil stays nil: null, as before).
+func budgetPartsJSON(ps []budget.Part) []BudgetPartJSON {
+	if ps == nil {
+		return nil
+	}
+	out := make([]BudgetPartJSON, len(ps))
+	for i, p := range ps {
+		out[i] = BudgetPartJSON{Name: p.Name, Bytes: p.Bytes, Formula: p.Formula, PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+	}
+	return out
+}
+
+// budgetLiveText words when a part's tensors exist.
+func budgetLiveText(l budget.Lifetime) string {
+	switch l {
+	case budget.LiveWholeStep:
+		return "whole step"
+	case budget.LiveAccumulated:
+		return "whole step (accumulated over micro-batches)"
+	case budget.LiveForward:
+		return "forward"
+	case budget.LiveForwardToBackward:
+		return "forward to backward"
+	case budget.LiveCopiesRecomputed:
+		return "forward (lm_head's to backward; a layer's again while it is recomputed)"
+	case budget.LiveBackwardStart:
+		return "backward start"
+	case budget.LiveBackward:
+		return "backward"
+	case budget.LiveBackwardToOptimizer:
+		return "backward to optimizer"
+	case budget.LiveOptimizerStep:
+		return "optimizer step"
+	case budget.LiveOutside:
+		return "outside the allocator"
+	case 0:
+		return ""
+	}
+	return fmt.Sprintf("lifetime %d", int(l))
+}
+
+// BudgetMeasuredJSON is the comparison with what was measured.
+type BudgetMeasuredJSON struct {
+	Sources []string            `json:"sources"`
+	Phases  []budget.Comparison `json:"phases"`
+}
+
+func (r *Budget) document() any {
+	p := r.Prediction
+	l := p.Layer
+	res := BudgetJSON{Model: p.Model, Shape: p.Shape, Params: p.Params, PerParam: p.PerParam,
+		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
+			Rule: l.Rule, RuleText: l.RuleText},
+		Phases: p.Phases, Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
+		Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+	for _, t := range p.Terms {
+		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
+	}
+	if r.measured() {
+		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
+	}
+	return ResultDoc[BudgetJSON]{Schema: Schema, Kind: "budget", Result: res}
+}
