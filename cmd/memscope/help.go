@@ -66,13 +66,17 @@ func flagUsages(fs *pflag.FlagSet) string {
 			name = "  -" + f.Shorthand + ", --" + f.Name
 		}
 		varname, usage := pflag.UnquoteUsage(f)
+		if placeholder, ok := typePlaceholders[varname]; ok {
+			varname = placeholder // pflag's type name: no `NAME` in the usage
+		}
 		if varname != "" {
 			name += " " + varname
 		}
-		switch f.DefValue {
-		case "", "false", "0", "[]":
+		def := strings.TrimSuffix(strings.TrimPrefix(f.DefValue, "["), "]") // slices: 1,2,4, not [1,2,4]
+		switch def {
+		case "", "false", "0":
 		default:
-			usage += " (default " + f.DefValue + ")"
+			usage += " (default " + def + ")"
 		}
 		names, usages = append(names, name), append(usages, usage)
 		width = max(width, len(name))
@@ -82,6 +86,13 @@ func flagUsages(fs *pflag.FlagSet) string {
 		fmt.Fprintf(&b, "%-*s   %s\n", width, names[i], usages[i])
 	}
 	return b.String()
+}
+
+// typePlaceholders replace the type names pflag shows for a flag whose
+// usage names no `PLACEHOLDER`.
+var typePlaceholders = map[string]string{
+	"int": "N", "int64": "N", "uint": "N", "float": "F", "float64": "F", "duration": "DURATION",
+	"string": "S", "strings": "LIST", "ints": "LIST",
 }
 
 // runHelp is the help command.
