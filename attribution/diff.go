@@ -14,12 +14,16 @@ type DeviceDiff struct {
 	// Device is the device of A (of B when only B has it); DeviceB the
 	// device of B, another index when the sole devices were paired.
 	Device, DeviceB int
-	PeakA, PeakB    Numbers
-	EndA, EndB      Numbers
-	Sites           []Delta // at the peak, by site label, largest change first
-	Categories      []Delta // at the peak
-	Phases          []Delta // each phase name's highest peak over the steps
-	OnlyA, OnlyB    bool    // the device is in one snapshot only
+	// PeakA and PeakB are the numbers at each allocated peak (its reserved
+	// is reserved at that moment); ReservedPeakA and ReservedPeakB each
+	// one's own peak of reserved bytes (max_memory_reserved).
+	PeakA, PeakB                 Numbers
+	ReservedPeakA, ReservedPeakB int64
+	EndA, EndB                   Numbers
+	Sites                        []Delta // at the peak, by site label, largest change first
+	Categories                   []Delta // at the peak
+	Phases                       []Delta // each phase name's highest peak over the steps
+	OnlyA, OnlyB                 bool    // the device is in one snapshot only
 }
 
 // Delta is one row of a diff.
@@ -68,7 +72,7 @@ func compareDevices(a, b *Device) DeviceDiff {
 	var sa, sb, ca, cb, pa, pb map[string]int64
 	if a != nil {
 		dd.Device, dd.DeviceB = a.Device, a.Device
-		dd.PeakA, dd.EndA = a.Peak.Numbers, a.End.Numbers
+		dd.PeakA, dd.EndA, dd.ReservedPeakA = a.Peak.Numbers, a.End.Numbers, a.Timeline.PeakReserved.Bytes
 		sa, ca, pa = a.groups()
 	}
 	if b != nil {
@@ -76,7 +80,7 @@ func compareDevices(a, b *Device) DeviceDiff {
 		if a == nil {
 			dd.Device = b.Device
 		}
-		dd.PeakB, dd.EndB = b.Peak.Numbers, b.End.Numbers
+		dd.PeakB, dd.EndB, dd.ReservedPeakB = b.Peak.Numbers, b.End.Numbers, b.Timeline.PeakReserved.Bytes
 		sb, cb, pb = b.groups()
 	}
 	dd.Sites, dd.Categories, dd.Phases = Deltas(sa, sb), Deltas(ca, cb), Deltas(pa, pb)

@@ -259,15 +259,20 @@ type DiffJSON struct {
 }
 
 type DeviceDiffJSON struct {
-	Device     int                 `json:"device"`
-	DeviceB    int                 `json:"device_b"` // B's device: another one when the sole devices were paired
-	PeakA      Numbers             `json:"peak_a"`
-	PeakB      Numbers             `json:"peak_b"`
-	EndA       Numbers             `json:"end_a"`
-	EndB       Numbers             `json:"end_b"`
-	Sites      []attribution.Delta `json:"sites"`
-	Categories []attribution.Delta `json:"categories"`
-	Phases     []attribution.Delta `json:"phases"`
+	Device  int     `json:"device"`
+	DeviceB int     `json:"device_b"` // B's device: another one when the sole devices were paired
+	PeakA   Numbers `json:"peak_a"`
+	PeakB   Numbers `json:"peak_b"`
+	// ReservedPeakA and ReservedPeakB: each one's own peak of reserved
+	// bytes (max_memory_reserved); peak_a.reserved is reserved at A's
+	// allocated peak.
+	ReservedPeakA int64               `json:"reserved_peak_a"`
+	ReservedPeakB int64               `json:"reserved_peak_b"`
+	EndA          Numbers             `json:"end_a"`
+	EndB          Numbers             `json:"end_b"`
+	Sites         []attribution.Delta `json:"sites"`
+	Categories    []attribution.Delta `json:"categories"`
+	Phases        []attribution.Delta `json:"phases"`
 }
 
 // diffDevicesJSON converts a comparison.
@@ -275,6 +280,7 @@ func diffDevicesJSON(d *attribution.Diff) []DeviceDiffJSON {
 	out := []DeviceDiffJSON{}
 	for _, dd := range d.Devices {
 		out = append(out, DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
+			ReservedPeakA: dd.ReservedPeakA, ReservedPeakB: dd.ReservedPeakB,
 			EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
 			Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)})
 	}

@@ -331,7 +331,8 @@ func diffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 			fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Bytes(a), units.Bytes(b), signed(b-a))
 		}
 		row("peak allocated", dd.PeakA.Allocated, dd.PeakB.Allocated)
-		row("peak reserved", dd.PeakA.Reserved, dd.PeakB.Reserved)
+		row("reserved at that peak", dd.PeakA.Reserved, dd.PeakB.Reserved)
+		row("peak reserved", dd.ReservedPeakA, dd.ReservedPeakB)
 		row("end allocated", dd.EndA.Allocated, dd.EndB.Allocated)
 		row("end reserved", dd.EndA.Reserved, dd.EndB.Reserved)
 		tw.Flush()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
 )
 
 const (
@@ -414,4 +415,43 @@ func TestPeakTraceDisjoint(t *testing.T) {
 			t.Errorf("%s --trace of the same run says the windows do not overlap", cmd)
 		}
 	}
+}
+
+// TestDiffPeakReserved: diff keeps apart reserved at each allocated peak
+// and each one's own peak of reserved bytes, which equals torch's
+// max_memory_reserved over the recording; its changes are B − A.
+func TestDiffPeakReserved(t *testing.T) {
+	a, b := "llama-bf16", "oom"
+	r := runMemscope("diff", "--json", "../../fixtures/"+a+"/snapshot.pickle", "../../fixtures/"+b+"/snapshot.pickle")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var doc report.ResultDoc[report.DiffResultJSON]
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := doc.Result.Devices[0]
+	ta, tb := readFixtureTruth(t, a), readFixtureTruth(t, b)
+	if d.ReservedPeakA != ta.Window.MaxReserved || d.ReservedPeakB != tb.Window.MaxReserved {
+		t.Errorf("reserved peaks %d, %d; torch's max_memory_reserved %d, %d", d.ReservedPeakA, d.ReservedPeakB, ta.Window.MaxReserved, tb.Window.MaxReserved)
+	}
+	if d.PeakA.Allocated != ta.Window.MaxAllocated || d.PeakB.Allocated != tb.Window.MaxAllocated {
+		t.Errorf("allocated peaks %d, %d; torch's max_memory_allocated %d, %d", d.PeakA.Allocated, d.PeakB.Allocated, ta.Window.MaxAllocated, tb.Window.MaxAllocated)
+	}
+	if d.PeakB.Reserved > d.ReservedPeakB || d.PeakB.Reserved == d.ReservedPeakB {
+		t.Errorf("B: reserved at its allocated peak %d against its reserved peak %d: the oom fixture's reserved peaks later", d.PeakB.Reserved, d.ReservedPeakB)
+	}
+	text := runMemscope("diff", "../../fixtures/"+a+"/snapshot.pickle", "../../fixtures/"+b+"/snapshot.pickle").stdout
+	for _, want := range []string{"reserved at that peak", "peak reserved", units.Bytes(d.ReservedPeakB), signed(d.ReservedPeakB - d.ReservedPeakA)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("diff text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func signed(n int64) string {
+	if n >= 0 {
+		return "+" + units.Bytes(n)
+	}
+	return units.Bytes(n)
 }
