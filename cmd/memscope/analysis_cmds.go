@@ -21,10 +21,15 @@ type analysisOptions struct {
 	allocSizes    bool // keep each alloc's block size (pprof)
 }
 
-func (o *analysisOptions) define(fs *pflag.FlagSet) {
+// define defines them in fs; withTop adds --top, for the commands that
+// list the largest sites.
+func (o *analysisOptions) define(fs *pflag.FlagSet, withTop bool) {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
-	fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
+	o.top = -1
+	if withTop {
+		fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
+	}
 	filterFlags(fs, &o.focus, &o.ignore)
 	memoryFlag(fs)
 }
@@ -97,7 +102,7 @@ func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path 
 
 func peakFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	o.define(fs)
+	o.define(fs, true)
 	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak), or a time after the first event such as 1.5s")
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
 	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too, or by category for an export_memory_timeline file")
@@ -143,7 +148,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 
 func leaksFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	o.define(fs)
+	o.define(fs, false)
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
 			return &report.Leaks{Source: path, Analysis: an}, nil
@@ -153,7 +158,7 @@ func leaksFlags(fs *pflag.FlagSet) runFunc {
 
 func fragFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	o.define(fs)
+	o.define(fs, false)
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
 			return &report.Frag{Source: path, Analysis: an}, nil
@@ -163,7 +168,7 @@ func fragFlags(fs *pflag.FlagSet) runFunc {
 
 func oomFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	o.define(fs)
+	o.define(fs, true)
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
 			return &report.OOMs{Source: path, Analysis: an, Top: o.top}, nil
@@ -173,7 +178,7 @@ func oomFlags(fs *pflag.FlagSet) runFunc {
 
 func diffFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	o.define(fs)
+	o.define(fs, true)
 	return func(cc *cmdContext, paths []string) error {
 		pa, sweepA, err := diffInput(paths[0])
 		if err != nil {
