@@ -222,3 +222,20 @@ func intList(xs []int) string {
 // ranks a directory lacks can be listed. A run.json that claims more is
 // refused before anything is allocated for it.
 const MaxRanks = 1 << 17
+
+// DeviceUsedFor returns, for the snapshot at path when it sits in a
+// capture run directory, its rank's device and the highest device used
+// (the driver's view) the run sampled for it; ok is false outside a run
+// or when nothing was sampled.
+func DeviceUsedFor(path string) (device int, used int64, ok bool) {
+	run, err := ReadRun(filepath.Dir(path))
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, r := range run.Ranks {
+		if filepath.Base(r.Files["snapshot"]) == filepath.Base(path) && r.DeviceUsed > 0 {
+			return r.Device, r.DeviceUsed, true
+		}
+	}
+	return 0, 0, false
+}

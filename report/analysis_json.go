@@ -8,27 +8,11 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// Doc is the envelope of every JSON document but the summary's: the schema,
-// what kind of result it holds, and the result.
-type Doc struct {
-	Schema string `json:"schema"`
-	Kind   string `json:"kind"` // peak, leaks, frag, oom, diff, check
-	Files  []any  `json:"files,omitempty"`
-	Result any    `json:"result,omitempty"`
-}
-
-// WriteJSON writes v indented.
-func WriteJSON(w io.Writer, v any) error {
+// writeJSON writes v indented.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// FileJSON is one input file's part of a document: its path and one entry
-// per device.
-type FileJSON struct {
-	Source  string `json:"source"`
-	Devices any    `json:"devices"`
 }
 
 // MomentJSON is the attribution at one moment.
@@ -250,12 +234,6 @@ func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top
 		j.Cap = &CapJSON{o.Cap.Low, o.Cap.High}
 	}
 	return j
-}
-
-// DiffJSON is a comparison of two snapshots.
-type DiffJSON struct {
-	A, B    string           `json:"-"`
-	Devices []DeviceDiffJSON `json:"devices"`
 }
 
 type DeviceDiffJSON struct {

@@ -21,7 +21,7 @@ type Summary struct {
 func (*Summary) Kind() string { return "summary" }
 
 func (r *Summary) writeText(w io.Writer) error {
-	return summaryText(w, r.Sum, SummaryTextOptions{Stacks: r.Stacks})
+	return summaryText(w, r.Sum, summaryTextOptions{Stacks: r.Stacks})
 }
 
 func (r *Summary) fileEntry() any { return summaryFile(r.Sum) }

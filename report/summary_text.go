@@ -12,13 +12,13 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// SummaryTextOptions tune SummaryText.
-type SummaryTextOptions struct {
+// summaryTextOptions tune summaryText.
+type summaryTextOptions struct {
 	Stacks bool // print each top site's full stack
 }
 
 // summaryText writes sum as aligned text, fitting 100 columns.
-func summaryText(w io.Writer, sum *attribution.Summary, opt SummaryTextOptions) error {
+func summaryText(w io.Writer, sum *attribution.Summary, opt summaryTextOptions) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s (%s", sum.Source, sum.Format)
 	if sum.Format == "pickle" {
@@ -40,7 +40,7 @@ func summaryText(w io.Writer, sum *attribution.Summary, opt SummaryTextOptions) 
 	return ew.err
 }
 
-func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSummary, opt SummaryTextOptions) {
+func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSummary, opt summaryTextOptions) {
 	ew.printf("\ndevice %d: %d events, %d segments, %d blocks (%d active)",
 		d.Device, d.Events, d.Segments, d.Blocks, d.ActiveBlocks)
 	if d.OOMs > 0 {

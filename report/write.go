@@ -113,7 +113,7 @@ func (rw *Writer) Write(r Result) error {
 		if !first {
 			return fmt.Errorf("report: a %s result is a whole JSON document: write one", r.Kind())
 		}
-		return WriteJSON(rw.w, d.document())
+		return writeJSON(rw.w, d.document())
 	case HTML:
 		if h, ok := r.(htmler); ok && first {
 			return h.writeHTML(rw.w)
@@ -132,7 +132,7 @@ func (rw *Writer) Close() error {
 	if rw.f != JSON || rw.files == nil {
 		return nil
 	}
-	return WriteJSON(rw.w, FilesDoc[any]{Schema: Schema, Kind: rw.kind, Files: rw.files})
+	return writeJSON(rw.w, FilesDoc[any]{Schema: Schema, Kind: rw.kind, Files: rw.files})
 }
 
 // FilesDoc is the document of the commands that read several files: one

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
@@ -60,19 +59,10 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 // addDeviceUsed fills in the device used the capture run sampled, when the
 // snapshot at path sits in a 'memscope capture' run directory.
 func addDeviceUsed(sum *attribution.Summary, path string) {
-	run, err := capture.ReadRun(filepath.Dir(path))
-	if err != nil {
-		return
-	}
-	for _, r := range run.Ranks {
-		if filepath.Base(r.Files["snapshot"]) != filepath.Base(path) {
-			continue
-		}
-		for i := range sum.Devices {
-			if sum.Devices[i].Device == r.Device && r.DeviceUsed > 0 {
-				used := r.DeviceUsed
-				sum.Devices[i].DeviceUsedPeak = &used
-			}
+	dev, used, ok := capture.DeviceUsedFor(path)
+	for i := range sum.Devices {
+		if ok && sum.Devices[i].Device == dev {
+			sum.Devices[i].DeviceUsedPeak = &used
 		}
 	}
 }
