@@ -56,6 +56,14 @@ func (d *decoder) checkValues(s *Snapshot) error {
 				return what("its blocks' sizes add up past %d", int64(maxSize))
 			}
 		}
+		// Blocks are laid end to end from the segment's address
+		// (convSegment): past total_size they would lie outside it.
+		if sum > g.TotalSize {
+			return what("its blocks' sizes add up to %d, past its total_size %d", sum, g.TotalSize)
+		}
+	}
+	if len(s.Traces) > maxDevice {
+		return d.failAt(-1, kindSchema, "device_traces[%d]: past the last device index %d (%d device lists)", maxDevice, maxDevice-1, len(s.Traces))
 	}
 	for dev, tr := range s.Traces {
 		for i := range tr {

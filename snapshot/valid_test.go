@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/memscope/memscope/internal/pickle"
 )
 
 // checkAllValid fails t unless s passes CheckValid and so does the replay
@@ -175,6 +177,59 @@ func TestTimelineCheckValid(t *testing.T) {
 			err := tl.CheckValid()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("CheckValid() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeRejectsInvalid: the two values checkValues rejects so that
+// CheckValid holds for every snapshot Decode returns (the fuzzer found the
+// first): blocks past their segment's total_size, and more device traces
+// than device indexes.
+func TestDecodeRejectsInvalid(t *testing.T) {
+	blocksPast := pickleOf(t, func(w *pickle.Writer) { // {"segments": [{…, "total_size": 4096, "blocks": [{"size": 8192, …}]}]}
+		w.Raw(pickle.EmptyDict)
+		w.String("segments")
+		w.Raw(pickle.EmptyList, pickle.EmptyDict, pickle.Mark)
+		w.String("device")
+		w.Int(0)
+		w.String("address")
+		w.Int(1 << 30)
+		w.String("total_size")
+		w.Int(4096)
+		w.String("blocks")
+		w.Raw(pickle.EmptyList, pickle.EmptyDict, pickle.Mark)
+		w.String("size")
+		w.Int(8192)
+		w.String("requested_size")
+		w.Int(8000)
+		w.String("state")
+		w.String("active_allocated")
+		w.Raw(pickle.SetItems, pickle.Append, pickle.SetItems, pickle.Append, pickle.SetItem)
+	})
+	manyDevices := pickleOf(t, func(w *pickle.Writer) { // {"segments": [], "device_traces": [[]] * (maxDevice+1)}
+		w.Raw(pickle.EmptyDict, pickle.Mark)
+		w.String("segments")
+		w.Raw(pickle.EmptyList)
+		w.String("device_traces")
+		w.Raw(pickle.EmptyList, pickle.Mark)
+		for range maxDevice + 1 {
+			w.Raw(pickle.EmptyList)
+		}
+		w.Raw(pickle.Appends, pickle.SetItems)
+	})
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"blocks past total_size", blocksPast, "decoding bad.pickle: segment 0 (address 0x40000000): its blocks' sizes add up to 8192, past its total_size 4096"},
+		{"more traces than devices", manyDevices, "decoding bad.pickle: device_traces[1048576]: past the last device index 1048575 (1048577 device lists)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Decode(bytes.NewReader(tc.data), "bad.pickle")
+			if s != nil || err == nil || err.Error() != tc.want {
+				t.Errorf("Decode() = %v, %v; want nil, %q", s != nil, err, tc.want)
 			}
 		})
 	}
