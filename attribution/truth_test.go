@@ -84,7 +84,8 @@ func readTruth(t *testing.T, dir string, v any) {
 var analysisCache = map[string]*Analysis{}
 
 // fixtureAnalysis returns the analysis of dir's snapshot, every device,
-// made once per test binary.
+// made once per test binary; the snapshot and every device's timeline
+// pass CheckValid.
 func fixtureAnalysis(t *testing.T, dir string) *Analysis {
 	t.Helper()
 	if an := analysisCache[dir]; an != nil {
@@ -94,7 +95,15 @@ func fixtureAnalysis(t *testing.T, dir string) *Analysis {
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
+	if err := s.CheckValid(); err != nil {
+		t.Fatalf("%s: Snapshot.CheckValid: %v", dir, err)
+	}
 	an := Analyze(s, Options{Device: -1})
+	for _, d := range an.Devices {
+		if err := d.Timeline.CheckValid(); err != nil {
+			t.Fatalf("%s: the timeline of device %d: CheckValid: %v", dir, d.Device, err)
+		}
+	}
 	analysisCache[dir] = an
 	return an
 }

@@ -77,6 +77,7 @@ func TestReplayMatchesTorch(t *testing.T) {
 				t.Fatal(err)
 			}
 			tl := Replay(s, 0, ReplayOptions{})
+			checkAllValid(t, s) // every device, with and without series and lifetimes
 			w := tr.Window
 			checks := []struct {
 				name      string
@@ -224,6 +225,7 @@ func TestReplayMatchesCaptureRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			tl := Replay(s, c.Device, ReplayOptions{})
+			checkAllValid(t, s)
 			for _, ch := range []struct {
 				name      string
 				got, want int64
