@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memscope/memscope/internal/truth"
 )
 
 // budgetResult is the part of 'memscope budget --json' the tests read.
@@ -167,6 +170,47 @@ func TestBudgetErrors(t *testing.T) {
 		if r.code != exitError || r.err == nil || !strings.Contains(r.err.Error(), c.want) {
 			t.Errorf("memscope budget %s = exit %d, %v; want exit %d and an error containing %q",
 				strings.Join(c.args, " "), r.code, r.err, exitError, c.want)
+		}
+	}
+}
+
+// TestTruthFileInInternalTruth: internal/truth.File reads every field of
+// the budget's truthFile, to the same values, from every fixture, so that
+// budget --truth can switch to it.
+func TestTruthFileInInternalTruth(t *testing.T) {
+	if n := reflect.TypeFor[truthFile]().NumField(); n != 4 {
+		t.Fatalf("truthFile has %d fields, this test compares 4: compare the new ones", n)
+	}
+	dirs, err := truth.Fixtures("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		path := filepath.Join(dir, "truth.json")
+		old, err := readTruthFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := truth.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old.DeviceName != f.DeviceName || old.DeviceTotal != f.DeviceTotal {
+			t.Errorf("%s: device %q %d, truthFile reads %q %d", path, f.DeviceName, f.DeviceTotal, old.DeviceName, old.DeviceTotal)
+		}
+		oa, a := old.Args, f.Args
+		if [8]int64{oa.Vocab, oa.Hidden, oa.Intermediate, oa.Layers, oa.Heads, oa.Seq, oa.Batch, oa.KVHeads} !=
+			[8]int64{a.Vocab, a.Hidden, a.Intermediate, a.Layers, a.Heads, a.Seq, a.Batch, a.KVHeads} ||
+			!reflect.DeepEqual(oa.Checkpointing, a.Checkpointing) {
+			t.Errorf("%s: args %+v, truthFile reads %+v", path, a, oa)
+		}
+		if len(old.Phases) != len(f.Phases) {
+			t.Fatalf("%s: %d phases, truthFile reads %d", path, len(f.Phases), len(old.Phases))
+		}
+		for i, p := range old.Phases {
+			if q := f.Phases[i]; p.Step != q.Step || p.Phase != q.Phase || p.PeakAllocated != q.PeakAllocated || p.PeakRequested != q.PeakRequested {
+				t.Errorf("%s: phase %d = %+v, truthFile reads %+v", path, i, q, p)
+			}
 		}
 	}
 }
