@@ -182,10 +182,11 @@ func TestTimelineCheckValid(t *testing.T) {
 	}
 }
 
-// TestDecodeRejectsInvalid: the two values checkValues rejects so that
-// CheckValid holds for every snapshot Decode returns (the fuzzer found the
-// first): blocks past their segment's total_size, and more device traces
-// than device indexes.
+// TestDecodeRejectsInvalid: the values checkValues rejects so that
+// CheckValid holds for every snapshot Decode returns (the fuzzer found
+// blocks past their segment's total_size): sizes whose sums could overflow
+// the replay's numbers, blocks past total_size, and more device traces than
+// device indexes.
 func TestDecodeRejectsInvalid(t *testing.T) {
 	blocksPast := pickleOf(t, func(w *pickle.Writer) { // {"segments": [{…, "total_size": 4096, "blocks": [{"size": 8192, …}]}]}
 		w.Raw(pickle.EmptyDict)
@@ -218,11 +219,31 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 		}
 		w.Raw(pickle.Appends, pickle.SetItems)
 	})
+	hugeSegments := pickleOf(t, func(w *pickle.Writer) { // 4097 entries of 2^48 bytes: past maxTotal
+		w.Raw(pickle.EmptyDict, pickle.Mark)
+		w.String("segments")
+		w.Raw(pickle.EmptyList)
+		w.String("device_traces")
+		w.Raw(pickle.EmptyList, pickle.EmptyList, pickle.Mark)
+		for i := range maxTotal/maxSize + 1 {
+			w.Raw(pickle.EmptyDict, pickle.Mark)
+			w.String("action")
+			w.String("segment_alloc")
+			w.String("addr")
+			w.Int(int64(i+1) << 48)
+			w.String("size")
+			w.Int(maxSize)
+			w.Raw(pickle.SetItems)
+		}
+		w.Raw(pickle.Appends, pickle.Append, pickle.SetItems)
+	})
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string
 	}{
+		{"sizes past maxTotal", hugeSegments, "decoding bad.pickle: device_traces[0][4096] (segment_alloc): the sizes of the device's entries up to it, " +
+			"with its segments' total_size and requested_size, add up past 1152921504606846976"},
 		{"blocks past total_size", blocksPast, "decoding bad.pickle: segment 0 (address 0x40000000): its blocks' sizes add up to 8192, past its total_size 4096"},
 		{"more traces than devices", manyDevices, "decoding bad.pickle: device_traces[1048576]: past the last device index 1048575 (1048577 device lists)"},
 	} {
@@ -232,5 +253,46 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 				t.Errorf("Decode() = %v, %v; want nil, %q", s != nil, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOversizeRun: past max_split_size, a free run more than kLargeBuffer
+// longer than the request is not the block torch handed out (it hands out
+// an oversize block only below that), so the rounded request stands in,
+// estimated; below, the block is the whole run. 2^15 such allocations at
+// rising addresses in one segment of 2^48 bytes, each of which once took
+// the rest of the segment, no longer overflow allocated.
+func TestOversizeRun(t *testing.T) {
+	const mib = 1 << 20
+	snap := func(n int, step uint64, req int64) *Snapshot {
+		s := validSnap()
+		s.Settings = map[string]any{"max_split_size": int64(2 * mib)}
+		base := uint64(1) << 40
+		s.Segments = []Segment{{Address: base, TotalSize: 64 * mib, Blocks: []Block{{Address: base, Size: 64 * mib}}}}
+		if n > 1 {
+			s.Segments[0].TotalSize, s.Segments[0].Blocks[0].Size = maxSize, maxSize
+		}
+		s.Traces = [][]Event{nil}
+		for i := range n {
+			s.Traces[0] = append(s.Traces[0], Event{Action: ActionAlloc, Addr: base + uint64(i)*step, Size: req})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		req, size int64
+		estimated bool
+	}{
+		{30 * mib, 30 * mib, true},  // 34 MiB left: not an oversize block torch would hand out
+		{50 * mib, 64 * mib, false}, // 14 MiB left: the whole run
+	} {
+		tl := Replay(snap(1, 0, tc.req), 0, ReplayOptions{})
+		if live := tl.LiveAt(0); len(live) != 1 || live[0].Size != tc.size || live[0].Estimated != tc.estimated {
+			t.Errorf("alloc of %d B in a free run of 64 MiB: live %+v, want size %d, estimated %v", tc.req, live, tc.size, tc.estimated)
+		}
+	}
+	s := snap(1<<15, 4*mib, 4*mib)
+	checkAllValid(t, s)
+	if tl := Replay(s, 0, ReplayOptions{}); tl.End.Allocated != 1<<15*4*mib {
+		t.Errorf("End.Allocated = %d, want %d", tl.End.Allocated, 1<<15*4*mib)
 	}
 }
