@@ -66,9 +66,40 @@ func (s *Snapshot) CheckValid() error {
 			}
 		}
 	}
+	if err := s.checkTotals(); err != nil {
+		return err
+	}
 	for i := range s.Annotations {
 		if a := &s.Annotations[i]; a.Device < -1 || a.Device >= maxDevice {
 			return fmt.Errorf("annotation %d (%q): device %d out of range (want -1 to %d)", i, a.Name, a.Device, maxDevice-1)
+		}
+	}
+	return nil
+}
+
+// checkTotals checks each device's sum of segment total_size, block
+// requested_size and entry sizes against maxTotal, which keeps the
+// replay's numbers from overflowing. The other checks ran first: every
+// term is within maxSize.
+func (s *Snapshot) checkTotals() error {
+	total := map[int]int64{}
+	for i := range s.Segments {
+		g := &s.Segments[i]
+		total[g.Device] += g.TotalSize
+		for j := range g.Blocks {
+			total[g.Device] += max(g.Blocks[j].RequestedSize, 0)
+		}
+		if total[g.Device] > maxTotal {
+			return fmt.Errorf("segment %d (address %#x): device %d's segments' total_size and requested_size add up past %d", i, g.Address, g.Device, int64(maxTotal))
+		}
+	}
+	for d, tr := range s.Traces {
+		for i := range tr {
+			if e := &tr[i]; e.Action != ActionOOM {
+				if total[d] += max(e.Size, -e.Size); total[d] > maxTotal {
+					return fmt.Errorf("device_traces[%d][%d] (%s): device %d's sizes add up past %d", d, i, e.Action, d, int64(maxTotal))
+				}
+			}
 		}
 	}
 	return nil

@@ -113,6 +113,16 @@ func TestSnapshotCheckValid(t *testing.T) {
 		{"event string", func(s *Snapshot) { s.Traces[0][0].UserMetadata = 2 }, "device_traces[0][0] (alloc): compile_context 1 or user_metadata 2 out of range (2 strings)"},
 		{"event addr 0", func(s *Snapshot) { s.Traces[0][3].Addr = 0 }, "device_traces[0][3] (free_completed): addr 0"},
 		{"event size", func(s *Snapshot) { s.Traces[0][3].Size = -maxSize - 1 }, "device_traces[0][3] (free_completed): size -281474976710657 out of range"},
+		{"sizes past maxTotal", func(s *Snapshot) {
+			for i := range maxTotal / maxSize {
+				s.Traces[0] = append(s.Traces[0], Event{Action: ActionSegmentFree, Addr: uint64(i+1) << 48, Size: maxSize})
+			}
+		}, "device_traces[0][4099] (segment_free): device 0's sizes add up past 1152921504606846976"},
+		{"segments past maxTotal", func(s *Snapshot) {
+			for i := range maxTotal / maxSize {
+				s.Segments = append(s.Segments, Segment{Address: uint64(i+1) << 48, TotalSize: maxSize})
+			}
+		}, "segment 4096 (address 0x1000000000000000): device 0's segments' total_size and requested_size add up past 1152921504606846976"},
 		{"annotation device", func(s *Snapshot) { s.Annotations[0].Device = -2 }, "annotation 0 (\"step\"): device -2 out of range"},
 		{"stack frame ID", func(s *Snapshot) { s.Stacks.InternStack([]FrameID{3}) }, "stack table: frame ID 3 (at 1) out of range (1 frames)"},
 		{"stack offsets", func(s *Snapshot) { s.Stacks.offsets[1] = 1 }, "stack table: stack 0 is not the empty stack"},
