@@ -19,7 +19,7 @@ func TestMeasureBudgetMatchesTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, ok := tr.Model(fx)
+			m, ok := budget.TruthModel(tr, fx)
 			if !ok {
 				t.Fatal("truth.json has no model shape")
 			}

@@ -6,50 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// plainTruth is what capture/plain/truthlib.py writes beside a snapshot
-// made without memscope's harness.
-type plainTruth struct {
-	Plain         bool   `json:"plain"`
-	Script        string `json:"script"`
-	StepsRecorded int    `json:"steps_recorded"`
-	Phases        []struct {
-		Step          int    `json:"step"`
-		Phase         string `json:"phase"`
-		PeakAllocated int64  `json:"peak_allocated"`
-	} `json:"phases"`
-	Steps []struct {
-		Step      int    `json:"step"`
-		FloorEnd  int64  `json:"floor_end"`
-		Peak      int64  `json:"peak_allocated"`
-		PeakPhase string `json:"peak_phase"`
-	} `json:"steps"`
-	Window struct {
-		MaxAllocated int64 `json:"max_allocated"`
-	} `json:"window"`
-	ParamBytes          int64 `json:"param_bytes"`
-	OptimizerStateBytes int64 `json:"optimizer_state_bytes"`
-	Leak                *struct {
-		File         string `json:"file"`
-		Line         int64  `json:"line"`
-		BytesPerStep int64  `json:"bytes_per_step"`
-	} `json:"leak"`
-	Sites map[string]struct {
-		File string `json:"file"`
-		Line int64  `json:"line"`
-	} `json:"sites"`
-	OOM *struct {
-		File  string `json:"file"`
-		Line  int64  `json:"line"`
-		Step  int    `json:"step"`
-		Phase string `json:"phase"`
-	} `json:"oom"`
-}
+	"github.com/memscope/memscope/internal/truth"
+)
 
 type plainFixture struct {
 	name  string
-	truth plainTruth
+	truth *truth.File // with Plain set: written by capture/plain/truthlib.py
 	an    *Analysis
 }
 
@@ -60,7 +23,7 @@ func loadPlain(t *testing.T) []*plainFixture {
 	var out []*plainFixture
 	for _, dir := range fixtureDirs(t) {
 		f := &plainFixture{name: filepath.Base(dir)}
-		if readTruth(t, dir, &f.truth); !f.truth.Plain {
+		if f.truth = readTruth(t, dir); !f.truth.Plain {
 			continue
 		}
 		f.an = fixtureAnalysis(t, dir)

@@ -1,90 +1,47 @@
 package attribution
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
+	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
-// truth is the part of a fixture's truth.json these tests read.
-type truth struct {
-	Plain  bool `json:"plain"` // made without the harness: plain_truth_test.go
-	Phases []struct {
-		Step          int    `json:"step"`
-		Phase         string `json:"phase"`
-		PeakAllocated int64  `json:"peak_allocated"`
-		AllocatedEnd  int64  `json:"allocated_end"`
-	} `json:"phases"`
-	Window struct {
-		MaxAllocated int64 `json:"max_allocated"`
-	} `json:"window"`
-	MemoryStatsEnd  map[string]int64 `json:"memory_stats_end"`
-	LogitsBytesFP32 int64            `json:"logits_bytes_fp32"`
-	Leak            *struct {
-		File         string `json:"file"`
-		Line         int64  `json:"line"`
-		Function     string `json:"function"`
-		Steps        int    `json:"steps"`
-		BytesPerStep int64  `json:"bytes_per_step"`
-	} `json:"leak"`
-	Sites map[string]struct {
-		File string `json:"file"`
-		Line int64  `json:"line"`
-	} `json:"sites"`
-	OOM *struct {
-		Failed *struct {
-			Message string `json:"message"`
-			Step    int    `json:"step"`
-		} `json:"failed"`
-		Observer []struct {
-			Request    int64 `json:"request"`
-			DeviceFree int64 `json:"device_free"`
-		} `json:"observer"`
-	} `json:"oom"`
-}
-
 type fixture struct {
 	name  string
-	truth truth
+	truth *truth.File
 	an    *Analysis
 }
 
 // fixtureDirs returns the folders under ../fixtures that hold a truth.json.
 func fixtureDirs(t *testing.T) []string {
 	t.Helper()
-	files, _ := filepath.Glob("../fixtures/*/truth.json")
-	if len(files) == 0 {
-		t.Fatal("no fixtures under ../fixtures")
-	}
-	dirs := make([]string, len(files))
-	for i, f := range files {
-		dirs[i] = filepath.Dir(f)
+	dirs, err := truth.Fixtures("../fixtures")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dirs
 }
 
-// readTruth decodes dir's truth.json into v.
-func readTruth(t *testing.T, dir string, v any) {
+// readTruth reads dir's truth.json.
+func readTruth(t *testing.T, dir string) *truth.File {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	tr, err := truth.Read(filepath.Join(dir, "truth.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s/truth.json: %v", dir, err)
-	}
+	return tr
 }
 
 var analysisCache = map[string]*Analysis{}
 
 // fixtureAnalysis returns the analysis of dir's snapshot, every device,
-// made once per test binary.
+// made once per test binary; the snapshot and every device's timeline
+// pass CheckValid.
 func fixtureAnalysis(t *testing.T, dir string) *Analysis {
 	t.Helper()
 	if an := analysisCache[dir]; an != nil {
@@ -94,7 +51,15 @@ func fixtureAnalysis(t *testing.T, dir string) *Analysis {
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
+	if err := s.CheckValid(); err != nil {
+		t.Fatalf("%s: Snapshot.CheckValid: %v", dir, err)
+	}
 	an := Analyze(s, Options{Device: -1})
+	for _, d := range an.Devices {
+		if err := d.Timeline.CheckValid(); err != nil {
+			t.Fatalf("%s: the timeline of device %d: CheckValid: %v", dir, d.Device, err)
+		}
+	}
 	analysisCache[dir] = an
 	return an
 }
@@ -106,7 +71,7 @@ func loadFixtures(t *testing.T) []*fixture {
 	var out []*fixture
 	for _, dir := range fixtureDirs(t) {
 		f := &fixture{name: filepath.Base(dir)}
-		if readTruth(t, dir, &f.truth); f.truth.Plain {
+		if f.truth = readTruth(t, dir); f.truth.Plain {
 			continue
 		}
 		f.an = fixtureAnalysis(t, dir)

@@ -9,31 +9,6 @@ import (
 	"github.com/memscope/memscope/internal/units"
 )
 
-// verdictTruth is the part of truth.json the verdict tests read: the
-// allocator settings of the run, the per-process cap, the planted leak and
-// torch's OOM (the harness's observer record, or a plain script's message).
-type verdictTruth struct {
-	AllocConf string `json:"alloc_conf"`
-	CapBytes  int64  `json:"cap_bytes"`
-	Leak      *struct {
-		File         string `json:"file"`
-		Line         int64  `json:"line"`
-		BytesPerStep int64  `json:"bytes_per_step"`
-	} `json:"leak"`
-	OOM *struct {
-		Message  string `json:"message"` // plain-oom
-		Observer []struct {
-			Request     int64 `json:"request"`
-			Allocated   int64 `json:"allocated"`
-			DeviceFree  int64 `json:"device_free"`
-			DeviceLimit int64 `json:"device_limit"`
-		} `json:"observer"` // oom (harness)
-		Failed *struct {
-			Message string `json:"message"`
-		} `json:"failed"`
-	} `json:"oom"`
-}
-
 // torchOOM reads the request, allocated and reserved-but-unallocated
 // figures of torch's OOM message, as torch rounded them.
 var torchOOM = regexp.MustCompile(`Tried to allocate ([0-9.]+ [KMG]iB).*Of the allocated memory ([0-9.]+ [KMG]iB) is allocated by PyTorch, and ([0-9.]+ [KMG]iB) is reserved by PyTorch but unallocated`)
@@ -48,8 +23,7 @@ func TestOOMVerdictTruth(t *testing.T) {
 	for _, name := range []string{"oom", "plain-oom"} {
 		t.Run(name, func(t *testing.T) {
 			dir := "../fixtures/" + name
-			var tr verdictTruth
-			readTruth(t, dir, &tr)
+			tr := readTruth(t, dir)
 			if tr.OOM == nil {
 				t.Fatal("truth.json records no OOM")
 			}
@@ -114,8 +88,7 @@ func TestOOMVerdictTruth(t *testing.T) {
 // first, then max_split_size_mb.
 func TestLeakVerdictTruth(t *testing.T) {
 	dir := "../fixtures/leak"
-	var tr verdictTruth
-	readTruth(t, dir, &tr)
+	tr := readTruth(t, dir)
 	if tr.Leak == nil {
 		t.Fatal("truth.json records no leak")
 	}
@@ -154,8 +127,7 @@ func TestLeakVerdictTruth(t *testing.T) {
 // the findings hold no problem.
 func TestExpandableVerdicts(t *testing.T) {
 	dir := "../fixtures/expandable"
-	var tr verdictTruth
-	readTruth(t, dir, &tr)
+	tr := readTruth(t, dir)
 	if !strings.Contains(tr.AllocConf, "expandable_segments:True") {
 		t.Fatalf("alloc_conf = %q, want expandable segments", tr.AllocConf)
 	}

@@ -1,64 +1,24 @@
 package budget
 
-import (
-	"encoding/json"
-	"fmt"
-	"os"
-)
+import "github.com/memscope/memscope/internal/truth"
 
-// Truth is the part of a capture's truth.json (schema memscope-truth/v1,
-// written by capture/harness.py) the budget reads: the device, the model
-// shape the harness ran, and the per-phase peaks torch measured. It is a
-// stopgap until one truth type (internal/truth) serves every reader.
-type Truth struct {
-	DeviceName  string     `json:"device_name"`
-	DeviceTotal int64      `json:"device_total"`
-	Args        TruthArgs  `json:"args"`
-	Phases      []TruthRow `json:"phases"`
-}
-
-// TruthArgs are the harness arguments of the capture (0 where not given).
-type TruthArgs struct {
-	Vocab         int64 `json:"vocab"`
-	Hidden        int64 `json:"hidden"`
-	Intermediate  int64 `json:"intermediate"`
-	Layers        int64 `json:"layers"`
-	Heads         int64 `json:"heads"`
-	KVHeads       int64 `json:"kv_heads"`
-	Seq           int64 `json:"seq"`
-	Batch         int64 `json:"batch"`
-	Checkpointing *int  `json:"checkpointing"` // nil or 0: none
-}
+// Truth is a capture's truth.json (schema memscope-truth/v1, written by
+// capture/harness.py): the budget reads the device, the model shape the
+// harness ran, and the per-phase peaks torch measured. It is the one truth
+// type every reader of truth.json uses (internal/truth).
+type Truth = truth.File
 
 // TruthRow is one phase of one step as torch's peak counters saw it.
-type TruthRow struct {
-	Step          int    `json:"step"` // -1: setup outside the steps
-	Phase         string `json:"phase"`
-	PeakAllocated int64  `json:"peak_allocated"` // max_memory_allocated over the phase
-	PeakRequested int64  `json:"peak_requested"`
-}
+type TruthRow = truth.Phase
 
-// Checkpointed reports whether the harness ran with activation
-// checkpointing (full: each layer's input kept).
-func (a TruthArgs) Checkpointed() bool { return a.Checkpointing != nil && *a.Checkpointing != 0 }
+// ReadTruth reads the truth.json at path; errors name the file.
+func ReadTruth(path string) (*Truth, error) { return truth.Read(path) }
 
-// ReadTruth reads the truth.json at path.
-func ReadTruth(path string) (*Truth, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var t Truth
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return &t, nil
-}
-
-// Model is the harness's model: LlamaForCausalLM with untied embeddings,
-// SDPA attention and a gated MLP; ok is false when the truth does not say
-// the shape (Args.Vocab is 0). KVHeads is left as given (0: Heads).
-func (t *Truth) Model(name string) (m Model, ok bool) {
+// TruthModel is the harness's model of a truth: LlamaForCausalLM with
+// untied embeddings, SDPA attention and a gated MLP; ok is false when the
+// truth does not say the shape (Args.Vocab is 0). KVHeads is left as given
+// (0: Heads).
+func TruthModel(t *Truth, name string) (m Model, ok bool) {
 	a := t.Args
 	if a.Vocab <= 0 {
 		return Model{}, false

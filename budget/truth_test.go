@@ -1,42 +1,18 @@
 package budget
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/memscope/memscope/internal/truth"
 )
 
-// truth is the part of a fixture's truth.json (schema memscope-truth/v1,
-// written by capture/harness.py) that a budget is checked against.
-type truth struct {
-	Args struct {
-		Vocab         int64 `json:"vocab"`
-		Hidden        int64 `json:"hidden"`
-		Intermediate  int64 `json:"intermediate"`
-		Layers        int64 `json:"layers"`
-		Heads         int64 `json:"heads"`
-		KVHeads       int64 `json:"kv_heads"`
-		Seq           int64 `json:"seq"`
-		Batch         int64 `json:"batch"`
-		Checkpointing *int  `json:"checkpointing"`
-	} `json:"args"`
-	ParamBytes int64 `json:"param_bytes"`
-	Phases     []struct {
-		Step          int    `json:"step"`
-		Phase         string `json:"phase"`
-		PeakAllocated int64  `json:"peak_allocated"`
-	} `json:"phases"`
-}
-
-func readTruth(t *testing.T, fixture string) truth {
+// readTruth reads a fixture's truth.json (written by capture/harness.py):
+// the shape it ran and the peaks torch measured.
+func readTruth(t *testing.T, fixture string) *truth.File {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "fixtures", fixture, "truth.json"))
+	tr, err := truth.Read(filepath.Join("..", "fixtures", fixture, "truth.json"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -45,7 +21,7 @@ func readTruth(t *testing.T, fixture string) truth {
 // harnessRun is the model and shape of capture/harness.py's llama-bf16
 // scenario: LlamaForCausalLM, untied, SDPA, fp32 weights under bf16
 // autocast, foreach AdamW, F.cross_entropy(logits.float()).
-func harnessRun(tr truth) (Model, Shape) {
+func harnessRun(tr *truth.File) (Model, Shape) {
 	a := tr.Args
 	m := Model{Vocab: a.Vocab, Hidden: a.Hidden, Layers: a.Layers, Heads: a.Heads, KVHeads: a.KVHeads,
 		Intermediate: a.Intermediate, MLP: GatedMLP, Attention: SDPA}
@@ -58,7 +34,7 @@ func harnessRun(tr truth) (Model, Shape) {
 }
 
 // measuredPeaks is each phase's highest peak over the recorded steps.
-func measuredPeaks(tr truth) map[string]int64 {
+func measuredPeaks(tr *truth.File) map[string]int64 {
 	m := map[string]int64{}
 	for _, p := range tr.Phases {
 		m[p.Phase] = max(m[p.Phase], p.PeakAllocated)

@@ -14,6 +14,11 @@ import "fmt"
 const (
 	maxDevice = 1 << 20 // device indexes (segments, annotations)
 	maxSize   = 1 << 48 // one size in bytes (256 TiB)
+	// maxTotal bounds, per device, the sum of its segments' total_size,
+	// its blocks' requested_size and its trace entries' sizes (1 EiB):
+	// every number the replay keeps is at most twice that sum plus 21 MiB
+	// per entry, so none can overflow.
+	maxTotal = 1 << 60
 )
 
 // needsAddr says which actions replay by address.
@@ -26,6 +31,7 @@ var needsAddr = [...]bool{
 // snapshot holds and that the replay or the analyses would index or sum
 // with.
 func (d *decoder) checkValues(s *Snapshot) error {
+	total := map[int]int64{} // per device: see maxTotal
 	for i := range s.Segments {
 		g := &s.Segments[i]
 		what := func(format string, args ...any) error {
@@ -47,6 +53,7 @@ func (d *decoder) checkValues(s *Snapshot) error {
 			}
 		}
 		var sum int64
+		total[g.Device] += g.TotalSize
 		for j := range g.Blocks {
 			b := &g.Blocks[j]
 			if b.Size < 0 || b.Size > maxSize || b.RequestedSize < -maxSize || b.RequestedSize > maxSize {
@@ -55,7 +62,21 @@ func (d *decoder) checkValues(s *Snapshot) error {
 			if sum += b.Size; sum > maxSize {
 				return what("its blocks' sizes add up past %d", int64(maxSize))
 			}
+			if total[g.Device] += max(b.RequestedSize, 0); total[g.Device] > maxTotal {
+				return what("the total_size and requested_size of device %d's segments up to it add up past %d", g.Device, int64(maxTotal))
+			}
 		}
+		if total[g.Device] > maxTotal {
+			return what("the total_size and requested_size of device %d's segments up to it add up past %d", g.Device, int64(maxTotal))
+		}
+		// Blocks are laid end to end from the segment's address
+		// (convSegment): past total_size they would lie outside it.
+		if sum > g.TotalSize {
+			return what("its blocks' sizes add up to %d, past its total_size %d", sum, g.TotalSize)
+		}
+	}
+	if len(s.Traces) > maxDevice {
+		return d.failAt(-1, kindSchema, "device_traces[%d]: past the last device index %d (%d device lists)", maxDevice, maxDevice-1, len(s.Traces))
 	}
 	for dev, tr := range s.Traces {
 		for i := range tr {
@@ -68,6 +89,11 @@ func (d *decoder) checkValues(s *Snapshot) error {
 			}
 			if e.Action != ActionOOM && (e.Size < -maxSize || e.Size > maxSize) {
 				return what("size %d is out of range (want at most %d)", e.Size, int64(maxSize))
+			}
+			if e.Action != ActionOOM {
+				if total[dev] += max(e.Size, -e.Size); total[dev] > maxTotal {
+					return what("the sizes of the device's entries up to it, with its segments' total_size and requested_size, add up past %d", int64(maxTotal))
+				}
 			}
 		}
 	}

@@ -48,7 +48,8 @@ func TestFastPathSeeds(t *testing.T) {
 }
 
 // FuzzFastPath mutates the seeds and checks that the fast path and the
-// general machine agree on every input: the same snapshot or the same error.
+// general machine agree on every input: the same snapshot or the same error;
+// every snapshot and its replays pass CheckValid.
 //
 //	go test ./snapshot -run '^$' -fuzz FuzzFastPath -fuzztime 5m -fuzzminimizetime 10s
 func FuzzFastPath(f *testing.F) {

@@ -9,8 +9,9 @@ import (
 )
 
 // decodeBoth decodes data with the fast path and with the general machine
-// alone, and fails unless both give the same snapshot or the same error. It
-// returns the number of batches the fast path read.
+// alone, and fails unless both give the same snapshot or the same error and
+// that snapshot and its replays pass CheckValid. It returns the number of
+// batches the fast path read.
 func decodeBoth(t *testing.T, name string, data []byte) int {
 	n, _ := decodeBothJoins(t, name, data)
 	return n
@@ -48,6 +49,9 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int) {
 		}
 		batches = max(batches, d.fast.batch)
 		joins += d.fast.joins
+	}
+	if gs != nil { // after the comparisons: CheckValid builds the device index
+		checkAllValid(t, gs)
 	}
 	return batches, joins
 }

@@ -99,6 +99,9 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Decode returned a snapshot with a %v error: %v", errKindOf(err), err)
 			}
 		}
+		if s != nil {
+			checkAllValid(t, s) // the valid part of a salvaged one too
+		}
 		// Compare only where ours ran to STOP: then every length it met was
 		// within the input, so gopickle cannot be led into a huge allocation.
 		reachedStop := err == nil || errKindOf(err) == kindSchema || errKindOf(err) == kindFormat

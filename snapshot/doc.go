@@ -68,6 +68,18 @@
 // not the segments) gets one warning listing it all and no other;
 // entries with impossible sizes are skipped, so no number goes negative.
 //
+// # Invariants
+//
+// Snapshot.CheckValid and Timeline.CheckValid verify what the analyses rely
+// on (IDs in range of their tables, devices among Devices(), blocks sorted
+// and inside their segment, sizes and their sums per device within bounds
+// that keep every replayed number from overflowing; peaks the first maxima
+// of their series, Start and End the sums of what is live and reserved).
+// Every Snapshot Decode returns passes, the valid part of a salvaged one
+// included, and so does every Timeline Replay makes of it: the decoder
+// rejects the values that would break them. Tests and fuzz targets call
+// both.
+//
 // # Ownership
 //
 // A returned Snapshot owns all its memory: its slices, its Stacks and

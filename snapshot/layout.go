@@ -9,11 +9,12 @@ import (
 // (FORMATS.md §2.3). Trace entries carry requested bytes; allocated bytes
 // count whole blocks, which can be up to 1 MiB larger than the rounded
 // request when the caching allocator hands out a free block without
-// splitting it.
+// splitting it (up to 20 MiB for a block past max_split_size).
 
 const (
-	minBlockSize = 512     // kMinBlockSize: every block is a multiple of this
-	smallSize    = 1 << 20 // kSmallSize: requests up to this go to the small pool
+	minBlockSize = 512      // kMinBlockSize: every block is a multiple of this
+	smallSize    = 1 << 20  // kSmallSize: requests up to this go to the small pool
+	largeBuffer  = 20 << 20 // kLargeBuffer: an oversize block is at most this much past its request
 )
 
 // rounding holds the allocator settings that decide block sizes.
@@ -286,8 +287,9 @@ func (l *layout) removeBlock(addr uint64) {
 
 // blockSize returns the size of the block handed out at addr for a request
 // of req bytes, given the active blocks now in place (the new block not yet
-// among them). exact is false when the containing segment is unknown and
-// the rounded request had to stand in.
+// among them). exact is false when the containing segment is unknown, or
+// its free run at addr is one torch would not hand out, and the rounded
+// request had to stand in.
 func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exact bool) {
 	rounded := r.round(req)
 	if rounded <= smallSize {
@@ -312,6 +314,11 @@ func (l *layout) blockSize(r *rounding, addr uint64, req int64) (size int64, exa
 	}
 	if rounded < r.maxSplit && run-rounded > smallSize {
 		return rounded, true
+	}
+	if rounded >= r.maxSplit && run-rounded >= largeBuffer {
+		// torch hands out an oversize block only when it is less than
+		// kLargeBuffer past the request: the block is not this run.
+		return rounded, false
 	}
 	return run, true
 }

@@ -139,6 +139,11 @@ func (l *oldLayout) blockSize(r *rounding, addr uint64, req int64) (size int64, 
 	if rounded < r.maxSplit && run-rounded > smallSize {
 		return rounded, true
 	}
+	if rounded >= r.maxSplit && run-rounded >= largeBuffer {
+		// torch hands out an oversize block only when it is less than
+		// kLargeBuffer past the request: the block is not this run.
+		return rounded, false
+	}
 	return run, true
 }
 

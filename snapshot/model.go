@@ -76,7 +76,7 @@ type Segment struct {
 	Small         bool // segment_type "small"
 	Expandable    bool
 	Stack         StackID
-	Blocks        []Block // address order; sizes sum to TotalSize
+	Blocks        []Block // address order, end to end from Address; sizes sum to TotalSize in torch's, to at most it always
 }
 
 // End returns the first address past the segment.

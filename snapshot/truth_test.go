@@ -8,59 +8,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/internal/units"
 )
-
-// truth is the part of a fixture's truth.json (written by torch in the same
-// process as the snapshot) that replay is checked against.
-type truth struct {
-	Scenario string `json:"scenario"`
-	Window   struct {
-		AllocatedStart int64 `json:"allocated_start"`
-		RequestedStart int64 `json:"requested_start"`
-		ReservedStart  int64 `json:"reserved_start"`
-		AllocatedEnd   int64 `json:"allocated_end"`
-		RequestedEnd   int64 `json:"requested_end"`
-		ReservedEnd    int64 `json:"reserved_end"`
-		ActiveEnd      int64 `json:"active_end"`
-		MaxAllocated   int64 `json:"max_allocated"`
-		MaxRequested   int64 `json:"max_requested"`
-		MaxReserved    int64 `json:"max_reserved"`
-		MaxActive      int64 `json:"max_active"`
-		ActiveStart    int64 `json:"active_start"`
-	} `json:"window"`
-	// WarmupPhases are the phases of the steps run before recording began
-	// (the late-start fixtures), measured by torch like the window's.
-	WarmupPhases []struct {
-		PeakAllocated int64 `json:"peak_allocated"`
-	} `json:"warmup_phases"`
-}
 
 // fixtures returns the fixture folders that hold a snapshot and its truth.
 func fixtures(t *testing.T) []string {
 	t.Helper()
-	dirs, err := filepath.Glob("../fixtures/*/truth.json")
+	dirs, err := truth.Fixtures("../fixtures")
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(dirs) == 0 {
-		t.Fatal("no fixtures found under ../fixtures")
-	}
-	for i, d := range dirs {
-		dirs[i] = filepath.Dir(d)
 	}
 	return dirs
 }
 
-func readTruth(t *testing.T, dir string) truth {
+// readTruth reads dir's truth.json: what torch measured in the same
+// process as the snapshot.
+func readTruth(t *testing.T, dir string) *truth.File {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	tr, err := truth.Read(filepath.Join(dir, "truth.json"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatalf("%s: %v", dir, err)
 	}
 	return tr
 }
@@ -77,6 +45,7 @@ func TestReplayMatchesTorch(t *testing.T) {
 				t.Fatal(err)
 			}
 			tl := Replay(s, 0, ReplayOptions{})
+			checkAllValid(t, s) // every device, with and without series and lifetimes
 			w := tr.Window
 			checks := []struct {
 				name      string
@@ -224,6 +193,7 @@ func TestReplayMatchesCaptureRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			tl := Replay(s, c.Device, ReplayOptions{})
+			checkAllValid(t, s)
 			for _, ch := range []struct {
 				name      string
 				got, want int64

@@ -3,14 +3,13 @@ package trace
 import (
 	"bytes"
 	"compress/gzip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/go-json-experiment/json"
+	"github.com/memscope/memscope/internal/truth"
 )
 
 // TestDecodeForms decodes the synthetic trace in every shape torch writes
@@ -106,12 +105,7 @@ func TestDecodeSynthFields(t *testing.T) {
 // TestFixtureMeta checks the fixture's metadata against the device torch
 // reported in truth.json.
 func TestFixtureMeta(t *testing.T) {
-	tr, _ := loadFixture(t)
-	var want struct {
-		DeviceName  string `json:"device_name"`
-		DeviceTotal int64  `json:"device_total"`
-	}
-	readTruth(t, &want)
+	tr, want := loadFixture(t)
 	if len(tr.Meta.Devices) == 0 {
 		t.Fatalf("Meta.Devices is empty, want the H200")
 	}
@@ -144,62 +138,28 @@ func TestDistributedInfo(t *testing.T) {
 // torch's own figures (truth.json) from one H200 run.
 var fixtureDir = filepath.Join("..", "fixtures", "llama-profiled")
 
-// truth is the part of truth.json these tests read.
-type truth struct {
-	KeyAverages []truthKeyAverage `json:"key_averages"`
-	Window      struct {
-		MaxAllocated int64 `json:"max_allocated"`
-		MaxReserved  int64 `json:"max_reserved"`
-	} `json:"window"`
-}
-
-// truthKeyAverage is one row of prof.key_averages() as the harness saved it.
-type truthKeyAverage struct {
-	Name                  string `json:"name"`
-	Count                 int    `json:"count"`
-	DeviceMemoryUsage     int64  `json:"device_memory_usage"`
-	SelfDeviceMemoryUsage int64  `json:"self_device_memory_usage"`
-	CPUMemoryUsage        int64  `json:"cpu_memory_usage"`
-	SelfCPUMemoryUsage    int64  `json:"self_cpu_memory_usage"`
-}
-
 var (
 	fixtureOnce  sync.Once
 	fixtureTrace *Trace
 	fixtureErr   error
-	fixtureTruth truth
+	fixtureTruth *truth.File
 )
 
-// loadFixture decodes the fixture trace once per test binary.
-func loadFixture(t testing.TB) (*Trace, *truth) {
+// loadFixture decodes the fixture trace and reads its truth.json once per
+// test binary.
+func loadFixture(t testing.TB) (*Trace, *truth.File) {
 	t.Helper()
 	fixtureOnce.Do(func() {
 		fixtureTrace, fixtureErr = Open(filepath.Join(fixtureDir, "trace.json.gz"))
 		if fixtureErr != nil {
 			return
 		}
-		var b []byte
-		if b, fixtureErr = os.ReadFile(filepath.Join(fixtureDir, "truth.json")); fixtureErr != nil {
-			return
-		}
-		fixtureErr = json.Unmarshal(b, &fixtureTruth)
+		fixtureTruth, fixtureErr = truth.Read(filepath.Join(fixtureDir, "truth.json"))
 	})
 	if fixtureErr != nil {
 		t.Fatalf("loading fixture: %v", fixtureErr)
 	}
-	return fixtureTrace, &fixtureTruth
-}
-
-// readTruth decodes truth.json into v.
-func readTruth(t testing.TB, v any) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("decoding truth.json: %v", err)
-	}
+	return fixtureTrace, fixtureTruth
 }
 
 // TestFixtureCheckValid: the decoded fixture satisfies the model invariants.

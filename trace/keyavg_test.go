@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"testing"
+
+	"github.com/memscope/memscope/internal/truth"
 )
 
 // TestKeyAveragesTruth compares KeyAverages with the rows torch's
@@ -20,7 +22,7 @@ func TestKeyAveragesTruth(t *testing.T) {
 		}
 	}
 	truthRows := slices.Clone(want.KeyAverages)
-	slices.SortStableFunc(truthRows, func(a, b truthKeyAverage) int {
+	slices.SortStableFunc(truthRows, func(a, b truth.KeyAverage) int {
 		return cmp.Compare(abs64(b.SelfDeviceMemoryUsage), abs64(a.SelfDeviceMemoryUsage))
 	})
 	if len(truthRows) < 15 {

@@ -37,7 +37,7 @@ func TestPeakTruth(t *testing.T) {
 // Allocated from the previous event's value (FORMATS.md §3.5), which holds
 // only if events are ordered as the allocator emitted them.
 func TestRunningTotals(t *testing.T) {
-	tr, _ := loadFixture(t)
+	tr, w := loadFixture(t)
 	prev := map[Device]int64{}
 	for i := range tr.Memory {
 		m := &tr.Memory[i]
@@ -46,12 +46,6 @@ func TestRunningTotals(t *testing.T) {
 		}
 		prev[m.Device()] = m.TotalAllocated
 	}
-	var w struct {
-		Window struct {
-			AllocatedEnd int64 `json:"allocated_end"`
-		} `json:"window"`
-	}
-	readTruth(t, &w)
 	if got := prev[tr.PeakDevice()]; got != w.Window.AllocatedEnd {
 		t.Errorf("last Total Allocated = %d, want %d (window.allocated_end)", got, w.Window.AllocatedEnd)
 	}
@@ -89,11 +83,7 @@ func TestSeriesSynth(t *testing.T) {
 // forward, and the gradients of log_softmax and nll_loss. Each must hold
 // exactly truth.json's logits_bytes_fp32 (batch × seq × vocab × 4).
 func TestPeakLiveLogits(t *testing.T) {
-	tr, _ := loadFixture(t)
-	var w struct {
-		LogitsBytesFP32 int64 `json:"logits_bytes_fp32"`
-	}
-	readTruth(t, &w)
+	tr, w := loadFixture(t)
 	tb := tr.OpTable(tr.PeakDevice(), false)
 	tb.Sort(ByPeakLive)
 	want := map[string]bool{"aten::_log_softmax": true, "aten::_log_softmax_backward_data": true, "aten::nll_loss_backward": true}

@@ -325,19 +325,7 @@ func TestCheckPlainFixtures(t *testing.T) {
 	for _, dir := range dirs {
 		name := dir[strings.LastIndex(dir, "/")+1:]
 		t.Run(name, func(t *testing.T) {
-			var tr struct {
-				Leak *struct {
-					BytesPerStep int64 `json:"bytes_per_step"`
-				} `json:"leak"`
-				OOM *struct{} `json:"oom"`
-			}
-			b, err := os.ReadFile(dir + "/truth.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			tr := readFixtureTruth(t, name)
 			r := runMemscope("check", "--max-leak", "0", dir+"/snapshot.pickle")
 			want, mention := 0, "ok"
 			switch {

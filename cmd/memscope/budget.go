@@ -174,7 +174,7 @@ func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *budget.Truth, r *rep
 	var m budget.Model
 	var fromTruth bool
 	if tr != nil {
-		m, fromTruth = tr.Model(o.truth)
+		m, fromTruth = budget.TruthModel(tr, o.truth)
 	}
 	switch {
 	case o.config != "":

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/snapgen"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // This file is the schema-aware fuzz target over the whole pipeline: a
@@ -20,7 +22,28 @@ import (
 // internal/snapgen, then read by every command that reads a snapshot:
 // decode → attribution.Analyze → each renderer (text, JSON, HTML, pprof).
 // Whatever the input, a command returns nil or an error of one line, never
-// panics.
+// panics, and every snapshot decoded and every timeline replayed passes
+// CheckValid.
+
+// checkValid fails t unless s, the replay of each of its devices (and of
+// device 0) and the timelines of its analysis pass CheckValid.
+func checkValid(t *testing.T, s *snapshot.Snapshot) {
+	t.Helper()
+	if err := s.CheckValid(); err != nil {
+		t.Fatalf("Snapshot.CheckValid: %v", err)
+	}
+	for _, d := range append([]int{0}, s.Devices()...) {
+		tl := snapshot.Replay(s, d, snapshot.ReplayOptions{Series: true, Lifetimes: true})
+		if err := tl.CheckValid(); err != nil {
+			t.Fatalf("Replay(device %d).CheckValid: %v", d, err)
+		}
+	}
+	for _, d := range attribution.Analyze(s, attribution.Options{Device: -1}).Devices {
+		if err := d.Timeline.CheckValid(); err != nil {
+			t.Fatalf("Analyze: the timeline of device %d: CheckValid: %v", d.Device, err)
+		}
+	}
+}
 
 // fuzzBase is the snapshot every program mutates: two devices, a training
 // step's history with annotations, an OOM, blocks with frames.
@@ -296,6 +319,9 @@ func FuzzPipeline(f *testing.F) {
 		var buf bytes.Buffer
 		if err := snapgen.Plain(&buf, root); err != nil {
 			return // a shape Plain cannot write (not a decoder input)
+		}
+		if s, _ := snapshot.Decode(bytes.NewReader(buf.Bytes()), "fuzz"); s != nil {
+			checkValid(t, s)
 		}
 		dir := t.TempDir()
 		snap := filepath.Join(dir, "snap.pickle")

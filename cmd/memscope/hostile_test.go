@@ -26,6 +26,8 @@ func TestHostileValues(t *testing.T) {
 		{"block of 2^60 bytes", func(m map[string]any) {
 			seg(m, 0)["blocks"].([]any)[0].(map[string]any)["size"] = int64(1 << 60)
 		}, "block 0: size 1152921504606846976"},
+		{"blocks past total_size", func(m map[string]any) { seg(m, 0)["total_size"] = 4096 },
+			"segment 0 (address 0x40000000): its blocks' sizes add up to 1060864, past its total_size 4096"},
 		{"alloc without addr", func(m map[string]any) { delete(ev(m, 0, 1), "addr") }, `device_traces[0][1] (alloc): no "addr"`},
 		{"free with addr 0", func(m map[string]any) { ev(m, 0, 4)["addr"] = 0 }, `device_traces[0][4] (free_requested): no "addr", or addr 0`},
 		{"alloc of 2^62 bytes", func(m map[string]any) { ev(m, 0, 1)["size"] = int64(1 << 62) }, "device_traces[0][1] (alloc): size 4611686018427387904 is out of range"},

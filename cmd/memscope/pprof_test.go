@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/memscope/memscope/internal/truth"
 )
 
 // TestPProf writes profiles of fixtures, checks them with pprof's own
@@ -26,10 +28,10 @@ func TestPProf(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		fixture, at string
-		want        func(tr fixtureTruth) []site
+		want        func(tr *truth.File) []site
 	}{
-		{"leak", "end", func(tr fixtureTruth) []site { return []site{{tr.Leak.File, tr.Leak.Line}} }},
-		{"llama-bf16", "peak", func(tr fixtureTruth) []site {
+		{"leak", "end", func(tr *truth.File) []site { return []site{{tr.Leak.File, tr.Leak.Line}} }},
+		{"llama-bf16", "peak", func(tr *truth.File) []site {
 			var out []site
 			for _, s := range tr.Sites {
 				out = append(out, site{s.File, s.Line})

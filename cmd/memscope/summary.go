@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"

@@ -2,55 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/report"
 )
 
-// fixtureTruth is the part of a fixture's truth.json the summary is held to.
-type fixtureTruth struct {
-	Window struct {
-		MaxAllocated int64 `json:"max_allocated"`
-		MaxRequested int64 `json:"max_requested"`
-		MaxReserved  int64 `json:"max_reserved"`
-		AllocatedEnd int64 `json:"allocated_end"`
-		RequestedEnd int64 `json:"requested_end"`
-		ReservedEnd  int64 `json:"reserved_end"`
-	} `json:"window"`
-	Phases []struct {
-		Step          int    `json:"step"`
-		Phase         string `json:"phase"`
-		PeakAllocated int64  `json:"peak_allocated"`
-	} `json:"phases"`
-	Leak struct {
-		File         string `json:"file"`
-		Line         int64  `json:"line"`
-		BytesPerStep int64  `json:"bytes_per_step"`
-	} `json:"leak"`
-	Sites map[string]struct {
-		File string `json:"file"`
-		Line int64  `json:"line"`
-	} `json:"sites"`
-	OOM struct {
-		Failed *struct {
-			Step          int   `json:"step"`
-			PeakAllocated int64 `json:"peak_allocated_in_phase"`
-		} `json:"failed"`
-	} `json:"oom"`
-}
-
-func readFixtureTruth(t *testing.T, name string) fixtureTruth {
+// readFixtureTruth reads the truth.json of the fixture called name.
+func readFixtureTruth(t *testing.T, name string) *truth.File {
 	t.Helper()
-	var tr fixtureTruth
-	b, err := os.ReadFile(filepath.Join("../../fixtures", name, "truth.json"))
+	tr, err := truth.Read(filepath.Join("../../fixtures", name, "truth.json"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -59,21 +24,13 @@ func readFixtureTruth(t *testing.T, name string) fixtureTruth {
 // TestSummaryJSONMatchesTruth runs 'summary --json' on every fixture and
 // holds its numbers to what torch measured in the same run.
 func TestSummaryJSONMatchesTruth(t *testing.T) {
-	dirs, _ := filepath.Glob("../../fixtures/*/truth.json")
-	if len(dirs) == 0 {
-		t.Fatal("no fixtures")
+	dirs, err := truth.Fixtures("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tf := range dirs {
-		dir := filepath.Dir(tf)
+	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var tr fixtureTruth
-			b, err := os.ReadFile(tf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &tr); err != nil {
-				t.Fatal(err)
-			}
+			tr := readFixtureTruth(t, filepath.Base(dir))
 			r := runMemscope("summary", "--json", filepath.Join(dir, "snapshot.pickle"))
 			if r.err != nil {
 				t.Fatalf("summary: %v", r.err)
@@ -130,7 +87,7 @@ func TestSummaryJSONMatchesTruth(t *testing.T) {
 				}
 				// A phase that failed with OOM has no row; the harness
 				// recorded its peak beside the failure.
-				if f := tr.OOM.Failed; f != nil && f.Step == *d.PeakStep && f.PeakAllocated == tr.Window.MaxAllocated {
+				if f := tr.OOM; f != nil && f.Failed != nil && f.Failed.Step == *d.PeakStep && f.Failed.PeakAllocated == tr.Window.MaxAllocated {
 					found = true
 				}
 				if !found {
