@@ -1,0 +1,135 @@
+"""What-if fixtures: one workload run under one allocator setting
+(PYTORCH_CUDA_ALLOC_CONF, set by make_whatif_fixtures.sh before the process
+starts), recorded with plain torch calls from the process's first
+allocation, so the trace holds every request the program made.
+
+    python3 workloads.py --workload varlen|fragoom|sidestream --out DIR
+
+Each run writes DIR/snapshot.pickle and DIR/truth.json (memscope-truth/v1,
+"plain": true): the window (one phase over the whole run, so its peaks are
+the run's), memory_stats() at the end (reserved peak and end, segment
+counts, num_alloc_retries, num_ooms, inactive_split), the per-process cap,
+and the OOM when one happened: the observer's request and free bytes, the
+step, and torch's message. A run that runs out of memory stops there and
+dumps, as the PyTorch docs suggest.
+"""
+
+import argparse
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "plain"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from truthlib import Truth  # noqa: E402
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+# The per-process cap of each workload: garbage_collection_threshold acts
+# only under one, and fragoom is built to fail against it.
+CAPS = {"varlen": 6 * GiB, "fragoom": 1200 * MiB, "sidestream": 4 * GiB}
+
+
+def varlen(truth):
+    """Variable-length batches through two transformer layers with AdamW:
+    the sequence length changes every step, so every step asks for blocks
+    of new sizes (the case expandable_segments is for)."""
+    g = torch.Generator().manual_seed(0)
+    model = nn.Sequential(*[nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, dropout=0.0)
+                            for _ in range(2)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for step in range(10):
+        truth.t["step"] = step
+        seq = int(torch.randint(64, 1025, (1,), generator=g))
+        x = torch.randn(8, seq, 1024, device="cuda")
+        loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def fragoom(truth):
+    """Free memory stranded in the holes of one split segment: a 1 GiB
+    block is cached, 16 blocks of 60 MiB are cut from it and every other
+    one is freed, then 200 MiB is asked for. Live memory plus the request
+    (680 MiB) fits the 1200 MiB cap, but no hole takes the request, the
+    split segment cannot be released, and a new segment would pass the cap:
+    under the default settings this runs out of memory; expandable segments
+    unmap the holes and map the request."""
+    truth.t["step"] = 0
+    big = torch.empty(GiB, dtype=torch.uint8, device="cuda")
+    del big
+    keep = [torch.empty(60 * MiB, dtype=torch.uint8, device="cuda") for _ in range(16)]
+    for i in range(0, 16, 2):
+        keep[i] = None
+    truth.t["step"] = 1
+    want = torch.empty(200 * MiB, dtype=torch.uint8, device="cuda")
+    truth.t["step"] = 2
+    more = [torch.empty(30 * MiB, dtype=torch.uint8, device="cuda") for _ in range(4)]
+    del want, more
+
+
+def sidestream(truth):
+    """Blocks used on a side stream and freed with record_stream: their
+    frees complete when the side stream's work does (free_completed after
+    free_requested), and the side stream's own allocations live in its own
+    free lists."""
+    g = torch.Generator().manual_seed(0)
+    side = torch.cuda.Stream()
+    w = torch.randn(2048, 2048, device="cuda")
+    for step in range(12):
+        truth.t["step"] = step
+        n = int(torch.randint(1, 17, (1,), generator=g)) * 2 * MiB // 4
+        x = torch.randn(n, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            y = (x * 2).sum()          # allocated on the side stream
+            z = w @ w                  # a side-stream temporary of 16 MiB
+        x.record_stream(side)
+        del x, z
+        a = torch.randn(n // 2, device="cuda")
+        b = torch.randn(int(torch.randint(1, 9, (1,), generator=g)) * MiB // 4, device="cuda")
+        torch.cuda.current_stream().wait_stream(side)
+        del y, a, b
+        if step % 4 == 3:
+            torch.cuda.synchronize()
+
+
+WORKLOADS = {"varlen": varlen, "fragoom": fragoom, "sidestream": sidestream}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    total = torch.cuda.get_device_properties(0).total_memory
+    cap = CAPS[args.workload]
+    torch.cuda.set_per_process_memory_fraction(cap / total)
+    seen = []
+    torch._C._cuda_attach_out_of_memory_observer(
+        lambda device, alloc, device_allocated, device_free: seen.append(
+            {"device": device, "request": alloc, "device_limit": device_allocated, "device_free": device_free}))
+    torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+    truth = Truth("whatif-" + args.workload, __file__, cap_bytes=cap, cap_fraction=cap / total,
+                  workload=args.workload)
+    truth.begin_window()
+    truth.phase(-1, "run")
+    try:
+        WORKLOADS[args.workload](truth)
+    except torch.OutOfMemoryError as e:
+        tb = traceback.extract_tb(e.__traceback__)
+        mine = [f for f in tb if f.filename == truth.script]
+        truth.t["oom"] = {"message": str(e).splitlines()[0], "step": truth.t.get("step"),
+                          "file": truth.script, "line": mine[-1].lineno if mine else None,
+                          "observer": seen, "num_ooms": torch.cuda.memory_stats().get("num_ooms")}
+    truth.finish(args.out)
+
+
+if __name__ == "__main__":
+    main()
