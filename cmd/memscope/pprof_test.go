@@ -19,7 +19,7 @@ import (
 func TestPProf(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+		need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	type site struct {
 		File string `json:"file"`
@@ -110,7 +110,7 @@ func runPProf(t *testing.T, args ...string) (*profile.Profile, string) {
 func TestPProfPythonNames(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+		need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	_, out := runPProf(t, "../../fixtures/mlp-adamw/snapshot.pickle")
 	b, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=alloc_space", out).CombinedOutput()
