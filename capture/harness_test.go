@@ -11,7 +11,7 @@ import (
 func TestHarnessPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found: the harness's torch-free tests need it")
+		need(t, "python3 not found: the harness's torch-free tests need it")
 	}
 	cmd := exec.Command(py, "-m", "unittest", "-v", "harness_test.py")
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in the tree

@@ -31,10 +31,7 @@ import (
 
 func needBrowser(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (required under CI: .ci/run installs it)", args...)
-	}
-	t.Skipf(format+"; skipping the browser test", args...)
+	need(t, "the browser test: "+format, args...)
 }
 
 // chromiumPath finds Debian's chromium or a compatible browser.
@@ -119,7 +116,7 @@ func TestChromium(t *testing.T) {
 		{"capture-ddp", func(t *testing.T) string { // two ranks: two sections and the run
 			d, err := capture.ReadRun("../fixtures/capture-ddp")
 			if err != nil {
-				t.Skipf("no multi-rank capture to report on: %v", err)
+				need(t, "no multi-rank capture to report on: %v", err)
 			}
 			o := opt
 			o.Run = &RunView{Capture: sweep.SummarizeRun(d)}

@@ -43,13 +43,14 @@ func testSweep() *sweep.Analysis {
 	return sweep.Analyze("runs/sweep", r)
 }
 
-// sweepFixture reads the committed sweep run, or skips.
+// sweepFixture reads the committed sweep run; without it the test skips,
+// or fails under CI (need).
 func sweepFixture(t *testing.T) *sweep.Analysis {
 	t.Helper()
 	const dir = "../fixtures/sweep-llama"
 	r, err := capture.ReadResults(dir)
 	if err != nil {
-		t.Skipf("no sweep run to report on: %v", err)
+		need(t, "no sweep run to report on: %v", err)
 	}
 	return sweep.Analyze(dir, r)
 }

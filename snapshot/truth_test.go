@@ -170,7 +170,7 @@ func TestReplayEndMatchesSegments(t *testing.T) {
 func TestReplayMatchesCaptureRuns(t *testing.T) {
 	files, _ := filepath.Glob("../fixtures/*/capture*.json")
 	if len(files) == 0 {
-		t.Skip("no capture run fixtures")
+		need(t, "no capture run fixtures (../fixtures/*/capture*.json)")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {

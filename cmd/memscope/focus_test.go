@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,8 +16,8 @@ import (
 const modelFile = `modeling_llama\.py`
 
 // TestFocusIgnoreOnEveryCommand: every analysis command takes --focus and
-// --ignore, runs with them as it does without, and refuses a bad regexp
-// with exit status 2.
+// --ignore, runs with them as it does without (its JSON the same but for
+// the sites), and refuses a bad regexp with exit status 2.
 func TestFocusIgnoreOnEveryCommand(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct {
@@ -38,6 +39,20 @@ func TestFocusIgnoreOnEveryCommand(t *testing.T) {
 			if r := runMemscope(with...); r.code != tt.code {
 				t.Errorf("memscope %v: exit %d, want %d (err %v)", with, r.code, tt.code, r.err)
 			}
+			// The flags choose sites and nothing else: the JSON but for
+			// its site lists is what the command writes without them.
+			switch tt.args[0] {
+			case "summary", "peak", "leaks", "frag", "oom", "diff":
+				plain := runMemscope(append([]string{tt.args[0], "--json"}, tt.args[1:]...)...)
+				focused := runMemscope(append([]string{with[0], "--json"}, with[1:]...)...)
+				var a, b any
+				if plain.err != nil || focused.err != nil || json.Unmarshal([]byte(plain.stdout), &a) != nil || json.Unmarshal([]byte(focused.stdout), &b) != nil {
+					t.Fatalf("%s --json with and without --focus: %v, %v", tt.args[0], plain.err, focused.err)
+				}
+				if a, b := withoutSites(a), withoutSites(b); !reflect.DeepEqual(a, b) {
+					t.Errorf("%s --json: --focus and --ignore change more than the sites:\n%v\nwant\n%v", tt.args[0], b, a)
+				}
+			}
 			for _, flag := range []string{"--focus", "--ignore"} {
 				bad := append([]string{tt.args[0], flag, "("}, tt.args[1:]...)
 				if r := runMemscope(bad...); r.code != 2 || r.err == nil || !strings.Contains(r.err.Error(), flag) {
@@ -46,6 +61,30 @@ func TestFocusIgnoreOnEveryCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutSites returns decoded JSON v with every site list and request
+// site left out: what --focus and --ignore may change.
+func withoutSites(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			switch k {
+			case "sites", "top_sites", "request_site", "request_stack":
+			default:
+				out[k] = withoutSites(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutSites(e)
+		}
+		return out
+	}
+	return v
 }
 
 // peakSites runs peak --json with args and returns the sites of the first

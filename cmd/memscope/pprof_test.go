@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/memscope/memscope/internal/truth"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // TestPProf writes profiles of fixtures, checks them with pprof's own
@@ -20,7 +21,7 @@ import (
 func TestPProf(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+		need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	type site struct {
 		File string `json:"file"`
@@ -111,7 +112,7 @@ func runPProf(t *testing.T, args ...string) (*profile.Profile, string) {
 func TestPProfPythonNames(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH: cannot run 'go tool pprof'")
+		need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	_, out := runPProf(t, "../../fixtures/mlp-adamw/snapshot.pickle")
 	b, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=alloc_space", out).CombinedOutput()
@@ -120,5 +121,67 @@ func TestPProfPythonNames(t *testing.T) {
 	}
 	if !strings.Contains(string(b), " <module>\n") || strings.Contains(string(b), "<unknown>") {
 		t.Errorf("go tool pprof -top does not name the harness's <module> frame:\n%s", b)
+	}
+}
+
+// TestPProfTotals: at --at peak the profile's inuse_space samples add up
+// to torch's max_memory_allocated (window max_allocated) to the byte, on
+// every fixture with a truth.json; its alloc_* samples count every alloc
+// event the snapshot records, with the bytes of the block each one got
+// (the snapshot package's replay, Timeline.AllocSizes: at least the
+// request rounded up to the allocator's 512 bytes).
+func TestPProfTotals(t *testing.T) {
+	for _, dir := range truthFixtures(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			snap := filepath.Join(dir, "snapshot.pickle")
+			p, _ := runPProf(t, "--at", "peak", snap)
+			var inuse, inuseN, alloc, allocN int64
+			for _, s := range p.Sample {
+				inuse += s.Value[0]
+				inuseN += s.Value[1]
+				alloc += s.Value[2]
+				allocN += s.Value[3]
+			}
+			tr := readFixtureTruth(t, filepath.Base(dir))
+			if inuse != tr.Window.MaxAllocated {
+				t.Errorf("Σ inuse_space at peak = %d, want %d (torch's max_memory_allocated)", inuse, tr.Window.MaxAllocated)
+			}
+			s, err := snapshot.Open(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Devices()) != 1 {
+				t.Fatalf("%d devices, want 1", len(s.Devices()))
+			}
+			dev := s.Devices()[0]
+			sizes := snapshot.Replay(s, dev, snapshot.ReplayOptions{}).AllocSizes()
+			var n, blocks, rounded int64
+			for i, ev := range s.Traces[dev] {
+				if ev.Action == snapshot.ActionAlloc {
+					n++
+					blocks += sizes[i]
+					rounded += (ev.Size + 511) / 512 * 512
+				}
+			}
+			if allocN != n || alloc != blocks {
+				t.Errorf("Σ alloc_objects, alloc_space = %d, %d; want %d alloc events of %d bytes of blocks", allocN, alloc, n, blocks)
+			}
+			if blocks < rounded {
+				t.Errorf("Σ block bytes of the allocs = %d, below the requests rounded to 512 bytes, %d", blocks, rounded)
+			}
+			// inuse_objects: the blocks live at the peak's event, less
+			// those pending free (their memory is not in allocated).
+			var doc peakAtDoc
+			runJSON(t, &doc, "peak", "--json", "--top", "0", snap)
+			var liveN int64
+			for _, b := range snapshot.Replay(s, dev, snapshot.ReplayOptions{}).LiveAt(doc.Files[0].Devices[0].EventIndex) {
+				if !b.PendingFree {
+					liveN++
+				}
+			}
+			if inuseN != liveN {
+				t.Errorf("Σ inuse_objects = %d, want the %d blocks live at the peak", inuseN, liveN)
+			}
+		})
 	}
 }
