@@ -21,7 +21,9 @@ import (
 // unit that repeats. Events before the first cut are setup; the last step
 // runs to the end.
 //
-// It returns nil when no candidate is accepted: the stream does not say.
+// A candidate whose repeating keys are one key alone is refused: that is a
+// list being filled, not a loop of steps. It returns nil when no candidate
+// is accepted: the stream does not say.
 func periodSteps(events []snapshot.Event) []span {
 	type key struct {
 		stack snapshot.StackID
@@ -118,10 +120,12 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 			per[int64(id)*int64(n)+int64(step)]++
 		}
 	}
+	keys := 0
 	for id, c := range count {
 		if c < 2 || c%n != 0 {
 			continue
 		}
+		keys++
 		m := c / n
 		total += int(c)
 		for s := int32(0); s < n; s++ {
@@ -130,7 +134,10 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 			}
 		}
 	}
-	if total == 0 || 10*even < 9*total {
+	// One key repeating alone is a list being filled (16 tensors made in
+	// a comprehension), not a loop of steps: a step allocates several
+	// kinds of block.
+	if keys < 2 || total == 0 || 10*even < 9*total {
 		return nil
 	}
 	out := make([]span, len(cuts))

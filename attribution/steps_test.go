@@ -166,3 +166,17 @@ func TestNoSteps(t *testing.T) {
 		t.Errorf("%d steps from %s (range %q), want none", len(p.Steps), p.Source, p.Range)
 	}
 }
+
+// TestOneKeyIsNoLoop: sixteen blocks of one size made on one line (a list
+// filled in a comprehension, then half of it freed) are not sixteen steps:
+// the fragmentation what-if fixture has no loop at all.
+func TestOneKeyIsNoLoop(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/whatif-fragoom/default/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Analyze(s, Options{Device: -1}).Devices[0].Phases
+	if p.Source != "none" || len(p.Steps) != 0 {
+		t.Errorf("%d steps from %s, want none: the script has no loop", len(p.Steps), p.Source)
+	}
+}
