@@ -2,11 +2,13 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,55 @@ type SweepConfig struct {
 
 // Precisions the harness knows, in the order tables list them.
 var Precisions = []string{"fp32", "bf16", "fp16-amp"}
+
+// Check reports the first value of c the harness cannot run, naming the
+// flag that sets it.
+func (c *SweepConfig) Check() error {
+	if SplitWorkload(c.Workload) == "" {
+		return fmt.Errorf("--model %q: want mlp, llama, vit or pkg.module:factory", c.Workload)
+	}
+	if len(c.Batches) == 0 {
+		return errors.New("--batch: want at least one batch size")
+	}
+	for i, b := range c.Batches {
+		if b <= 0 || i > 0 && b <= c.Batches[i-1] {
+			return fmt.Errorf("--batch %s: want positive sizes in ascending order", joinInts(c.Batches))
+		}
+	}
+	for _, p := range c.Precisions {
+		if !slices.Contains(Precisions, p) {
+			return fmt.Errorf("--precision %q: want %s", p, strings.Join(Precisions, ", "))
+		}
+	}
+	for _, p := range c.SnapshotPrecisions {
+		if !slices.Contains(c.Precisions, p) {
+			return fmt.Errorf("--snapshots %q: not one of the --precision list", p)
+		}
+	}
+	switch {
+	case c.Mode != "train" && c.Mode != "infer":
+		return fmt.Errorf("--mode %q: want train or infer", c.Mode)
+	case c.Optimizer != "adamw" && c.Optimizer != "sgd":
+		return fmt.Errorf("--optimizer %q: want adamw or sgd", c.Optimizer)
+	case c.Parallel != "ddp" && c.Parallel != "fsdp" && c.Parallel != "none":
+		return fmt.Errorf("--parallel %q: want ddp, fsdp or none", c.Parallel)
+	case c.Steps <= 0 || c.Warmup < 0 || c.MicroBatch < 0 || c.Torchrun.Nproc < 0:
+		return errors.New("--steps must be positive; --warmup, --micro-batch and --nproc not negative")
+	case c.MemoryFraction < 0 || c.MemoryFraction > 1:
+		return fmt.Errorf("--memory-fraction %g: want a fraction in (0, 1]", c.MemoryFraction)
+	case c.MemoryFraction > 0 && c.MemoryLimit > 0:
+		return errors.New("give --memory-fraction or --memory-limit, not both")
+	}
+	return nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
 
 // sweeper runs one sweep. measure runs one point and fills it in; tests
 // replace it.

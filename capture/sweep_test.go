@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -116,6 +117,39 @@ func TestBisectSteps(t *testing.T) {
 	for _, tt := range []struct{ lo, hi, want int }{{16, 32, 4}, {0, 1, 0}, {1, 2, 0}, {1, 3, 1}, {32, 64, 5}} {
 		if got := bisectSteps(tt.lo, tt.hi); got != tt.want {
 			t.Errorf("bisectSteps(%d, %d) = %d, want %d", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+// TestSweepConfigCheck: each value the harness cannot run is refused,
+// naming the flag that sets it; a valid configuration passes.
+func TestSweepConfigCheck(t *testing.T) {
+	ok := SweepConfig{Workload: "mlp", Batches: []int{1, 2, 4}, Precisions: []string{"fp32", "bf16"}, Mode: "train",
+		Optimizer: "adamw", Parallel: "ddp", Steps: 3, Warmup: 1, SnapshotPrecisions: []string{"bf16"}}
+	if err := ok.Check(); err != nil {
+		t.Fatalf("valid configuration: %v", err)
+	}
+	for _, c := range []struct {
+		edit func(*SweepConfig)
+		flag string
+	}{
+		{func(c *SweepConfig) { c.Workload = "resnet" }, "--model"},
+		{func(c *SweepConfig) { c.Batches = nil }, "--batch"},
+		{func(c *SweepConfig) { c.Batches = []int{4, 2} }, "--batch 4,2"},
+		{func(c *SweepConfig) { c.Batches = []int{0, 2} }, "--batch"},
+		{func(c *SweepConfig) { c.Precisions = []string{"fp8"} }, `--precision "fp8"`},
+		{func(c *SweepConfig) { c.SnapshotPrecisions = []string{"fp16-amp"} }, "--snapshots"},
+		{func(c *SweepConfig) { c.Mode = "serve" }, "--mode"},
+		{func(c *SweepConfig) { c.Optimizer = "lion" }, "--optimizer"},
+		{func(c *SweepConfig) { c.Parallel = "tp" }, "--parallel"},
+		{func(c *SweepConfig) { c.Steps = 0 }, "--steps"},
+		{func(c *SweepConfig) { c.MemoryFraction = 1.5 }, "--memory-fraction"},
+		{func(c *SweepConfig) { c.MemoryFraction, c.MemoryLimit = 0.5, 1<<30 }, "not both"},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("Check() = %v, want an error naming %s", err, c.flag)
 		}
 	}
 }

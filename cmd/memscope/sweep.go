@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/memscope/memscope/capture"
@@ -91,52 +89,15 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-// check validates the options and fills in what derives from them.
+// check maps the options onto the sweep's configuration and checks it.
 func (o *sweepOptions) check() error {
 	c := &o.cfg
-	if capture.SplitWorkload(c.Workload) == "" {
-		return usageErrorf("--model %q: want mlp, llama, vit or pkg.module:factory", c.Workload)
-	}
-	if len(c.Batches) == 0 {
-		return usageErrorf("--batch: want at least one batch size")
-	}
-	for i, b := range c.Batches {
-		if b <= 0 || i > 0 && b <= c.Batches[i-1] {
-			return usageErrorf("--batch %s: want positive sizes in ascending order", intsString(c.Batches))
-		}
-	}
-	for _, p := range c.Precisions {
-		if !slices.Contains(capture.Precisions, p) {
-			return usageErrorf("--precision %q: want %s", p, strings.Join(capture.Precisions, ", "))
-		}
-	}
-	if c.Mode != "train" && c.Mode != "infer" {
-		return usageErrorf("--mode %q: want train or infer", c.Mode)
-	}
-	if c.Optimizer != "adamw" && c.Optimizer != "sgd" {
-		return usageErrorf("--optimizer %q: want adamw or sgd", c.Optimizer)
-	}
-	if c.Parallel != "ddp" && c.Parallel != "fsdp" && c.Parallel != "none" {
-		return usageErrorf("--parallel %q: want ddp, fsdp or none", c.Parallel)
-	}
-	if c.Steps <= 0 || c.Warmup < 0 || c.MicroBatch < 0 || c.Torchrun.Nproc < 0 {
-		return usageErrorf("--steps must be positive; --warmup, --micro-batch and --nproc not negative")
-	}
-	if c.MemoryFraction < 0 || c.MemoryFraction > 1 {
-		return usageErrorf("--memory-fraction %g: want a fraction in (0, 1]", c.MemoryFraction)
-	}
 	if o.memoryLimit != "" {
-		if c.MemoryFraction > 0 {
-			return usageErrorf("give --memory-fraction or --memory-limit, not both")
-		}
 		n, err := units.ParseBytes(o.memoryLimit)
 		if err != nil || n <= 0 {
 			return usageErrorf("--memory-limit %q: want a size such as 24GiB", o.memoryLimit)
 		}
 		c.MemoryLimit = n
-	}
-	if c.Torchrun.Nproc <= 1 {
-		c.Parallel = "none"
 	}
 	c.Bisect = !o.noBisect
 	switch {
@@ -145,11 +106,6 @@ func (o *sweepOptions) check() error {
 	case len(o.snapshots) == 1 && o.snapshots[0] == "none":
 		c.SnapshotPrecisions = nil
 	default:
-		for _, p := range o.snapshots {
-			if !slices.Contains(c.Precisions, p) {
-				return usageErrorf("--snapshots %q: not one of the --precision list", p)
-			}
-		}
 		c.SnapshotPrecisions = o.snapshots
 	}
 	c.WorkloadArgs = nil
@@ -167,15 +123,13 @@ func (o *sweepOptions) check() error {
 		c.WorkloadArgs = append(c.WorkloadArgs, "--"+f.name, fl.Value.String())
 	}
 	c.Command = append([]string{"memscope", "sweep"}, os.Args[min(2, len(os.Args)):]...)
-	return nil
-}
-
-func intsString(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
+	if err := c.Check(); err != nil {
+		return usageErrorf("%v", err)
 	}
-	return strings.Join(s, ",")
+	if c.Torchrun.Nproc <= 1 {
+		c.Parallel = "none"
+	}
+	return nil
 }
 
 // runSweep is the sweep command; a variable for tests.
