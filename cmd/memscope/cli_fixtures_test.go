@@ -141,6 +141,7 @@ func TestEveryCommandOnEveryFixture(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("%d command lines", ran)
 	if ran < 400 {
 		t.Errorf("ran %d command lines: the table lost fixtures", ran)
 	}
