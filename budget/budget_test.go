@@ -192,7 +192,7 @@ func TestLlama1BPhases(t *testing.T) {
 		t.Fatal(`LookupGPU("h100") found nothing`)
 	}
 	f := p.FitOn(g.Name, g.Memory)
-	if f.Headroom != 81559<<20-backward-768<<20 || f.Verdict != "fits" {
+	if f.Headroom != 81559<<20-backward-768<<20 || f.Verdict != Fits {
 		t.Errorf("FitOn(H100) = %+v, want headroom %d, fits", f, int64(81559<<20-backward-768<<20))
 	}
 }

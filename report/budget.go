@@ -95,9 +95,41 @@ func budgetWarningText(w budget.Warning) string {
 // left", or "does not fit: needs 2.2× the device, 96.00 GiB short".
 func budgetFitText(f *budget.Fit) string {
 	if f.Headroom < 0 {
-		return fmt.Sprintf("%s: needs %.3g× the device, %s short", f.Verdict, float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
+		return fmt.Sprintf("%s: needs %.3g× the device, %s short", fitVerdictText(f.Verdict), float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
 	}
-	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
+	return fmt.Sprintf("%s: %.1f%% of the device left", fitVerdictText(f.Verdict), f.HeadroomPercent)
+}
+
+// fitVerdictText is the verdict's word, as text and JSON show it.
+func fitVerdictText(v budget.FitVerdict) string {
+	switch v {
+	case budget.Fits:
+		return "fits"
+	case budget.Tight:
+		return "tight"
+	case budget.DoesNotFit:
+		return "does not fit"
+	}
+	return fmt.Sprintf("verdict %d", int(v))
+}
+
+// BudgetFitJSON is the prediction held against a device (budget.Fit), its
+// verdict in words.
+type BudgetFitJSON struct {
+	Device          string  `json:"device"` // name, or "" for a size
+	Memory          int64   `json:"memory"`
+	Need            int64   `json:"need"`
+	Headroom        int64   `json:"headroom"`
+	HeadroomPercent float64 `json:"headroom_percent"`
+	Verdict         string  `json:"verdict"` // fits, tight, does not fit
+}
+
+func budgetFitJSON(f *budget.Fit) *BudgetFitJSON {
+	if f == nil {
+		return nil
+	}
+	return &BudgetFitJSON{Device: f.Device, Memory: f.Memory, Need: f.Need, Headroom: f.Headroom,
+		HeadroomPercent: f.HeadroomPercent, Verdict: fitVerdictText(f.Verdict)}
 }
 
 // BudgetJSON is the result of the budget document: the prediction, then
@@ -113,7 +145,7 @@ type BudgetJSON struct {
 	Peak     int                 `json:"peak_phase"` // index into phases
 	Outside  int64               `json:"outside"`
 	Warnings []string            `json:"warnings"`
-	Fit      *budget.Fit         `json:"fit,omitempty"`
+	Fit      *BudgetFitJSON      `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
 	Notes    []string            `json:"notes"`
@@ -199,7 +231,7 @@ func (r *Budget) document() any {
 		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
 			Rule: l.Rule, RuleText: l.RuleText},
 		Phases: p.Phases, Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
-		Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+		Fit: budgetFitJSON(r.Fit), Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
 	for _, t := range p.Terms {
 		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
 	}

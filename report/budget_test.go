@@ -167,9 +167,11 @@ func TestBudgetFitWords(t *testing.T) {
 		fit  budget.Fit
 		want string
 	}{
-		{budget.Fit{Memory: 80 << 30, Need: 176 << 30, Headroom: -96 << 30, HeadroomPercent: -120, Verdict: "does not fit"},
+		{budget.Fit{Memory: 80 << 30, Need: 176 << 30, Headroom: -96 << 30, HeadroomPercent: -120, Verdict: budget.DoesNotFit},
 			"does not fit: needs 2.2× the device, 96.00 GiB short"},
-		{budget.Fit{Memory: 100 << 30, Need: 88 << 30, Headroom: 12 << 30, HeadroomPercent: 12, Verdict: "fits"},
+		{budget.Fit{Memory: 100 << 30, Need: 97 << 30, Headroom: 3 << 30, HeadroomPercent: 3, Verdict: budget.Tight},
+			"tight: 3.0% of the device left"},
+		{budget.Fit{Memory: 100 << 30, Need: 88 << 30, Headroom: 12 << 30, HeadroomPercent: 12, Verdict: budget.Fits},
 			"fits: 12.0% of the device left"},
 	} {
 		if got := budgetFitText(&c.fit); got != c.want {
