@@ -141,7 +141,7 @@ type BudgetJSON struct {
 	PerParam int64               `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
 	Layer    BudgetLayerJSON     `json:"layer"`
 	Terms    []BudgetTermJSON    `json:"terms"`
-	Phases   []budget.PhasePeak  `json:"phases"`
+	Phases   []BudgetPhaseJSON   `json:"phases"`
 	Peak     int                 `json:"peak_phase"` // index into phases
 	Outside  int64               `json:"outside"`
 	Warnings []string            `json:"warnings"`
@@ -184,7 +184,43 @@ func budgetPartsJSON(ps []budget.Part) []BudgetPartJSON {
 	}
 	out := make([]BudgetPartJSON, len(ps))
 	for i, p := range ps {
-		out[i] = BudgetPartJSON{Name: p.Name, Bytes: p.Bytes, Formula: p.Formula, PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+		out[i] = BudgetPartJSON{Name: partName(p.Kind, p.Ops), Bytes: p.Bytes, Formula: partFormula(p.Kind, p.Ops),
+			PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+	}
+	return out
+}
+
+// BudgetPhaseJSON is one phase's predicted peak (budget.PhasePeak): when
+// it falls and what is live then, in words.
+type BudgetPhaseJSON struct {
+	Phase  string            `json:"phase"` // forward, backward, optimizer
+	Bytes  int64             `json:"bytes"`
+	Moment string            `json:"moment"` // when in the phase the peak falls
+	Shares []BudgetShareJSON `json:"shares"`
+}
+
+// BudgetShareJSON is what one term holds at a phase's peak (budget.Share).
+type BudgetShareJSON struct {
+	Term     budget.TermKey `json:"term"`
+	Name     string         `json:"name"`
+	Bytes    int64          `json:"bytes"`
+	Category string         `json:"category"`
+}
+
+// budgetPhasesJSON converts the phase peaks (nil shares stay null).
+func budgetPhasesJSON(phs []budget.PhasePeak) []BudgetPhaseJSON {
+	if phs == nil {
+		return nil
+	}
+	out := make([]BudgetPhaseJSON, len(phs))
+	for i, ph := range phs {
+		out[i] = BudgetPhaseJSON{Phase: ph.Phase, Bytes: ph.Bytes, Moment: budgetMomentText(ph.Moment)}
+		if ph.Shares != nil {
+			out[i].Shares = make([]BudgetShareJSON, len(ph.Shares))
+		}
+		for j, sh := range ph.Shares {
+			out[i].Shares[j] = BudgetShareJSON{Term: sh.Term, Name: partName(sh.Kind, sh.Ops), Bytes: sh.Bytes, Category: sh.Category}
+		}
 	}
 	return out
 }
@@ -229,8 +265,8 @@ func (r *Budget) document() any {
 	l := p.Layer
 	res := BudgetJSON{Model: p.Model, Shape: p.Shape, Params: p.Params, PerParam: p.PerParam,
 		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
-			Rule: l.Rule, RuleText: l.RuleText},
-		Phases: p.Phases, Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
+			Rule: l.Rule, RuleText: ruleText(l.RuleOps)},
+		Phases: budgetPhasesJSON(p.Phases), Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
 		Fit: budgetFitJSON(r.Fit), Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
 	for _, t := range p.Terms {
 		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
