@@ -17,7 +17,7 @@ func llama1B(t *testing.T) *Prediction {
 		t.Fatal(err)
 	}
 	if len(warns) != 0 {
-		t.Errorf("LoadConfig warnings = %q, want none", warns)
+		t.Errorf("LoadConfig warnings = %+v, want none", warns)
 	}
 	s := DefaultShape()
 	s.Batch, s.Seq = 4, 4096

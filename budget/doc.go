@@ -23,12 +23,12 @@
 // reports; the CUDA context and other memory outside the caching allocator
 // are kept apart (Prediction.Outside) and only added for the device fit.
 //
-// The package writes no words but LoadConfig's warnings. Parts and shares (PartKind with its
+// The package writes no words. Parts and shares (PartKind with its
 // Operands), phase moments (Moment), the rule of thumb (RuleOperands), the
-// fit (FitVerdict), fixes (Fix.Kind), notes (Note), warnings (Warning) and
-// when a part's tensors live (Lifetime) are typed values with their
-// numbers; package report names them, writes the formulas and the JSON
-// document.
+// fit (FitVerdict), fixes (Fix.Kind), notes (Note), warnings (Warning),
+// ParseConfig's guesses (ConfigWarning) and when a part's tensors live
+// (Lifetime) are typed values with their numbers; package report names
+// them, writes the formulas and the JSON document.
 //
 // The package imports nothing from memscope's other packages: the command
 // feeds Compare with phases measured by package attribution

@@ -16,7 +16,7 @@ type Budget struct {
 	// ConfigWarnings are LoadConfig's guesses about the config, shown
 	// first; Notes the typed findings of the model's resolution and the
 	// measurement, worded here.
-	ConfigWarnings []string
+	ConfigWarnings []budget.ConfigWarning
 	Notes          []budget.Note
 	// Snapshot and Truth are the measured sources ("" for none): the
 	// snapshot the phases were measured in and the truth.json whose
@@ -45,7 +45,10 @@ func (r *Budget) sources() []string {
 
 // notes words the config warnings and the notes, in that order.
 func (r *Budget) notes() []string {
-	out := append([]string{}, r.ConfigWarnings...)
+	out := []string{}
+	for _, w := range r.ConfigWarnings {
+		out = append(out, configWarningText(w))
+	}
 	for _, n := range r.Notes {
 		out = append(out, r.noteText(n))
 	}
@@ -70,6 +73,21 @@ func (r *Budget) noteText(n budget.Note) string {
 		return fmt.Sprintf("every phase is off by more than %.0f%%: check that the capture ran this model and shape", 100*budget.Tolerance)
 	}
 	return fmt.Sprintf("note of kind %d", int(n.Kind))
+}
+
+// configWarningText words a guess ParseConfig made about a config.json.
+func configWarningText(w budget.ConfigWarning) string {
+	switch w.Kind {
+	case budget.ConfigTiedByDefault:
+		return fmt.Sprintf("%s: tie_word_embeddings absent; %s ties them by default", w.File, w.ModelType)
+	case budget.ConfigAssumedUntied:
+		return w.File + ": tie_word_embeddings absent; assumed untied"
+	case budget.ConfigGatedFromActivation:
+		return fmt.Sprintf("%s: no model_type; hidden_act %s taken for a gated MLP", w.File, w.HiddenAct)
+	case budget.ConfigExpertsDense:
+		return fmt.Sprintf("%s: %d experts per layer are modelled as one dense MLP of intermediate_size: parameters and optimizer state are underestimated", w.File, w.Experts)
+	}
+	return fmt.Sprintf("%s: config warning of kind %d", w.File, int(w.Kind))
 }
 
 // budgetWarnings words the prediction's warnings (never nil).

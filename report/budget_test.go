@@ -43,7 +43,7 @@ func TestBudgetNoteWords(t *testing.T) {
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			r := &Budget{Prediction: smallPrediction(t), Snapshot: "run/snapshot.pickle", Truth: "run/truth.json",
-				ConfigWarnings: []string{"config.json: a guess"}, Notes: []budget.Note{c.note}}
+				ConfigWarnings: []budget.ConfigWarning{{Kind: budget.ConfigAssumedUntied, File: "config.json"}}, Notes: []budget.Note{c.note}}
 			var text, js bytes.Buffer
 			if err := Write(&text, Text, r); err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestBudgetNoteWords(t *testing.T) {
 			if err := Write(&js, JSON, r); err != nil {
 				t.Fatal(err)
 			}
-			if want := "note: config.json: a guess\nnote: " + c.want + "\n"; !strings.Contains(text.String(), want) {
+			if want := "note: config.json: tie_word_embeddings absent; assumed untied\nnote: " + c.want + "\n"; !strings.Contains(text.String(), want) {
 				t.Errorf("text has no %q:\n%s", want, text.String())
 			}
 			var doc ResultDoc[struct {
@@ -63,7 +63,7 @@ func TestBudgetNoteWords(t *testing.T) {
 			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 				t.Fatal(err)
 			}
-			if got := doc.Result.Notes; len(got) != 2 || got[0] != "config.json: a guess" || got[1] != c.want {
+			if got := doc.Result.Notes; len(got) != 2 || got[0] != "config.json: tie_word_embeddings absent; assumed untied" || got[1] != c.want {
 				t.Errorf("JSON notes = %q, want the config's warning and %q", got, c.want)
 			}
 			if m := doc.Result.Measured; m == nil || len(m.Sources) != 2 || m.Sources[0] != "run/snapshot.pickle" {

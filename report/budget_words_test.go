@@ -178,3 +178,23 @@ func TestBudgetJSONWords(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigWarningWords(t *testing.T) {
+	for _, c := range []struct {
+		w    budget.ConfigWarning
+		want string
+	}{
+		{budget.ConfigWarning{Kind: budget.ConfigTiedByDefault, File: "config.json", ModelType: "gemma3_text"},
+			"config.json: tie_word_embeddings absent; gemma3_text ties them by default"},
+		{budget.ConfigWarning{Kind: budget.ConfigAssumedUntied, File: "config.json"},
+			"config.json: tie_word_embeddings absent; assumed untied"},
+		{budget.ConfigWarning{Kind: budget.ConfigGatedFromActivation, File: "c.json", HiddenAct: "SiLU"},
+			"c.json: no model_type; hidden_act SiLU taken for a gated MLP"},
+		{budget.ConfigWarning{Kind: budget.ConfigExpertsDense, File: "config.json", Experts: 8},
+			"config.json: 8 experts per layer are modelled as one dense MLP of intermediate_size: parameters and optimizer state are underestimated"},
+	} {
+		if got := configWarningText(c.w); got != c.want {
+			t.Errorf("configWarningText(%+v) = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
