@@ -1,7 +1,5 @@
 package budget
 
-import "fmt"
-
 // The saved activations of a Hugging Face Llama-style decoder layer, derived
 // from what each op saves for its backward (read off the live blocks of the
 // llama-* fixtures, one layer at a time):
@@ -35,45 +33,46 @@ import "fmt"
 func (c *calc) layerParts() []Part {
 	d, T, h := c.d, c.T, c.h
 	var ps []Part
-	add := func(name string, perToken int64, formula string) {
-		ps = append(ps, Part{Name: name, Bytes: perToken * T, Formula: fmt.Sprintf("%s × %s", c.tokens(), formula), Live: LiveForwardToBackward})
+	add := func(kind PartKind, perToken int64, ops Operands) {
+		ops.Tokens = T
+		ps = append(ps, Part{Kind: kind, Ops: ops, Bytes: perToken * T, Live: LiveForwardToBackward})
 	}
 	if c.residualSaved() {
-		add("residual stream: attention output and layer output", 2*d.resid*h, fmt.Sprintf("2 × %d hidden × %d B", h, d.resid))
+		add(PartLayerResidual, 2*d.resid*h, Operands{Hidden: h, Elem: d.resid})
 	}
 	if d.resid == 4 {
-		add("2 RMSNorms: normalized input (fp32) and 1/rms", 2*(4*h+4), fmt.Sprintf("2 × (%d × 4 B + 4 B)", h))
+		add(PartLayerNormsFP32, 2*(4*h+4), Operands{Hidden: h})
 	} else {
-		add("2 RMSNorms: fp32 upcast, 1/rms, normalized bf16", 2*(6*h+4), fmt.Sprintf("2 × (%d × (4 + 2) B + 4 B)", h))
+		add(PartLayerNormsBF16, 2*(6*h+4), Operands{Hidden: h})
 	}
 	if d.cast > 0 {
 		k := int64(4) // q, k, v, gate/up
 		if c.m.MLP == GatedMLP {
 			k = 5
 		}
-		add("bf16 copies of the norm outputs, one per projection (autocast)", k*d.cast*h, fmt.Sprintf("%d projections × %d × %d B", k, h, d.cast))
+		add(PartLayerNormCasts, k*d.cast*h, Operands{Count: k, Hidden: h, Elem: d.cast})
 	} else {
-		add("norm outputs (the projections' input)", 2*d.resid*h, fmt.Sprintf("2 × %d × %d B", h, d.resid))
+		add(PartLayerNormOutputs, 2*d.resid*h, Operands{Hidden: h, Elem: d.resid})
 	}
 	if c.savesScores() {
-		add("q, k, v (k and v repeated to every head)", 3*c.Q*d.act, fmt.Sprintf("3 × %d × %d B", c.Q, d.act))
+		add(PartLayerQKVRepeated, 3*c.Q*d.act, Operands{QWidth: c.Q, Elem: d.act})
 	} else {
-		add("q, k, v after rotary embedding, saved by SDPA", (c.Q+2*c.K)*d.act, fmt.Sprintf("(%d + 2 × %d) × %d B", c.Q, c.K, d.act))
+		add(PartLayerQKV, (c.Q+2*c.K)*d.act, Operands{QWidth: c.Q, KVWidth: c.K, Elem: d.act})
 	}
-	add("attention output (o_proj's input)", c.Q*d.act, fmt.Sprintf("%d × %d B", c.Q, d.act))
+	add(PartLayerAttnOut, c.Q*d.act, Operands{QWidth: c.Q, Elem: d.act})
 	if c.savesScores() {
 		per := int64(4)
 		if d.act < 4 {
 			per += d.act
 		}
-		add("attention probabilities: fp32 softmax and its copy", per*c.nh*c.S, fmt.Sprintf("%d heads × %d keys × %d B", c.nh, c.S, per))
+		add(PartLayerProbs, per*c.nh*c.S, Operands{Heads: c.nh, Positions: c.S, Elem: per})
 	} else {
-		add("SDPA logsumexp (fp32)", 4*c.nh, fmt.Sprintf("%d heads × 4 B", c.nh))
+		add(PartLayerLogsumexp, 4*c.nh, Operands{Heads: c.nh})
 	}
 	if c.m.MLP == GatedMLP {
-		add("MLP: gate output, activation, up output, product", 4*c.I*d.act, fmt.Sprintf("4 × %d × %d B", c.I, d.act))
+		add(PartLayerGatedMLP, 4*c.I*d.act, Operands{Intermediate: c.I, Elem: d.act})
 	} else {
-		add("MLP: up output, activation", 2*c.I*d.act, fmt.Sprintf("2 × %d × %d B", c.I, d.act))
+		add(PartLayerPlainMLP, 2*c.I*d.act, Operands{Intermediate: c.I, Elem: d.act})
 	}
 	return ps
 }
@@ -87,10 +86,10 @@ func (c *calc) layer() Layer {
 	l.PerToken = l.Full / c.T
 	l.Saved = c.layerSaved()
 	l.Rule = 34 * c.S * c.B * c.h
-	l.RuleText = fmt.Sprintf("34 × s %d × b %d × h %d", c.S, c.B, c.h)
+	l.RuleOps = RuleOperands{Seq: c.S, Batch: c.B, Hidden: c.h}
 	if c.savesScores() {
 		l.Rule += 5 * c.nh * c.S * c.S * c.B
-		l.RuleText += fmt.Sprintf(" + 5 × a %d × s² × b", c.nh)
+		l.RuleOps.Heads = c.nh
 	}
 	return l
 }
@@ -148,6 +147,38 @@ func (c *calc) embedOut() int64 { return c.d.resid * c.h * c.T }
 // rope is the rotary cos and sin tables, one sequence long (position ids
 // are shared by the batch), in the residual dtype.
 func (c *calc) rope() int64 { return 2 * c.S * c.m.headDim() * c.d.resid }
+
+// embedOutPart, ropePart, finalNormPart, finalHiddenPart and
+// lmInputCastPart are the parts of the tensors above.
+func (c *calc) embedOutPart() Part {
+	return Part{Kind: PartEmbedOut, Ops: Operands{Tokens: c.T, Hidden: c.h, Elem: c.d.resid},
+		Bytes: c.embedOut(), Live: LiveForwardToBackward}
+}
+
+func (c *calc) ropePart() Part {
+	return Part{Kind: PartRope, Ops: Operands{Positions: c.S, HeadDim: c.m.headDim(), Elem: c.d.resid},
+		Bytes: c.rope(), Live: LiveForwardToBackward}
+}
+
+func (c *calc) finalNormPart() Part {
+	return Part{Kind: PartFinalNorm, Ops: Operands{Tokens: c.T}, Bytes: c.finalNormSaved(), Live: LiveForwardToBackward}
+}
+
+func (c *calc) finalHiddenPart() Part {
+	return Part{Kind: PartFinalHidden, Ops: Operands{Tokens: c.T, Hidden: c.h, Elem: c.d.resid},
+		Bytes: c.finalNormOut(), Live: LiveForward}
+}
+
+func (c *calc) lmInputCastPart() Part {
+	return Part{Kind: PartLMInputCast, Ops: Operands{Tokens: c.T, Hidden: c.h, Elem: c.d.cast},
+		Bytes: c.lmInputCast(), Live: LiveForwardToBackward}
+}
+
+// weightCopiesCache is autocast's cache of the weight copies, live.
+func (c *calc) weightCopiesCache(live Lifetime) Part {
+	return Part{Kind: PartWeightCopiesCache, Ops: Operands{Params: c.p.Matmul, Elem: c.d.cast},
+		Bytes: c.weightCopies(), Live: live}
+}
 
 // inputs is the token ids (int64).
 func (c *calc) inputs() int64 { return 8 * c.T }

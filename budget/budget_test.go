@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -18,7 +17,7 @@ func llama1B(t *testing.T) *Prediction {
 		t.Fatal(err)
 	}
 	if len(warns) != 0 {
-		t.Errorf("LoadConfig warnings = %q, want none", warns)
+		t.Errorf("LoadConfig warnings = %+v, want none", warns)
 	}
 	s := DefaultShape()
 	s.Batch, s.Seq = 4, 4096
@@ -54,16 +53,22 @@ func TestLlama1BParams(t *testing.T) {
 	}
 }
 
-// partBytes returns the bytes of the part of term k whose name starts with prefix.
-func partBytes(t *testing.T, p *Prediction, k TermKey, prefix string) int64 {
+// partOf returns the part of term k of kind kind.
+func partOf(t *testing.T, p *Prediction, k TermKey, kind PartKind) Part {
 	t.Helper()
 	for _, pt := range p.Terms[k].Parts {
-		if strings.HasPrefix(pt.Name, prefix) {
-			return pt.Bytes
+		if pt.Kind == kind {
+			return pt
 		}
 	}
-	t.Fatalf("%s has no part %q", k, prefix)
-	return 0
+	t.Fatalf("%s has no part of kind %d", k, kind)
+	return Part{}
+}
+
+// partBytes returns the bytes of the part of term k of kind kind.
+func partBytes(t *testing.T, p *Prediction, k TermKey, kind PartKind) int64 {
+	t.Helper()
+	return partOf(t, p, k, kind).Bytes
 }
 
 func TestLlama1BModelStates(t *testing.T) {
@@ -74,16 +79,16 @@ func TestLlama1BModelStates(t *testing.T) {
 	}
 	const P = 1_235_814_400
 	for _, c := range []struct {
-		part string
+		part PartKind
 		want int64
 	}{
-		{"weights", P * 4},                    // 4,943,257,600
-		{"gradients", P * 4},                  // 4,943,257,600
-		{"AdamW moments", P * 8},              // 9,886,515,200
-		{"optimizer step temporaries", P * 4}, // foreach sqrt(exp_avg_sq): 4,943,257,600
+		{PartWeights, P * 4},      // 4,943,257,600
+		{PartGrads, P * 4},        // 4,943,257,600
+		{PartAdamWMoments, P * 8}, // 9,886,515,200
+		{PartStepForeach, P * 4},  // foreach sqrt(exp_avg_sq): 4,943,257,600
 	} {
 		if got := partBytes(t, p, ModelStates, c.part); got != c.want {
-			t.Errorf("model states %q = %d, want %d", c.part, got, c.want)
+			t.Errorf("model states part %d = %d, want %d", c.part, got, c.want)
 		}
 	}
 	// The largest the term holds: in the optimizer step, weights + grads +
@@ -116,11 +121,11 @@ func TestLlama1BActivations(t *testing.T) {
 		t.Errorf("Layer.Rule = %d, want 1,140,850,688", p.Layer.Rule)
 	}
 	// 16 layers × 2,116,157,440
-	if got := partBytes(t, p, Activations, "16 layers"); got != 33_858_519_040 {
+	if got := partBytes(t, p, Activations, PartLayers); got != 33_858_519_040 {
 		t.Errorf("16 layers = %d, want 33,858,519,040", got)
 	}
 	// autocast's bf16 weight copies: 1,235,746,816 matmul params × 2 B
-	if got := partBytes(t, p, Activations, "bf16 weight copies"); got != 2_471_493_632 {
+	if got := partBytes(t, p, Activations, PartWeightCopies); got != 2_471_493_632 {
 		t.Errorf("weight copies = %d, want 2,471,493,632", got)
 	}
 	// Full checkpointing keeps each layer's fp32 input: 16384 × 2048 × 4 =
@@ -131,7 +136,7 @@ func TestLlama1BActivations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := partBytes(t, q, Activations, "16 layers"); got != 2_147_483_648 {
+	if got := partBytes(t, q, Activations, PartLayersFullCkpt); got != 2_147_483_648 {
 		t.Errorf("16 layers, full checkpointing = %d, want 2,147,483,648", got)
 	}
 }
@@ -140,17 +145,17 @@ func TestLlama1BLogits(t *testing.T) {
 	p := llama1B(t)
 	const fp32 = 16384 * 128256 * 4 // 8,405,385,216: tokens × vocab × 4 B
 	for _, c := range []struct {
-		part string
+		part PartKind
 		want int64
 	}{
-		{"logits (bf16)", fp32 / 2},
-		{"fp32 copy of the logits", fp32},
-		{"log-softmax output", fp32},
-		{"gradient of the log-softmax output", fp32},
-		{"gradient of the logits, fp32", fp32},
+		{PartLogits, fp32 / 2},
+		{PartLogitsFP32, fp32},
+		{PartLogSoftmax, fp32},
+		{PartLogSoftmaxGrad, fp32},
+		{PartLogitsGradFP32, fp32},
 	} {
 		if got := partBytes(t, p, LogitsLoss, c.part); got != c.want {
-			t.Errorf("logits %q = %d, want %d", c.part, got, c.want)
+			t.Errorf("logits part %d = %d, want %d", c.part, got, c.want)
 		}
 	}
 	// The most at once: at the start of backward, the saved log-softmax and
@@ -192,7 +197,7 @@ func TestLlama1BPhases(t *testing.T) {
 		t.Fatal(`LookupGPU("h100") found nothing`)
 	}
 	f := p.FitOn(g.Name, g.Memory)
-	if f.Headroom != 81559<<20-backward-768<<20 || f.Verdict != "fits" {
+	if f.Headroom != 81559<<20-backward-768<<20 || f.Verdict != Fits {
 		t.Errorf("FitOn(H100) = %+v, want headroom %d, fits", f, int64(81559<<20-backward-768<<20))
 	}
 }

@@ -49,8 +49,37 @@ var gatedTypes = []string{"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen
 // tie_word_embeddings to true when config.json leaves it out.
 var tiedByDefault = []string{"gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "opt", "smollm3"}
 
+// ConfigWarningKind says what ParseConfig had to guess about a config.json;
+// package report words each kind.
+type ConfigWarningKind int
+
+const (
+	// ConfigTiedByDefault: tie_word_embeddings is absent and ModelType's
+	// config class ties them by default; taken as tied.
+	ConfigTiedByDefault ConfigWarningKind = iota + 1
+	// ConfigAssumedUntied: tie_word_embeddings is absent; taken as untied.
+	ConfigAssumedUntied
+	// ConfigGatedFromActivation: no model_type; HiddenAct (silu or swish)
+	// was taken for a gated MLP.
+	ConfigGatedFromActivation
+	// ConfigExpertsDense: Experts experts per layer are modelled as one
+	// dense MLP of intermediate_size, so parameters and optimizer state
+	// are underestimated.
+	ConfigExpertsDense
+)
+
+// ConfigWarning is a guess ParseConfig made about the config File; the
+// fields beyond Kind and File are set by the kinds that use them.
+type ConfigWarning struct {
+	Kind      ConfigWarningKind
+	File      string
+	ModelType string // ConfigTiedByDefault
+	HiddenAct string // ConfigGatedFromActivation, as the config spells it
+	Experts   int64  // ConfigExpertsDense
+}
+
 // LoadConfig reads a Hugging Face config.json; see ParseConfig.
-func LoadConfig(path string) (Model, []string, error) {
+func LoadConfig(path string) (Model, []ConfigWarning, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Model{}, nil, err
@@ -60,10 +89,11 @@ func LoadConfig(path string) (Model, []string, error) {
 }
 
 // ParseConfig reads a Hugging Face config.json of a decoder-only model. name
-// names the input in errors. It returns the model and warnings: guesses it
-// had to make (a missing tie_word_embeddings, an MLP kind inferred from the
-// activation, mixture-of-experts layers modelled as dense).
-func ParseConfig(r io.Reader, name string) (Model, []string, error) {
+// names the input in errors and warnings. It returns the model and the
+// guesses it had to make as ConfigWarnings (a missing tie_word_embeddings,
+// an MLP kind inferred from the activation, mixture-of-experts layers
+// modelled as dense).
+func ParseConfig(r io.Reader, name string) (Model, []ConfigWarning, error) {
 	var c hfConfig
 	if err := json.NewDecoder(r).Decode(&c); err != nil {
 		return Model{}, nil, fmt.Errorf("reading %s: %w", name, err)
@@ -71,7 +101,7 @@ func ParseConfig(r io.Reader, name string) (Model, []string, error) {
 	if c.TextConfig != nil && c.HiddenSize == nil && c.NEmbd == nil {
 		c = *c.TextConfig
 	}
-	var warns []string
+	var warns []ConfigWarning
 	first := func(ps ...*int64) int64 {
 		for _, p := range ps {
 			if p != nil {
@@ -108,9 +138,9 @@ func ParseConfig(r io.Reader, name string) (Model, []string, error) {
 		m.TiedEmbeddings = *c.TieWordEmbeddings
 	case slices.Contains(tiedByDefault, c.ModelType):
 		m.TiedEmbeddings = true
-		warns = append(warns, fmt.Sprintf("%s: tie_word_embeddings absent; %s ties them by default", name, c.ModelType))
+		warns = append(warns, ConfigWarning{Kind: ConfigTiedByDefault, File: name, ModelType: c.ModelType})
 	default:
-		warns = append(warns, fmt.Sprintf("%s: tie_word_embeddings absent; assumed untied", name))
+		warns = append(warns, ConfigWarning{Kind: ConfigAssumedUntied, File: name})
 	}
 
 	act := strings.ToLower(c.HiddenAct)
@@ -119,12 +149,12 @@ func ParseConfig(r io.Reader, name string) (Model, []string, error) {
 		m.MLP = GatedMLP
 	case c.ModelType == "" && (act == "silu" || act == "swish"):
 		m.MLP = GatedMLP
-		warns = append(warns, fmt.Sprintf("%s: no model_type; hidden_act %s taken for a gated MLP", name, c.HiddenAct))
+		warns = append(warns, ConfigWarning{Kind: ConfigGatedFromActivation, File: name, HiddenAct: c.HiddenAct})
 	default:
 		m.MLP = PlainMLP
 	}
 	if n := first(c.NumLocalExperts, c.NumExperts); n > 1 {
-		warns = append(warns, fmt.Sprintf("%s: %d experts per layer are modelled as one dense MLP of intermediate_size: parameters and optimizer state are underestimated", name, n))
+		warns = append(warns, ConfigWarning{Kind: ConfigExpertsDense, File: name, Experts: n})
 	}
 	if c.HeadDim != nil && *c.HeadDim > 0 && m.Heads > 0 && *c.HeadDim*m.Heads == m.Hidden {
 		m.HeadDim = 0 // the default: keep Describe and JSON simple

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,7 @@ func TestParseConfig(t *testing.T) {
 	for _, c := range []struct {
 		name, json string
 		want       Model
-		warn       string // a substring of a warning; "" for none
+		warn       []ConfigWarning
 	}{
 		{
 			name: "llama GQA untied",
@@ -39,7 +40,7 @@ func TestParseConfig(t *testing.T) {
 			json: `{"model_type":"gpt2","vocab_size":50257,"n_embd":768,"n_layer":12,"n_head":12}`,
 			want: Model{Vocab: 50257, Hidden: 768, Layers: 12, Heads: 12, KVHeads: 12, Intermediate: 3072,
 				TiedEmbeddings: true, MLP: PlainMLP, Attention: SDPA},
-			warn: "ties them by default",
+			warn: []ConfigWarning{{Kind: ConfigTiedByDefault, File: "config.json", ModelType: "gpt2"}},
 		},
 		{
 			name: "multimodal: the text_config",
@@ -48,7 +49,16 @@ func TestParseConfig(t *testing.T) {
 				"head_dim":256,"intermediate_size":10240}}`,
 			want: Model{Vocab: 262208, Hidden: 2560, Layers: 34, Heads: 8, KVHeads: 4, HeadDim: 256,
 				Intermediate: 10240, TiedEmbeddings: true, MLP: GatedMLP, Attention: SDPA},
-			warn: "tie_word_embeddings absent",
+			warn: []ConfigWarning{{Kind: ConfigTiedByDefault, File: "config.json", ModelType: "gemma3_text"}},
+		},
+		{
+			name: "no model_type, no tie_word_embeddings: guessed from hidden_act",
+			json: `{"vocab_size":32000,"hidden_size":2048,"num_hidden_layers":2,
+				"num_attention_heads":16,"intermediate_size":5504,"hidden_act":"SiLU"}`,
+			want: Model{Vocab: 32000, Hidden: 2048, Layers: 2, Heads: 16, KVHeads: 16, Intermediate: 5504,
+				MLP: GatedMLP, Attention: SDPA},
+			warn: []ConfigWarning{{Kind: ConfigAssumedUntied, File: "config.json"},
+				{Kind: ConfigGatedFromActivation, File: "config.json", HiddenAct: "SiLU"}},
 		},
 		{
 			name: "mixture of experts is said",
@@ -57,7 +67,7 @@ func TestParseConfig(t *testing.T) {
 				"num_local_experts":8,"tie_word_embeddings":false}`,
 			want: Model{Vocab: 32000, Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, Intermediate: 14336,
 				MLP: GatedMLP, Attention: SDPA},
-			warn: "8 experts",
+			warn: []ConfigWarning{{Kind: ConfigExpertsDense, File: "config.json", Experts: 8}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,9 +79,8 @@ func TestParseConfig(t *testing.T) {
 			if m != c.want {
 				t.Errorf("ParseConfig = %+v, want %+v", m, c.want)
 			}
-			joined := strings.Join(warns, "\n")
-			if (c.warn == "") != (len(warns) == 0) || !strings.Contains(joined, c.warn) {
-				t.Errorf("warnings = %q, want one containing %q", warns, c.warn)
+			if !reflect.DeepEqual(warns, c.warn) {
+				t.Errorf("warnings = %+v, want %+v", warns, c.warn)
 			}
 		})
 	}

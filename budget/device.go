@@ -93,13 +93,21 @@ type Fit struct {
 	// Need is the predicted allocated peak plus the memory outside the
 	// allocator; Headroom is Memory − Need, and HeadroomPercent that as a
 	// percentage of Memory.
-	Need            int64   `json:"need"`
-	Headroom        int64   `json:"headroom"`
-	HeadroomPercent float64 `json:"headroom_percent"`
-	// Verdict: "fits" (at least MinHeadroom left), "tight" (less), or
-	// "does not fit".
-	Verdict string `json:"verdict"`
+	Need            int64      `json:"need"`
+	Headroom        int64      `json:"headroom"`
+	HeadroomPercent float64    `json:"headroom_percent"`
+	Verdict         FitVerdict `json:"verdict"`
 }
+
+// FitVerdict says whether a prediction fits a device; package report
+// words it.
+type FitVerdict int
+
+const (
+	Fits       FitVerdict = iota + 1 // at least MinHeadroom of the device left
+	Tight                            // it fits with less than MinHeadroom left
+	DoesNotFit                       // Need is more than the device's memory
+)
 
 // MinHeadroom is the share of the device to keep free: the caching
 // allocator reserves more than it allocates (5–26% more at the peak in
@@ -115,11 +123,11 @@ func (p *Prediction) FitOn(name string, memory int64) Fit {
 	}
 	switch {
 	case f.Headroom < 0:
-		f.Verdict = "does not fit"
+		f.Verdict = DoesNotFit
 	case float64(f.Headroom) < MinHeadroom*float64(memory):
-		f.Verdict = "tight"
+		f.Verdict = Tight
 	default:
-		f.Verdict = "fits"
+		f.Verdict = Fits
 	}
 	return f
 }

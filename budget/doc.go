@@ -13,8 +13,9 @@
 // autograd saves for backward, for the module structure of Hugging Face's
 // Llama family (RMSNorm computed in fp32, rotary embeddings, a SiLU-gated or
 // plain MLP, SDPA attention that saves no s×s matrix, or eager attention that
-// does), under torch.autocast, plain fp32 or bf16. Each Part says the
-// formula it came from, so a reader can redo the sum by hand. The classic
+// does), under torch.autocast, plain fp32 or bf16. Each Part holds the
+// numbers its bytes were multiplied from (Operands), so a reader can redo
+// the sum by hand from the formula report writes. The classic
 // rule of 34·s·b·h bytes per layer (Korthikanti et al.) is shown next to the
 // derived figure, not used.
 //
@@ -22,11 +23,12 @@
 // reports; the CUDA context and other memory outside the caching allocator
 // are kept apart (Prediction.Outside) and only added for the device fit.
 //
-// Fixes (Fix.Kind), notes (Note), warnings (Warning) and when a part's
-// tensors live (Lifetime) are typed values with their numbers; package
-// report words them and writes the JSON document. Part names and formulas,
-// phase moments, the rule of thumb's arithmetic and LoadConfig's warnings
-// are still written here.
+// The package writes no words. Parts and shares (PartKind with its
+// Operands), phase moments (Moment), the rule of thumb (RuleOperands), the
+// fit (FitVerdict), fixes (Fix.Kind), notes (Note), warnings (Warning),
+// ParseConfig's guesses (ConfigWarning) and when a part's tensors live
+// (Lifetime) are typed values with their numbers; package report names
+// them, writes the formulas and the JSON document.
 //
 // The package imports nothing from memscope's other packages: the command
 // feeds Compare with phases measured by package attribution

@@ -1,7 +1,5 @@
 package budget
 
-import "fmt"
-
 // lossTensors are the vocabulary-sized tensors of the output projection and
 // the cross-entropy, by when they are live.
 type lossTensors struct {
@@ -38,45 +36,45 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // loss returns the loss tensors of the run's loss.
 func (c *calc) loss() lossTensors {
 	V, act := c.V, c.d.act
-	part := func(name string, tokens, bytes int64, live Lifetime) Part {
-		return Part{Name: name, Bytes: tokens * V * bytes, Live: live,
-			Formula: fmt.Sprintf("%s tokens × %s vocab × %d B", n(tokens), n(V), bytes)}
+	part := func(kind PartKind, tokens, bytes int64, live Lifetime) Part {
+		return Part{Kind: kind, Ops: Operands{Tokens: tokens, Vocab: V, Elem: bytes}, Bytes: tokens * V * bytes, Live: live}
 	}
 	var l lossTensors
 	switch c.s.Loss {
 	case PlainLoss:
-		logits := part(fmt.Sprintf("logits (%s)", dtypeName(act)), c.T, act, LiveForward)
-		ls := part("log-softmax output, fp32 (saved)", c.T, 4, LiveForwardToBackward)
+		logits := part(PartLogits, c.T, act, LiveForward)
+		ls := part(PartLogSoftmax, c.T, 4, LiveForwardToBackward)
 		l.forward = []Part{logits}
 		if c.upcast() {
-			l.forward = append(l.forward, part("fp32 copy of the logits (.float())", c.T, 4, LiveForward))
+			l.forward = append(l.forward, part(PartLogitsFP32, c.T, 4, LiveForward))
 		}
 		l.forward = append(l.forward, ls)
 		l.saved = []Part{ls}
-		l.spike = []Part{part("gradient of the log-softmax output", c.T, 4, LiveBackwardStart),
-			part("gradient of the logits, fp32", c.T, 4, LiveBackwardStart)}
-		l.lmBwd = []Part{part("gradient of the logits, fp32", c.T, 4, LiveBackwardStart)}
+		l.spike = []Part{part(PartLogSoftmaxGrad, c.T, 4, LiveBackwardStart),
+			part(PartLogitsGradFP32, c.T, 4, LiveBackwardStart)}
+		l.lmBwd = []Part{part(PartLogitsGradFP32, c.T, 4, LiveBackwardStart)}
 		if c.upcast() {
-			l.lmBwd = append(l.lmBwd, part(fmt.Sprintf("gradient of the logits (%s)", dtypeName(act)), c.T, act, LiveBackwardStart))
+			l.lmBwd = append(l.lmBwd, part(PartLogitsGrad, c.T, act, LiveBackwardStart))
 		}
 	case ChunkedLoss:
 		C := c.chunkTokens()
-		ls := part(fmt.Sprintf("log-softmax output of all %d chunks, fp32 (saved)", c.s.LossChunks), c.T, 4, LiveForwardToBackward)
-		l.forward = []Part{part(fmt.Sprintf("logits of all chunks (%s)", dtypeName(act)), c.T, act, LiveForward)}
+		ls := part(PartChunkLogSoftmax, c.T, 4, LiveForwardToBackward)
+		ls.Ops.Count = c.s.LossChunks
+		l.forward = []Part{part(PartChunkLogits, c.T, act, LiveForward)}
 		if c.upcast() {
-			l.forward = append(l.forward, part("fp32 copy of one chunk", C, 4, LiveForward))
+			l.forward = append(l.forward, part(PartChunkFP32, C, 4, LiveForward))
 		}
 		l.forward = append(l.forward, ls)
 		l.saved = []Part{ls}
-		l.spike = []Part{part("gradients of one chunk's log-softmax and logits, fp32", C, 2*4, LiveBackwardStart)}
-		l.lmBwd = []Part{part("gradient of one chunk's logits", C, 4+act, LiveBackwardStart)}
+		l.spike = []Part{part(PartChunkGrads, C, 2*4, LiveBackwardStart)}
+		l.lmBwd = []Part{part(PartChunkLogitsGrad, C, 4+act, LiveBackwardStart)}
 	case FusedLoss:
 		C := c.chunkTokens()
-		gh := Part{Name: "gradient of the hidden states, computed in the forward", Bytes: c.d.resid * c.h * c.T,
-			Formula: fmt.Sprintf("%s × %d hidden × %d B", c.tokens(), c.h, c.d.resid), Live: LiveForwardToBackward}
-		gw := Part{Name: "gradient of the output projection, computed in the forward", Bytes: c.d.grad * c.V * c.h,
-			Formula: fmt.Sprintf("%s vocab × %d hidden × %d B", n(c.V), c.h, c.d.grad), Live: LiveForwardToBackward}
-		l.forward = []Part{part(fmt.Sprintf("logits of one %s-token chunk (%s)", n(C), dtypeName(act)), C, act, LiveForward), gh, gw}
+		gh := Part{Kind: PartFusedHiddenGrad, Ops: Operands{Tokens: c.T, Hidden: c.h, Elem: c.d.resid},
+			Bytes: c.d.resid * c.h * c.T, Live: LiveForwardToBackward}
+		gw := Part{Kind: PartFusedHeadGrad, Ops: Operands{Vocab: c.V, Hidden: c.h, Elem: c.d.grad},
+			Bytes: c.d.grad * c.V * c.h, Live: LiveForwardToBackward}
+		l.forward = []Part{part(PartFusedChunkLogits, C, act, LiveForward), gh, gw}
 		l.saved = []Part{gh, gw}
 	}
 	return l
@@ -85,11 +83,11 @@ func (c *calc) loss() lossTensors {
 // inferLogits is the logits generation computes: the last position of each
 // sequence, upcast to fp32.
 func (c *calc) inferLogits() []Part {
-	ps := []Part{{Name: "logits of the last position of each sequence", Bytes: c.B * c.V * c.d.act, Live: LiveForward,
-		Formula: fmt.Sprintf("%d sequences × %s vocab × %d B", c.B, n(c.V), c.d.act)}}
+	ps := []Part{{Kind: PartLastLogits, Ops: Operands{Sequences: c.B, Vocab: c.V, Elem: c.d.act},
+		Bytes: c.B * c.V * c.d.act, Live: LiveForward}}
 	if c.upcast() {
-		ps = append(ps, Part{Name: "their fp32 copy", Bytes: c.B * c.V * 4, Live: LiveForward,
-			Formula: fmt.Sprintf("%d sequences × %s vocab × 4 B", c.B, n(c.V))})
+		ps = append(ps, Part{Kind: PartLastLogitsFP32, Ops: Operands{Sequences: c.B, Vocab: c.V, Elem: 4},
+			Bytes: c.B * c.V * 4, Live: LiveForward})
 	}
 	return ps
 }
@@ -106,21 +104,11 @@ func (c *calc) kvPerToken() int64 { return 2 * c.L * c.K * c.d.resid }
 // kvCache is the cache for MaxTokens tokens in inference; none in training.
 func (c *calc) kvCache() Part {
 	if c.s.Mode != Infer {
-		return Part{Name: "none in training (use_cache off)", Live: LiveForward}
+		return Part{Kind: PartNoKVCache, Live: LiveForward}
 	}
-	return Part{Name: "keys and values of every layer", Bytes: c.kvPerToken() * c.s.MaxTokens, Live: LiveWholeStep,
-		Formula: fmt.Sprintf("%s tokens × 2 × %d layers × %d KV heads × %d dim × %d B = %s tokens × %s B",
-			n(c.s.MaxTokens), c.L, c.m.KVHeads, c.m.headDim(), c.d.resid, n(c.s.MaxTokens), n(c.kvPerToken()))}
-}
-
-func dtypeName(bytes int64) string {
-	switch bytes {
-	case 2:
-		return "bf16"
-	case 4:
-		return "fp32"
-	}
-	return fmt.Sprintf("%d B", bytes)
+	return Part{Kind: PartKVCache, Bytes: c.kvPerToken() * c.s.MaxTokens, Live: LiveWholeStep,
+		Ops: Operands{Tokens: c.s.MaxTokens, Layers: c.L, KVHeads: c.m.KVHeads, HeadDim: c.m.headDim(),
+			Elem: c.d.resid, PerToken: c.kvPerToken()}}
 }
 
 func sum(ps []Part) int64 {

@@ -1,7 +1,5 @@
 package budget
 
-import "fmt"
-
 // A step's phases follow the training loop
 //
 //	loss = loss_fn(model(x), y)   # forward, under autocast
@@ -20,19 +18,26 @@ import "fmt"
 
 // moment is a set of live tensors at one instant.
 type moment struct {
-	what   string
+	what   Moment
 	shares []Share
 }
 
-func (m *moment) add(t TermKey, name, category string, b int64) {
+// add adds b bytes of the tensors kind names (with the operands its name
+// needs).
+func (m *moment) add(t TermKey, kind PartKind, ops Operands, category string, b int64) {
 	if b != 0 {
-		m.shares = append(m.shares, Share{Term: t, Name: name, Bytes: b, Category: category})
+		m.shares = append(m.shares, Share{Term: t, Kind: kind, Ops: ops, Bytes: b, Category: category})
 	}
+}
+
+// addPart adds part p's bytes.
+func (m *moment) addPart(t TermKey, category string, p Part) {
+	m.add(t, p.Kind, p.Ops, category, p.Bytes)
 }
 
 func (m *moment) addParts(t TermKey, category string, ps []Part) {
 	for _, p := range ps {
-		m.add(t, p.Name, category, p.Bytes)
+		m.addPart(t, category, p)
 	}
 }
 
@@ -58,16 +63,16 @@ func peakOf(phase string, ms ...*moment) PhasePeak {
 // floor adds what lives through the whole step: weights, optimizer state,
 // workspaces, the batch, and gradients when they are accumulated.
 func (c *calc) floor(m *moment) {
-	m.add(ModelStates, c.weights().Name, "parameter", c.weights().Bytes)
+	m.addPart(ModelStates, "parameter", c.weights())
 	if c.s.Mode == Train {
-		m.add(ModelStates, c.master().Name, "optimizer state", c.master().Bytes)
-		m.add(ModelStates, c.optimizerState().Name, "optimizer state", c.optimizerState().Bytes)
+		m.addPart(ModelStates, "optimizer state", c.master())
+		m.addPart(ModelStates, "optimizer state", c.optimizerState())
 		if c.s.Accumulation > 1 {
-			m.add(ModelStates, c.grads().Name, "gradient", c.grads().Bytes)
+			m.addPart(ModelStates, "gradient", c.grads())
 		}
 	}
-	m.add(Overhead, c.workspace().Name, "unknown", c.s.Workspace)
-	m.add(Activations, "token ids (int64)", "input", c.inputs())
+	m.addPart(Overhead, "unknown", c.workspace())
+	m.add(Activations, PartTokenIDs, Operands{Tokens: c.T}, "input", c.inputs())
 }
 
 // savedActivations adds the activations saved for the embedding and the
@@ -75,9 +80,9 @@ func (c *calc) floor(m *moment) {
 func (c *calc) savedActivations(m *moment, layers int64) {
 	ckpt := c.s.Checkpointing != NoCheckpointing
 	if c.residualSaved() || ckpt { // saved by the first norm, or by the checkpoint
-		m.add(Activations, "embedding output (first layer's input)", "activation", c.embedOut())
+		m.addPart(Activations, "activation", c.embedOutPart())
 	}
-	m.add(Activations, "rotary cos and sin", "activation", c.rope())
+	m.addPart(Activations, "activation", c.ropePart())
 	b := layers * c.layerSaved()
 	if ckpt && layers == c.L && !c.residualSaved() {
 		// Each checkpointed layer keeps its input, the layer below's
@@ -85,37 +90,38 @@ func (c *calc) savedActivations(m *moment, layers int64) {
 		// saves an fp32 copy of a bf16 stream instead.
 		b -= c.d.resid * c.h * c.T
 	}
-	m.add(Activations, fmt.Sprintf("saved activations of %d layers", layers), "activation", b)
+	m.add(Activations, ShareLayersSaved, Operands{Layers: layers}, "activation", b)
 	if c.s.Checkpointing != NoCheckpointing {
 		// Checkpointing keeps every tensor argument of a layer: the
 		// position ids (one int64 per position) too.
-		m.add(Activations, "position ids (a checkpointed layer's argument)", "activation", 8*c.S)
+		m.add(Activations, SharePositionIDs, Operands{Positions: c.S}, "activation", 8*c.S)
 	}
 }
 
 // head adds the final norm's saved tensors and lm_head's input.
 func (c *calc) head(m *moment, forward bool) {
-	m.add(Activations, "final norm: normalized input and 1/rms", "activation", c.finalNormSaved())
+	m.addPart(Activations, "activation", c.finalNormPart())
+	hidden := c.finalHiddenPart().Ops
 	switch {
 	case c.d.cast == 0 && c.s.Loss != FusedLoss:
-		m.add(Activations, "final hidden states (lm_head's input)", "activation", c.finalNormOut())
+		m.add(Activations, ShareFinalHiddenHead, hidden, "activation", c.finalNormOut())
 	case forward:
-		m.add(Activations, "final hidden states (held until the loss returns)", "temporary", c.finalNormOut())
+		m.add(Activations, ShareFinalHiddenHeld, hidden, "temporary", c.finalNormOut())
 	}
 	if c.s.Loss != FusedLoss {
-		m.add(Activations, "bf16 copy of lm_head's input (autocast)", "activation", c.lmInputCast())
+		m.addPart(Activations, "activation", c.lmInputCastPart())
 	}
 }
 
 func (c *calc) forwardPhase() PhasePeak {
-	end := &moment{what: "end of forward: the loss computed, every layer's activations saved"}
+	end := &moment{what: Moment{Kind: MomentForwardEnd}}
 	c.floor(end)
 	c.savedActivations(end, c.L)
 	copyCat := "activation"
 	if c.s.Checkpointing != NoCheckpointing {
 		copyCat = "temporary" // only autocast's cache holds them
 	}
-	end.add(Activations, "bf16 weight copies (autocast cache)", copyCat, c.weightCopies())
+	end.addPart(Activations, copyCat, c.weightCopiesCache(LiveForward))
 	c.head(end, true)
 	l := c.loss()
 	for _, p := range l.forward {
@@ -123,24 +129,24 @@ func (c *calc) forwardPhase() PhasePeak {
 		if p.Live == LiveForwardToBackward {
 			cat = "activation"
 		}
-		end.add(LogitsLoss, p.Name, cat, p.Bytes)
+		end.addPart(LogitsLoss, cat, p)
 	}
 	if c.s.Checkpointing == NoCheckpointing {
 		return peakOf("forward", end)
 	}
 	// With checkpointing a layer's activations exist until it returns:
 	// inside the last layer, all of them are live at once.
-	last := &moment{what: "inside the last layer: its activations exist until it returns"}
+	last := &moment{what: Moment{Kind: MomentLastLayer}}
 	c.floor(last)
 	c.savedActivations(last, c.L-1)
-	last.add(Activations, "the last layer's activations (recomputed in backward)", "temporary", c.layerFull())
-	last.add(Activations, "bf16 weight copies of the layers (autocast cache)", copyCat, c.L*c.layerWeightCopies())
+	last.add(Activations, ShareLastLayerActs, Operands{}, "temporary", c.layerFull())
+	last.add(Activations, ShareLayerCopiesCache, Operands{}, copyCat, c.L*c.layerWeightCopies())
 	return peakOf("forward", end, last)
 }
 
 func (c *calc) backwardPhase() PhasePeak {
 	l := c.loss()
-	start := &moment{what: "start of backward: the loss gradients on top of everything saved"}
+	start := &moment{what: Moment{Kind: MomentBackwardStart}}
 	c.floor(start)
 	c.savedActivations(start, c.L)
 	c.addSavedCopies(start)
@@ -150,7 +156,7 @@ func (c *calc) backwardPhase() PhasePeak {
 
 	moments := []*moment{start}
 	if len(l.lmBwd) > 0 {
-		lm := &moment{what: "lm_head's backward: the logits' gradient, lm_head's weight gradient"}
+		lm := &moment{what: Moment{Kind: MomentLMHeadBackward}}
 		c.floor(lm)
 		c.savedActivations(lm, c.L)
 		c.addSavedCopies(lm)
@@ -160,28 +166,28 @@ func (c *calc) backwardPhase() PhasePeak {
 		moments = append(moments, lm)
 	}
 	for i := c.L - 1; i >= 0; i-- {
-		m := &moment{what: fmt.Sprintf("backward of layer %d: layers below still saved, gradients above made", i)}
+		m := &moment{what: Moment{Kind: MomentLayerBackward, Layer: i}}
 		c.floor(m)
 		c.savedActivations(m, i)
 		if c.s.Checkpointing == NoCheckpointing {
-			m.add(Activations, "this layer's saved activations", "activation", c.layerFull())
-			m.add(Activations, "bf16 weight copies of this layer and those below (autocast)", "activation", (i+1)*c.layerWeightCopies())
+			m.add(Activations, ShareThisLayerSaved, Operands{}, "activation", c.layerFull())
+			m.add(Activations, ShareCopiesBelow, Operands{}, "activation", (i+1)*c.layerWeightCopies())
 		} else {
 			// Its input is the layer below's output, already counted.
-			m.add(Activations, "this layer's activations, recomputed", "temporary", c.layerFull())
-			m.add(Activations, "bf16 weight copies of this layer, recomputed (autocast)", "temporary", c.layerWeightCopies())
+			m.add(Activations, ShareThisLayerRecomputed, Operands{}, "temporary", c.layerFull())
+			m.add(Activations, ShareThisLayerCopyRecomputed, Operands{}, "temporary", c.layerWeightCopies())
 		}
-		m.add(Activations, "gradients inside the layer's backward (MLP)", "temporary", c.bwdWorkingSet())
+		m.add(Activations, ShareLayerBackwardGrads, Operands{}, "temporary", c.bwdWorkingSet())
 		c.gradsSoFar(m, i)
 		moments = append(moments, m)
 	}
-	end := &moment{what: "end of backward: every gradient made"}
+	end := &moment{what: Moment{Kind: MomentBackwardEnd}}
 	c.floor(end)
 	if c.s.Accumulation <= 1 {
-		end.add(ModelStates, c.grads().Name, "gradient", c.grads().Bytes)
+		end.addPart(ModelStates, "gradient", c.grads())
 	}
 	if c.m.TiedEmbeddings {
-		end.add(ModelStates, "embedding's dense gradient, before it is added to lm_head's", "temporary", c.d.grad*c.V*c.h)
+		end.add(ModelStates, ShareEmbeddingGrad, Operands{}, "temporary", c.d.grad*c.V*c.h)
 	}
 	moments = append(moments, end)
 	return peakOf("backward", moments...)
@@ -189,15 +195,15 @@ func (c *calc) backwardPhase() PhasePeak {
 
 // addSavedCopies adds autocast's weight copies that backward needs.
 func (c *calc) addSavedCopies(m *moment) {
-	name := "bf16 weight copies saved for backward (autocast)"
+	kind := ShareSavedCopies
 	if c.s.Checkpointing != NoCheckpointing {
-		name = "bf16 copy of lm_head's weight saved for backward (autocast)"
+		kind = ShareSavedHeadCopy
 	}
 	b := c.weightCopiesSaved()
 	if c.s.Loss == FusedLoss {
 		b -= c.lmWeightCopy()
 	}
-	m.add(Activations, name, "activation", b)
+	m.add(Activations, kind, Operands{}, "activation", b)
 }
 
 // gradsSoFar adds the gradients made when backward reaches layer i: the
@@ -210,17 +216,16 @@ func (c *calc) gradsSoFar(m *moment, i int64) {
 	if i == c.L { // lm_head's backward
 		params = c.V * c.h
 	}
-	m.add(ModelStates, "gradients made so far", "gradient", params*c.d.grad)
+	m.add(ModelStates, ShareGradsSoFar, Operands{}, "gradient", params*c.d.grad)
 }
 
 func (c *calc) optimizerPhase() PhasePeak {
-	m := &moment{what: "inside optimizer.step(): every gradient and the step's temporaries"}
+	m := &moment{what: Moment{Kind: MomentOptimizerStep}}
 	c.floor(m)
 	if c.s.Accumulation <= 1 {
-		m.add(ModelStates, c.grads().Name, "gradient", c.grads().Bytes)
+		m.addPart(ModelStates, "gradient", c.grads())
 	}
-	t := c.stepTemporaries()
-	m.add(ModelStates, t.Name, "temporary", t.Bytes)
+	m.addPart(ModelStates, "temporary", c.stepTemporaries())
 	return peakOf("optimizer", m)
 }
 
@@ -238,25 +243,25 @@ func (c *calc) inferPhase() PhasePeak {
 	h := c.d.resid * c.h * c.T
 	base := func(m *moment) {
 		c.floor(m)
-		m.add(KVCache, c.kvCache().Name, "activation", c.kvCache().Bytes)
-		m.add(Activations, "embedding output (held until the forward returns)", "temporary", h)
-		m.add(Activations, "rotary cos and sin, position ids", "temporary", c.rope()+8*c.S)
+		m.addPart(KVCache, "activation", c.kvCache())
+		m.add(Activations, ShareEmbedHeld, Operands{}, "temporary", h)
+		m.add(Activations, ShareRopePositions, Operands{}, "temporary", c.rope()+8*c.S)
 	}
 	k := int64(3) // activation output, up output, product
 	if c.m.MLP == PlainMLP {
 		k = 2
 	}
-	mlp := &moment{what: "prefill, inside the last layer's MLP, with the KV cache filled"}
+	mlp := &moment{what: Moment{Kind: MomentPrefillMLP}}
 	base(mlp)
 	// down_proj of the last layer has not run yet: its copy does not exist.
-	mlp.add(Activations, "bf16 weight copies of the layers (autocast cache)", "temporary",
+	mlp.add(Activations, ShareLayerCopiesCache, Operands{}, "temporary",
 		c.L*c.layerWeightCopies()-c.d.cast*c.h*c.I)
-	mlp.add(Activations, "layer input, post-attention residual, MLP input", "temporary", 3*h)
-	mlp.add(Activations, fmt.Sprintf("MLP intermediates (%d × intermediate)", k), "temporary", k*c.d.act*c.I*c.T)
-	out := &moment{what: "prefill, the output projection of the last positions"}
+	mlp.add(Activations, ShareInferResiduals, Operands{}, "temporary", 3*h)
+	mlp.add(Activations, ShareInferMLP, Operands{Count: k}, "temporary", k*c.d.act*c.I*c.T)
+	out := &moment{what: Moment{Kind: MomentPrefillOutput}}
 	base(out)
-	out.add(Activations, "bf16 weight copies (autocast cache)", "temporary", c.weightCopies())
-	out.add(Activations, "final hidden states", "temporary", h)
+	out.addPart(Activations, "temporary", c.weightCopiesCache(LiveForward))
+	out.addPart(Activations, "temporary", c.finalHiddenPart())
 	out.addParts(LogitsLoss, "temporary", c.inferLogits())
 	return peakOf("forward", mlp, out)
 }

@@ -2,7 +2,6 @@ package budget
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -30,16 +29,17 @@ func (t TermKey) String() string {
 // MarshalText writes the term's name in JSON.
 func (t TermKey) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
-// Part is one line of a term: a kind of tensor, its bytes and how they were
-// computed.
+// Part is one line of a term: a kind of tensor, its bytes and the numbers
+// they were computed from; package report names the kind and writes the
+// formula from the operands.
 type Part struct {
-	Name    string `json:"name"`
-	Bytes   int64  `json:"bytes"`
-	Formula string `json:"formula"` // the arithmetic, with the numbers used
+	Kind  PartKind
+	Ops   Operands
+	Bytes int64
 	// PerParam is the bytes per parameter for model states (0 otherwise).
-	PerParam int64 `json:"per_param,omitempty"`
+	PerParam int64
 	// Live says when the tensors exist; package report words it.
-	Live Lifetime `json:"-"`
+	Live Lifetime
 }
 
 // Lifetime is when a part's tensors exist in the step.
@@ -71,20 +71,22 @@ type Term struct {
 // Share is what one term holds at one phase's peak, in the category
 // memscope's attribution should find it under (parameter, optimizer state,
 // gradient, activation, input, temporary, unknown).
+// Kind and Ops say which tensors, as for a Part.
 type Share struct {
-	Term     TermKey `json:"term"`
-	Name     string  `json:"name"`
-	Bytes    int64   `json:"bytes"`
-	Category string  `json:"category"`
+	Term     TermKey
+	Kind     PartKind
+	Ops      Operands
+	Bytes    int64
+	Category string
 }
 
 // PhasePeak is the predicted peak of allocated bytes (max_memory_allocated)
 // in one phase of the step and what is live then.
 type PhasePeak struct {
-	Phase  string  `json:"phase"` // forward, backward, optimizer
-	Bytes  int64   `json:"bytes"`
-	Moment string  `json:"moment"` // when in the phase the peak falls
-	Shares []Share `json:"shares"`
+	Phase  string // forward, backward, optimizer
+	Bytes  int64
+	Moment Moment // when in the phase the peak falls
+	Shares []Share
 }
 
 // ByTerm sums the peak's shares by term.
@@ -123,16 +125,16 @@ func largest(t [NumTerms]int64) TermKey {
 type Layer struct {
 	// Parts are the tensors one layer saves for backward without
 	// checkpointing; Full is their sum and PerToken the bytes per token.
-	Parts    []Part `json:"parts"`
-	Full     int64  `json:"full"`
-	PerToken int64  `json:"per_token"`
+	Parts    []Part
+	Full     int64
+	PerToken int64
 	// Saved is what the layer keeps under the run's checkpointing.
-	Saved int64 `json:"saved"`
+	Saved int64
 	// Rule is Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) bytes for 16-bit
 	// activations, without the s² term for SDPA (flash attention saves no
-	// score matrix); RuleText shows the arithmetic.
-	Rule     int64  `json:"rule"`
-	RuleText string `json:"rule_text"`
+	// score matrix); RuleOps are the numbers it multiplies.
+	Rule    int64
+	RuleOps RuleOperands
 }
 
 // Prediction is the budget of one step.
@@ -254,29 +256,6 @@ func (c *calc) warnings() []Warning {
 	return w
 }
 
-// n formats an integer with thousands separators for formulas.
-func n(x int64) string {
-	s := strconv.FormatInt(x, 10)
-	neg := x < 0
-	if neg {
-		s = s[1:]
-	}
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
-
-// tokens is "16,384 tokens" for formulas.
-func (c *calc) tokens() string { return fmt.Sprintf("%s tokens", n(c.T)) }
-
 // terms lists the five terms with their parts; each term's size is the most
 // it holds at any of the phase peaks.
 func (c *calc) terms(phases []PhasePeak) [NumTerms]Term {
@@ -309,62 +288,59 @@ func (c *calc) terms(phases []PhasePeak) [NumTerms]Term {
 // copies.
 func (c *calc) activationParts() []Part {
 	fwdBwd := LiveForwardToBackward
-	T := c.tokens()
+	tokenIDs := Part{Kind: PartTokenIDs, Ops: Operands{Tokens: c.T}, Bytes: c.inputs(), Live: LiveWholeStep}
 	if c.s.Mode == Infer {
 		k := int64(3)
 		if c.m.MLP == PlainMLP {
 			k = 2
 		}
 		ps := []Part{
-			{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: LiveWholeStep},
-			{Name: "embedding output, layer input, post-attention residual, MLP input", Bytes: 4 * c.d.resid * c.h * c.T,
-				Formula: fmt.Sprintf("4 × %s × %d × %d B", T, c.h, c.d.resid), Live: LiveForward},
-			{Name: "MLP intermediates: activation, up output, product", Bytes: k * c.d.act * c.I * c.T,
-				Formula: fmt.Sprintf("%d × %s × %d × %d B", k, T, c.I, c.d.act), Live: LiveForward},
+			tokenIDs,
+			{Kind: PartInferResiduals, Ops: Operands{Count: 4, Tokens: c.T, Hidden: c.h, Elem: c.d.resid},
+				Bytes: 4 * c.d.resid * c.h * c.T, Live: LiveForward},
+			{Kind: PartInferMLP, Ops: Operands{Count: k, Tokens: c.T, Intermediate: c.I, Elem: c.d.act},
+				Bytes: k * c.d.act * c.I * c.T, Live: LiveForward},
 		}
 		if c.d.cast > 0 {
-			ps = append(ps, Part{Name: "bf16 weight copies (autocast cache)", Bytes: c.weightCopies(),
-				Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: LiveForward})
+			ps = append(ps, c.weightCopiesCache(LiveForward))
 		}
 		return ps
 	}
 	l := c.layer()
-	ckpt := "no checkpointing"
-	if c.s.Checkpointing != NoCheckpointing {
-		ckpt = string(c.s.Checkpointing) + " checkpointing"
-	}
-	layers := Part{Name: fmt.Sprintf("%d layers, %s", c.L, ckpt), Bytes: c.L * l.Saved, Live: fwdBwd}
+	layers := Part{Bytes: c.L * l.Saved, Live: fwdBwd}
 	switch c.s.Checkpointing {
 	case FullCheckpointing:
-		layers.Formula = fmt.Sprintf("%d layers × (%s × %d hidden × %d B): each layer's input", c.L, T, c.h, c.d.resid)
+		layers.Kind, layers.Ops = PartLayersFullCkpt, Operands{Layers: c.L, Tokens: c.T, Hidden: c.h, Elem: c.d.resid}
 	case SelectiveCheckpointing:
-		layers.Formula = fmt.Sprintf("%d layers × %s (input, matmul and attention outputs)", c.L, n(l.Saved))
+		layers.Kind, layers.Ops = PartLayersSelectiveCkpt, Operands{Layers: c.L, LayerBytes: l.Saved}
 	default:
-		layers.Formula = fmt.Sprintf("%d layers × %s B (%s × %s B per token; per-layer table)", c.L, n(l.Full), T, n(l.PerToken))
+		layers.Kind, layers.Ops = PartLayers, Operands{Layers: c.L, LayerBytes: l.Full, Tokens: c.T, PerToken: l.PerToken}
 	}
 	ps := []Part{
 		layers,
-		{Name: "embedding output (first layer's input)", Bytes: c.embedOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: fwdBwd},
-		{Name: "rotary cos and sin", Bytes: c.rope(), Formula: fmt.Sprintf("2 × %d positions × %d dim × %d B", c.S, c.m.headDim(), c.d.resid), Live: fwdBwd},
-		{Name: "final norm: normalized input and 1/rms", Bytes: c.finalNormSaved(), Formula: T + " × (hidden × 4 B + 4 B)", Live: fwdBwd},
-		{Name: "final hidden states", Bytes: c.finalNormOut(), Formula: fmt.Sprintf("%s × %d × %d B", T, c.h, c.d.resid), Live: LiveForward},
+		c.embedOutPart(),
+		c.ropePart(),
+		c.finalNormPart(),
+		c.finalHiddenPart(),
 	}
 	if c.d.cast > 0 && c.s.Loss != FusedLoss {
-		ps = append(ps, Part{Name: "bf16 copy of lm_head's input (autocast)", Bytes: c.lmInputCast(),
-			Formula: fmt.Sprintf("%s × %d × 2 B", T, c.h), Live: fwdBwd})
+		ps = append(ps, c.lmInputCastPart())
 	}
 	if c.d.cast > 0 {
 		live := fwdBwd
 		if c.s.Checkpointing != NoCheckpointing {
 			live = LiveCopiesRecomputed
 		}
-		ps = append(ps, Part{Name: "bf16 weight copies (autocast)", Bytes: c.weightCopies(), PerParam: 2,
-			Formula: fmt.Sprintf("%s matmul params × 2 B", n(c.p.Matmul)), Live: live})
+		ps = append(ps, Part{Kind: PartWeightCopies, Ops: Operands{Params: c.p.Matmul, Elem: c.d.cast},
+			Bytes: c.weightCopies(), PerParam: 2, Live: live})
 	}
-	ps = append(ps,
-		Part{Name: "token ids (int64)", Bytes: c.inputs(), Formula: T + " × 8 B", Live: LiveWholeStep},
-		Part{Name: "gradients inside one layer's backward", Bytes: c.bwdWorkingSet(),
-			Formula: fmt.Sprintf("%s × %d × intermediate %d × %d B + one weight gradient", T, map[MLPKind]int{GatedMLP: 3, PlainMLP: 2}[c.m.MLP], c.I, c.d.act), Live: LiveBackward})
+	k := int64(3)
+	if c.m.MLP == PlainMLP {
+		k = 2
+	}
+	ps = append(ps, tokenIDs,
+		Part{Kind: PartBackwardGrads, Ops: Operands{Tokens: c.T, Count: k, Intermediate: c.I, Elem: c.d.act},
+			Bytes: c.bwdWorkingSet(), Live: LiveBackward})
 	return ps
 }
 
@@ -375,11 +351,11 @@ func (c *calc) logitsParts() []Part {
 	}
 	l := c.loss()
 	var ps []Part
-	seen := map[string]bool{}
+	seen := map[PartKind]bool{}
 	for _, group := range [][]Part{l.forward, l.saved, l.spike, l.lmBwd} {
 		for _, p := range group {
-			if !seen[p.Name] {
-				seen[p.Name] = true
+			if !seen[p.Kind] {
+				seen[p.Kind] = true
 				ps = append(ps, p)
 			}
 		}

@@ -1,7 +1,5 @@
 package budget
 
-import "fmt"
-
 // Overhead defaults, measured on the H200 captures in fixtures/ (torch 2.11,
 // CUDA 13).
 const (
@@ -50,8 +48,8 @@ func (c *calc) perParam() int64 {
 // of the model states.
 func (c *calc) weights() Part {
 	P := c.p.Total
-	return Part{Name: fmt.Sprintf("weights (%s)", dtypeName(c.d.weight)), Bytes: P * c.d.weight, PerParam: c.d.weight,
-		Formula: fmt.Sprintf("%s params × %d B", n(P), c.d.weight), Live: LiveWholeStep}
+	return Part{Kind: PartWeights, Ops: Operands{Params: P, Elem: c.d.weight}, Bytes: P * c.d.weight,
+		PerParam: c.d.weight, Live: LiveWholeStep}
 }
 
 func (c *calc) grads() Part {
@@ -60,31 +58,29 @@ func (c *calc) grads() Part {
 	if c.s.Accumulation > 1 {
 		live = LiveAccumulated
 	}
-	return Part{Name: fmt.Sprintf("gradients (%s)", dtypeName(c.d.grad)), Bytes: P * c.d.grad, PerParam: c.d.grad,
-		Formula: fmt.Sprintf("%s params × %d B", n(P), c.d.grad), Live: live}
+	return Part{Kind: PartGrads, Ops: Operands{Params: P, Elem: c.d.grad}, Bytes: P * c.d.grad,
+		PerParam: c.d.grad, Live: live}
 }
 
 // sharded divides b over the ranks the optimizer state is sharded on.
-func (c *calc) sharded(b int64) (int64, string) {
+func (c *calc) sharded(b int64) int64 {
 	if c.shard <= 1 {
-		return b, ""
+		return b
 	}
-	return ceilDiv(b, c.shard), fmt.Sprintf(" / %d ranks", c.shard)
+	return ceilDiv(b, c.shard)
 }
 
 func (c *calc) master() Part {
 	P := c.p.Total
-	b, by := c.sharded(P * c.d.master)
-	return Part{Name: "fp32 master weights", Bytes: b, PerParam: c.d.master,
-		Formula: fmt.Sprintf("%s params × %d B%s", n(P), c.d.master, by), Live: LiveWholeStep}
+	return Part{Kind: PartMaster, Ops: Operands{Params: P, Elem: c.d.master, Ranks: c.shard},
+		Bytes: c.sharded(P * c.d.master), PerParam: c.d.master, Live: LiveWholeStep}
 }
 
 func (c *calc) optimizerState() Part {
 	P, k := c.p.Total, c.moments()
-	b, by := c.sharded(P * k * c.d.state)
-	name := map[Optimizer]string{AdamW: "AdamW moments (exp_avg, exp_avg_sq)", SGDMomentum: "SGD momentum buffer", SGD: "none (SGD keeps no state)"}[c.s.Optimizer]
-	return Part{Name: name, Bytes: b, PerParam: k * c.d.state,
-		Formula: fmt.Sprintf("%s params × %d × %d B%s", n(P), k, c.d.state, by), Live: LiveWholeStep}
+	kind := map[Optimizer]PartKind{AdamW: PartAdamWMoments, SGDMomentum: PartMomentumBuffer, SGD: PartNoOptimizerState}[c.s.Optimizer]
+	return Part{Kind: kind, Ops: Operands{Params: P, Count: k, Elem: c.d.state, Ranks: c.shard},
+		Bytes: c.sharded(P * k * c.d.state), PerParam: k * c.d.state, Live: LiveWholeStep}
 }
 
 // stepTemporaries is what optimizer.step() allocates and frees: with
@@ -93,51 +89,45 @@ func (c *calc) optimizerState() Part {
 // are also upcast to fp32 for the master update; fused needs none; the
 // for-loop implementation needs them for one tensor at a time.
 func (c *calc) stepTemporaries() Part {
-	p := Part{Name: "optimizer step temporaries", Live: LiveOptimizerStep}
+	p := Part{Live: LiveOptimizerStep}
 	if c.s.Optimizer != AdamW && c.d.master == 0 {
-		p.Formula = "none: " + string(c.s.Optimizer) + " updates in place"
+		p.Kind, p.Ops = PartStepInPlace, Operands{Optimizer: c.s.Optimizer}
 		return p
 	}
 	var per int64
-	what := ""
+	var temps StepTemps
 	if c.s.Optimizer == AdamW {
 		per += c.d.state
-		what = "sqrt(exp_avg_sq)"
+		temps |= TempSqrtMoments
 	}
 	if c.d.master > 0 {
 		per += 4
-		if what != "" {
-			what += " and "
-		}
-		what += "fp32 gradients"
+		temps |= TempFP32Grads
 	}
 	switch c.s.OptimizerImpl {
 	case Fused:
-		p.Formula = "none: the fused kernel updates in place"
+		p.Kind = PartStepFused
 	case ForLoop:
+		p.Kind, p.Ops = PartStepLargest, Operands{Params: c.p.Largest, Elem: per, Temps: temps}
 		p.Bytes = c.p.Largest * per
-		p.Formula = fmt.Sprintf("%s of the largest tensor: %s params × %d B", what, n(c.p.Largest), per)
 	default:
 		P := c.p.Total
-		p.Bytes, _ = c.sharded(P * per)
-		_, by := c.sharded(1)
+		p.Kind, p.Ops = PartStepForeach, Operands{Params: P, Elem: per, Ranks: c.shard, Temps: temps}
+		p.Bytes = c.sharded(P * per)
 		p.PerParam = per
-		p.Formula = fmt.Sprintf("%s of every parameter at once (foreach): %s params × %d B%s", what, n(P), per, by)
 	}
 	return p
 }
 
 // workspace and outside are the overhead term's parts.
 func (c *calc) workspace() Part {
-	handles := "2 threads (forward, autograd)"
+	threads := int64(2) // forward, autograd
 	if c.s.Mode == Infer {
-		handles = "1 thread"
+		threads = 1
 	}
-	return Part{Name: "cuBLAS workspaces (in the allocator)", Bytes: c.s.Workspace, Live: LiveWholeStep,
-		Formula: fmt.Sprintf("%s; set with --workspace", handles)}
+	return Part{Kind: PartWorkspaces, Ops: Operands{Count: threads}, Bytes: c.s.Workspace, Live: LiveWholeStep}
 }
 
 func (c *calc) outsidePart() Part {
-	return Part{Name: "CUDA context, kernels, libraries (outside the allocator)", Bytes: c.s.Outside,
-		Formula: "measured 766.8 MiB on H200, torch 2.11, no NCCL; set with --overhead", Live: LiveOutside}
+	return Part{Kind: PartOutside, Bytes: c.s.Outside, Live: LiveOutside}
 }

@@ -62,7 +62,7 @@ func TestPredictAgainstTruth(t *testing.T) {
 			for _, ph := range p.Phases {
 				want := meas[ph.Phase]
 				gap := float64(want-ph.Bytes) / float64(want)
-				t.Logf("%-9s predicted %12d measured %12d gap %+6.2f%%  dominant %s  (%s)", ph.Phase, ph.Bytes, want, 100*gap, ph.Dominant(), ph.Moment)
+				t.Logf("%-9s predicted %12d measured %12d gap %+6.2f%%  dominant %s  (moment %+v)", ph.Phase, ph.Bytes, want, 100*gap, ph.Dominant(), ph.Moment)
 				if gap > tolerance || gap < -tolerance {
 					t.Errorf("%s: predicted %d, measured %d: off by %.1f%%, want within %.0f%%", ph.Phase, ph.Bytes, want, 100*gap, 100*tolerance)
 				}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -104,7 +103,27 @@ type RunDir struct {
 	Missing []int
 	// Files lists the run directory's snapshot, trace and steps files.
 	Files    []string
-	Warnings []string
+	Warnings []RunWarning
+}
+
+// RunWarningKind says what a run directory lacks.
+type RunWarningKind int
+
+const (
+	// NoRunJSON: the directory has capture.json files but no run.json
+	// (the harness was run without memscope capture).
+	NoRunJSON RunWarningKind = iota + 1
+	// MissingRanks: some processes wrote no capture.json (killed, or
+	// never started); RunWarning.Ranks lists them, of RunWarning.World.
+	MissingRanks
+)
+
+// RunWarning is a non-fatal problem of a run directory: what it lacks.
+// package report words it.
+type RunWarning struct {
+	Kind  RunWarningKind
+	Ranks []int // MissingRanks: the ranks that wrote no capture.json
+	World int   // MissingRanks: the processes the run had
 }
 
 // Kind of a run directory.
@@ -181,7 +200,7 @@ func ReadRun(dir string) (*RunDir, error) {
 		return nil, fmt.Errorf("%s holds no run.json or capture.json: not a capture run directory", dir)
 	}
 	if a.Run == nil {
-		a.Warnings = append(a.Warnings, "no run.json: the harness was run without memscope capture")
+		a.Warnings = append(a.Warnings, RunWarning{Kind: NoRunJSON})
 	}
 	if a.Run != nil && a.Run.Nproc > 1 {
 		world = max(world, a.Run.Nproc) // at least; several nodes make it larger
@@ -196,25 +215,9 @@ func ReadRun(dir string) (*RunDir, error) {
 		}
 	}
 	if len(a.Missing) > 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%d of %d processes wrote no capture.json (ranks %s): killed, or never started",
-			len(a.Missing), max(world, 1), intList(a.Missing)))
+		a.Warnings = append(a.Warnings, RunWarning{Kind: MissingRanks, Ranks: a.Missing, World: max(world, 1)})
 	}
 	return a, nil
-}
-
-func intList(xs []int) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if i == 20 {
-			fmt.Fprintf(&b, "… %d more", len(xs)-i)
-			break
-		}
-		fmt.Fprint(&b, x)
-	}
-	return b.String()
 }
 
 // MaxRanks bounds the processes of one run (nproc, world sizes, rank

@@ -3,6 +3,7 @@ package capture
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -37,9 +38,20 @@ func TestReadRunMissingRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Missing) != 1 || a.Missing[0] != 1 || len(a.Ranks) != 1 || len(a.Warnings) != 1 {
-		t.Errorf("ReadRun with rank 1 gone: missing %v, %d ranks, warnings %q; want [1], 1, one warning",
-			a.Missing, len(a.Ranks), a.Warnings)
+	want := []RunWarning{{Kind: MissingRanks, Ranks: []int{1}, World: 2}}
+	if len(a.Missing) != 1 || a.Missing[0] != 1 || len(a.Ranks) != 1 || !reflect.DeepEqual(a.Warnings, want) {
+		t.Errorf("ReadRun with rank 1 gone: missing %v, %d ranks, warnings %+v; want [1], 1, %+v",
+			a.Missing, len(a.Ranks), a.Warnings, want)
+	}
+	os.Remove(filepath.Join(dir, "run.json"))
+	a, err = ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without run.json the world is what the one capture.json says: 2.
+	want = []RunWarning{{Kind: NoRunJSON}, {Kind: MissingRanks, Ranks: []int{1}, World: 2}}
+	if !reflect.DeepEqual(a.Warnings, want) {
+		t.Errorf("ReadRun without run.json: warnings %+v, want %+v", a.Warnings, want)
 	}
 }
 

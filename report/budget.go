@@ -16,7 +16,7 @@ type Budget struct {
 	// ConfigWarnings are LoadConfig's guesses about the config, shown
 	// first; Notes the typed findings of the model's resolution and the
 	// measurement, worded here.
-	ConfigWarnings []string
+	ConfigWarnings []budget.ConfigWarning
 	Notes          []budget.Note
 	// Snapshot and Truth are the measured sources ("" for none): the
 	// snapshot the phases were measured in and the truth.json whose
@@ -45,7 +45,10 @@ func (r *Budget) sources() []string {
 
 // notes words the config warnings and the notes, in that order.
 func (r *Budget) notes() []string {
-	out := append([]string{}, r.ConfigWarnings...)
+	out := []string{}
+	for _, w := range r.ConfigWarnings {
+		out = append(out, configWarningText(w))
+	}
 	for _, n := range r.Notes {
 		out = append(out, r.noteText(n))
 	}
@@ -72,6 +75,21 @@ func (r *Budget) noteText(n budget.Note) string {
 	return fmt.Sprintf("note of kind %d", int(n.Kind))
 }
 
+// configWarningText words a guess ParseConfig made about a config.json.
+func configWarningText(w budget.ConfigWarning) string {
+	switch w.Kind {
+	case budget.ConfigTiedByDefault:
+		return fmt.Sprintf("%s: tie_word_embeddings absent; %s ties them by default", w.File, w.ModelType)
+	case budget.ConfigAssumedUntied:
+		return w.File + ": tie_word_embeddings absent; assumed untied"
+	case budget.ConfigGatedFromActivation:
+		return fmt.Sprintf("%s: no model_type; hidden_act %s taken for a gated MLP", w.File, w.HiddenAct)
+	case budget.ConfigExpertsDense:
+		return fmt.Sprintf("%s: %d experts per layer are modelled as one dense MLP of intermediate_size: parameters and optimizer state are underestimated", w.File, w.Experts)
+	}
+	return fmt.Sprintf("%s: config warning of kind %d", w.File, int(w.Kind))
+}
+
 // budgetWarnings words the prediction's warnings (never nil).
 func budgetWarnings(p *budget.Prediction) []string {
 	out := []string{}
@@ -95,9 +113,41 @@ func budgetWarningText(w budget.Warning) string {
 // left", or "does not fit: needs 2.2× the device, 96.00 GiB short".
 func budgetFitText(f *budget.Fit) string {
 	if f.Headroom < 0 {
-		return fmt.Sprintf("%s: needs %.3g× the device, %s short", f.Verdict, float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
+		return fmt.Sprintf("%s: needs %.3g× the device, %s short", fitVerdictText(f.Verdict), float64(f.Need)/float64(f.Memory), units.Bytes(-f.Headroom))
 	}
-	return fmt.Sprintf("%s: %.1f%% of the device left", f.Verdict, f.HeadroomPercent)
+	return fmt.Sprintf("%s: %.1f%% of the device left", fitVerdictText(f.Verdict), f.HeadroomPercent)
+}
+
+// fitVerdictText is the verdict's word, as text and JSON show it.
+func fitVerdictText(v budget.FitVerdict) string {
+	switch v {
+	case budget.Fits:
+		return "fits"
+	case budget.Tight:
+		return "tight"
+	case budget.DoesNotFit:
+		return "does not fit"
+	}
+	return fmt.Sprintf("verdict %d", int(v))
+}
+
+// BudgetFitJSON is the prediction held against a device (budget.Fit), its
+// verdict in words.
+type BudgetFitJSON struct {
+	Device          string  `json:"device"` // name, or "" for a size
+	Memory          int64   `json:"memory"`
+	Need            int64   `json:"need"`
+	Headroom        int64   `json:"headroom"`
+	HeadroomPercent float64 `json:"headroom_percent"`
+	Verdict         string  `json:"verdict"` // fits, tight, does not fit
+}
+
+func budgetFitJSON(f *budget.Fit) *BudgetFitJSON {
+	if f == nil {
+		return nil
+	}
+	return &BudgetFitJSON{Device: f.Device, Memory: f.Memory, Need: f.Need, Headroom: f.Headroom,
+		HeadroomPercent: f.HeadroomPercent, Verdict: fitVerdictText(f.Verdict)}
 }
 
 // BudgetJSON is the result of the budget document: the prediction, then
@@ -109,11 +159,11 @@ type BudgetJSON struct {
 	PerParam int64               `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
 	Layer    BudgetLayerJSON     `json:"layer"`
 	Terms    []BudgetTermJSON    `json:"terms"`
-	Phases   []budget.PhasePeak  `json:"phases"`
+	Phases   []BudgetPhaseJSON   `json:"phases"`
 	Peak     int                 `json:"peak_phase"` // index into phases
 	Outside  int64               `json:"outside"`
 	Warnings []string            `json:"warnings"`
-	Fit      *budget.Fit         `json:"fit,omitempty"`
+	Fit      *BudgetFitJSON      `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
 	Notes    []string            `json:"notes"`
@@ -152,7 +202,43 @@ func budgetPartsJSON(ps []budget.Part) []BudgetPartJSON {
 	}
 	out := make([]BudgetPartJSON, len(ps))
 	for i, p := range ps {
-		out[i] = BudgetPartJSON{Name: p.Name, Bytes: p.Bytes, Formula: p.Formula, PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+		out[i] = BudgetPartJSON{Name: partName(p.Kind, p.Ops), Bytes: p.Bytes, Formula: partFormula(p.Kind, p.Ops),
+			PerParam: p.PerParam, Live: budgetLiveText(p.Live)}
+	}
+	return out
+}
+
+// BudgetPhaseJSON is one phase's predicted peak (budget.PhasePeak): when
+// it falls and what is live then, in words.
+type BudgetPhaseJSON struct {
+	Phase  string            `json:"phase"` // forward, backward, optimizer
+	Bytes  int64             `json:"bytes"`
+	Moment string            `json:"moment"` // when in the phase the peak falls
+	Shares []BudgetShareJSON `json:"shares"`
+}
+
+// BudgetShareJSON is what one term holds at a phase's peak (budget.Share).
+type BudgetShareJSON struct {
+	Term     budget.TermKey `json:"term"`
+	Name     string         `json:"name"`
+	Bytes    int64          `json:"bytes"`
+	Category string         `json:"category"`
+}
+
+// budgetPhasesJSON converts the phase peaks (nil shares stay null).
+func budgetPhasesJSON(phs []budget.PhasePeak) []BudgetPhaseJSON {
+	if phs == nil {
+		return nil
+	}
+	out := make([]BudgetPhaseJSON, len(phs))
+	for i, ph := range phs {
+		out[i] = BudgetPhaseJSON{Phase: ph.Phase, Bytes: ph.Bytes, Moment: budgetMomentText(ph.Moment)}
+		if ph.Shares != nil {
+			out[i].Shares = make([]BudgetShareJSON, len(ph.Shares))
+		}
+		for j, sh := range ph.Shares {
+			out[i].Shares[j] = BudgetShareJSON{Term: sh.Term, Name: partName(sh.Kind, sh.Ops), Bytes: sh.Bytes, Category: sh.Category}
+		}
 	}
 	return out
 }
@@ -197,9 +283,9 @@ func (r *Budget) document() any {
 	l := p.Layer
 	res := BudgetJSON{Model: p.Model, Shape: p.Shape, Params: p.Params, PerParam: p.PerParam,
 		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
-			Rule: l.Rule, RuleText: l.RuleText},
-		Phases: p.Phases, Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
-		Fit: r.Fit, Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+			Rule: l.Rule, RuleText: ruleText(l.RuleOps)},
+		Phases: budgetPhasesJSON(p.Phases), Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
+		Fit: budgetFitJSON(r.Fit), Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
 	for _, t := range p.Terms {
 		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
 	}

@@ -43,7 +43,7 @@ func TestBudgetNoteWords(t *testing.T) {
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			r := &Budget{Prediction: smallPrediction(t), Snapshot: "run/snapshot.pickle", Truth: "run/truth.json",
-				ConfigWarnings: []string{"config.json: a guess"}, Notes: []budget.Note{c.note}}
+				ConfigWarnings: []budget.ConfigWarning{{Kind: budget.ConfigAssumedUntied, File: "config.json"}}, Notes: []budget.Note{c.note}}
 			var text, js bytes.Buffer
 			if err := Write(&text, Text, r); err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestBudgetNoteWords(t *testing.T) {
 			if err := Write(&js, JSON, r); err != nil {
 				t.Fatal(err)
 			}
-			if want := "note: config.json: a guess\nnote: " + c.want + "\n"; !strings.Contains(text.String(), want) {
+			if want := "note: config.json: tie_word_embeddings absent; assumed untied\nnote: " + c.want + "\n"; !strings.Contains(text.String(), want) {
 				t.Errorf("text has no %q:\n%s", want, text.String())
 			}
 			var doc ResultDoc[struct {
@@ -63,7 +63,7 @@ func TestBudgetNoteWords(t *testing.T) {
 			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 				t.Fatal(err)
 			}
-			if got := doc.Result.Notes; len(got) != 2 || got[0] != "config.json: a guess" || got[1] != c.want {
+			if got := doc.Result.Notes; len(got) != 2 || got[0] != "config.json: tie_word_embeddings absent; assumed untied" || got[1] != c.want {
 				t.Errorf("JSON notes = %q, want the config's warning and %q", got, c.want)
 			}
 			if m := doc.Result.Measured; m == nil || len(m.Sources) != 2 || m.Sources[0] != "run/snapshot.pickle" {
@@ -167,9 +167,11 @@ func TestBudgetFitWords(t *testing.T) {
 		fit  budget.Fit
 		want string
 	}{
-		{budget.Fit{Memory: 80 << 30, Need: 176 << 30, Headroom: -96 << 30, HeadroomPercent: -120, Verdict: "does not fit"},
+		{budget.Fit{Memory: 80 << 30, Need: 176 << 30, Headroom: -96 << 30, HeadroomPercent: -120, Verdict: budget.DoesNotFit},
 			"does not fit: needs 2.2× the device, 96.00 GiB short"},
-		{budget.Fit{Memory: 100 << 30, Need: 88 << 30, Headroom: 12 << 30, HeadroomPercent: 12, Verdict: "fits"},
+		{budget.Fit{Memory: 100 << 30, Need: 97 << 30, Headroom: 3 << 30, HeadroomPercent: 3, Verdict: budget.Tight},
+			"tight: 3.0% of the device left"},
+		{budget.Fit{Memory: 100 << 30, Need: 88 << 30, Headroom: 12 << 30, HeadroomPercent: 12, Verdict: budget.Fits},
 			"fits: 12.0% of the device left"},
 	} {
 		if got := budgetFitText(&c.fit); got != c.want {

@@ -46,9 +46,9 @@ func (r *Budget) writeText(w io.Writer) error {
 			if pt.PerParam > 0 {
 				per = fmt.Sprintf(" (%d B/param)", pt.PerParam)
 			}
-			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), pt.Name, per, budgetLiveText(pt.Live))
-			if pt.Formula != "" {
-				ew.printf("                 = %s\n", pt.Formula)
+			ew.printf("    %11s  %s%s; %s\n", units.Bytes(pt.Bytes), partName(pt.Kind, pt.Ops), per, budgetLiveText(pt.Live))
+			if f := partFormula(pt.Kind, pt.Ops); f != "" {
+				ew.printf("                 = %s\n", f)
 			}
 		}
 		if t.Key == budget.Activations && s.Mode == budget.Train {
@@ -75,7 +75,7 @@ func (r *Budget) writeText(w io.Writer) error {
 	pk := p.Phases[p.Peak]
 	dom := pk.Dominant()
 	ew.printf("the step peaks in %s\n  when: %s\n  the largest term there: %s, %s (%.0f%%)\n",
-		pk.Phase, pk.Moment, dom, units.Bytes(pk.ByTerm()[dom]), 100*float64(pk.ByTerm()[dom])/float64(pk.Bytes))
+		pk.Phase, budgetMomentText(pk.Moment), dom, units.Bytes(pk.ByTerm()[dom]), 100*float64(pk.ByTerm()[dom])/float64(pk.Bytes))
 	ew.printf("outside the allocator: %s more on the device\n", units.Bytes(p.Outside))
 
 	if f := r.Fit; f != nil {
@@ -125,9 +125,9 @@ func budgetLayerText(ew *errWriter, p *budget.Prediction) {
 	ew.printf("    one layer, no checkpointing: %s = %s tokens × %s B (%.1f × hidden)\n",
 		units.Bytes(l.Full), commas(p.Shape.Tokens()), commas(l.PerToken), float64(l.PerToken)/float64(p.Model.Hidden))
 	ew.printf("    the rule of thumb: %s = %s; derived is %.2f × the rule\n",
-		l.RuleText, units.Bytes(l.Rule), float64(l.Full)/float64(l.Rule))
+		ruleText(l.RuleOps), units.Bytes(l.Rule), float64(l.Full)/float64(l.Rule))
 	for _, pt := range l.Parts {
-		ew.printf("      %11s  %s\n", units.Bytes(pt.Bytes), pt.Name)
+		ew.printf("      %11s  %s\n", units.Bytes(pt.Bytes), partName(pt.Kind, pt.Ops))
 	}
 	if l.Saved != l.Full {
 		ew.printf("    kept per layer with %s checkpointing: %s\n", p.Shape.Checkpointing, units.Bytes(l.Saved))

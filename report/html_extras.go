@@ -187,7 +187,7 @@ func captureSection(a *sweep.RunSummary) extraSection {
 		s.Intro += fmt.Sprintf(" Rank %d has the highest peak, %s: %s (%+.1f%%) above the median of %d ranks.",
 			sp.Rank, units.Bytes(sp.Peak), units.Bytes(sp.Excess), 100*sp.ExcessFrac, sp.Ranks)
 	}
-	for _, w := range boundStrings(a.Warnings, 8, 300) {
+	for _, w := range boundStrings(runWarnings(a.Warnings), 8, 300) {
 		s.Intro += " Warning: " + w + "."
 	}
 	ranks := a.Ranks[:min(len(a.Ranks), maxRunRows)]

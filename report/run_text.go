@@ -83,7 +83,7 @@ func runText(w io.Writer, a *sweep.RunSummary) error {
 	}
 	if len(a.Warnings) > 0 {
 		ew.printf("\nwarnings:\n")
-		for _, wn := range a.Warnings {
+		for _, wn := range runWarnings(a.Warnings) {
 			ew.printf("  - %s\n", wn)
 		}
 	}

@@ -45,7 +45,7 @@ type RunDoc struct {
 func runDoc(a *sweep.RunSummary) RunDoc {
 	return RunDoc{Schema: Schema, Kind: "capture", Dir: a.Dir, Run: a.Run,
 		Ranks: nonNilSlice(a.Ranks), Missing: nonNilSlice(a.Missing), Phases: nonNilSlice(a.Phases),
-		Spread: a.Spread, Files: nonNilSlice(a.Files), Warnings: nonNilSlice(a.Warnings)}
+		Spread: a.Spread, Files: nonNilSlice(a.Files), Warnings: runWarnings(a.Warnings)}
 }
 
 // SweepDiffResultJSON is the result of the diff document of two sweep runs.
