@@ -51,12 +51,12 @@ def main():
     truth = Truth("advise-infer-" + args.cache, __file__, cache=args.cache)
     truth.begin_window()
     truth.phase(-1, "setup")
-    cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
                       num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=4096,
                       attn_implementation="sdpa")
     model = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).eval()
     weights = param_bytes(model)
-    batch, prompt, new = 8, 512, 128
+    batch, prompt, new = 4, 512, 32
     ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
     truth.phase(0, "generate")
     kw = {"cache_implementation": "static"} if args.cache == "static" else {}

@@ -7,7 +7,7 @@ fix, each in a fresh process:
   none            the plain run
   checkpointing   full activation checkpointing (gradient_checkpointing_enable)
   chunked-loss    the cross-entropy in chunks of 256 tokens, each chunk's
-                  logits recomputed in backward (torch.utils.checkpoint)
+                  logits reduced and back-propagated before the next
   bf16-moments    AdamW with its moments kept in bf16 (the user's optimizer)
   micro-batch     two micro-batches of 2 sequences per step instead of 4
 
@@ -61,20 +61,25 @@ class BF16MomentAdamW(torch.optim.Optimizer):
                 p.addcdiv_(st["exp_avg"].float(), denom, value=-group["lr"] / (1 - b1 ** st["step"]))
 
 
-def chunked_loss(model, hidden, labels, chunk=256):
-    """Cross-entropy over chunks of the sequence, each chunk's logits made
-    and dropped inside a checkpoint: at most one chunk's fp32 logits live."""
+def chunked_backward(model, hidden, labels, micro, chunk=256):
+    """The cross-entropy in chunks of the sequence, each chunk's fp32 logits
+    made, reduced and back-propagated before the next (the hidden states are
+    cut from the graph, their gradient gathered, then sent back through the
+    model): at most one chunk's logits live. Returns the mean loss."""
     head = model.lm_head
-    h = hidden[:, :-1].reshape(-1, hidden.shape[-1])
+    h = hidden.detach().requires_grad_()
+    flat = h[:, :-1].reshape(-1, h.shape[-1])
     y = labels[:, 1:].reshape(-1)
-    total = h.new_zeros((), dtype=torch.float32)
-
-    def piece(hc, yc):
-        return F.cross_entropy(head(hc).float(), yc, reduction="sum")
-
-    for s in range(0, h.shape[0], chunk):
-        total = total + checkpoint(piece, h[s:s + chunk], y[s:s + chunk], use_reentrant=False)
-    return total / y.numel()
+    total = 0.0
+    for s in range(0, flat.shape[0], chunk):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = head(flat[s:s + chunk]).float()
+        part = F.cross_entropy(logits, y[s:s + chunk], reduction="sum") / y.numel()
+        part.backward(retain_graph=True)
+        total += float(part)
+        del logits, part
+    hidden.backward(h.grad / micro)
+    return total
 
 
 def main():
@@ -105,12 +110,15 @@ def main():
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
         for m, part in enumerate(ids.chunk(micro)):
             truth.phase(step, "forward")
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                if args.fix == "chunked-loss":
+            if args.fix == "chunked-loss":
+                with torch.autocast("cuda", dtype=torch.bfloat16):
                     hidden = model.model(input_ids=part).last_hidden_state
-                    loss = chunked_loss(model, hidden, part)
-                else:
-                    loss = model(input_ids=part, labels=part).loss
+                truth.phase(step, "backward")
+                chunked_backward(model, hidden, part, micro)
+                del hidden
+                continue
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=part, labels=part).loss
             truth.phase(step, "backward")
             (loss / micro).backward()
             del loss
