@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,10 +14,23 @@ type CaptureConfig struct {
 	Command  []string // the user's command
 	Options  CaptureOptions
 	Torchrun Torchrun
-	// Stdin, Stdout and Stderr are the script's; Stderr also gets
-	// memscope's own lines.
+	// Stdin, Stdout and Stderr are the script's.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Progress hears what the capture reports as it goes; nil for none.
+	Progress Progress
+}
+
+// Progress hears what a capture or a sweep reports as it runs, as values:
+// the caller words them (package report).
+type Progress interface {
+	// CaptureStarted: the preflight check passed and the run begins.
+	CaptureStarted(check *Check, out string)
+	// SweepStarted: the sweep begins, under a memory limit of limit bytes.
+	SweepStarted(cfg SweepConfig, check *Check, limit int64)
+	// PointDone: point p of the sweep was measured, the done-th of at
+	// least total, elapsed after the sweep began.
+	PointDone(done, total int, elapsed time.Duration, workload string, p *Point)
 }
 
 // UsageError is a capture or sweep that cannot start as asked: the caller
@@ -68,7 +80,9 @@ func Capture(ctx context.Context, cfg CaptureConfig) (status int, err error) {
 		u.Python = python
 	}
 	argv, _ := CaptureArgv(u, python, harness, cfg.Options, cfg.Torchrun)
-	fmt.Fprintf(cfg.Stderr, "memscope: capture: torch %s, %s; writing %s\n", check.Torch, devicesLine(check.Devices), cfg.Options.Out)
+	if cfg.Progress != nil {
+		cfg.Progress.CaptureStarted(check, cfg.Options.Out)
+	}
 	run := &Run{Schema: RunSchema, Command: cfg.Command, Argv: argv, Nproc: max(cfg.Torchrun.Nproc, 1),
 		Started: time.Now().UTC().Truncate(time.Second), Check: check, Options: cfg.Options.args()}
 	start := time.Now()
@@ -82,20 +96,6 @@ func Capture(ctx context.Context, cfg CaptureConfig) (status int, err error) {
 		return status, err
 	}
 	return status, nil
-}
-
-func devicesLine(ds []DeviceInfo) string {
-	if len(ds) == 0 {
-		return "no CUDA device"
-	}
-	same := true
-	for _, d := range ds {
-		same = same && d.Name == ds[0].Name
-	}
-	if same {
-		return fmt.Sprintf("%d × %s", len(ds), ds[0].Name)
-	}
-	return fmt.Sprintf("%d CUDA devices", len(ds))
 }
 
 // environ is the environment of harness processes memscope starts for a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,7 +103,7 @@ type sweeper struct {
 	res      *Results
 	python   string
 	harness  string
-	progress io.Writer
+	progress Progress
 	start    time.Time
 	done     int
 	total    int
@@ -117,7 +116,7 @@ type sweeper struct {
 // could not start (no Python, torch, CUDA or workload; an unwritable
 // directory) or was interrupted; points that crash are results with an
 // error, and stop their precision's ladder.
-func Sweep(ctx context.Context, cfg SweepConfig, progress io.Writer) (*Results, error) {
+func Sweep(ctx context.Context, cfg SweepConfig, progress Progress) (*Results, error) {
 	python, err := LookPython(cfg.Python)
 	if err != nil {
 		return nil, err
@@ -156,13 +155,13 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress io.Writer) (*Results, 
 	if s.cfg.MemoryFraction > 0 {
 		s.res.MemoryLimit = int64(s.cfg.MemoryFraction * float64(s.res.Device.Total))
 	}
-	fmt.Fprintf(progress, "memscope: sweep: %s, %s; torch %s, %s; limit %s; writing %s\n",
-		cfg.Workload, strings.Join(cfg.Precisions, ","), check.Torch, devicesLine(check.Devices),
-		units.Bytes(s.res.MemoryLimit), cfg.Out)
+	if progress != nil {
+		progress.SweepStarted(cfg, check, s.res.MemoryLimit)
+	}
 	return s.res, s.sweep(ctx)
 }
 
-func newSweeper(cfg SweepConfig, progress io.Writer) *sweeper {
+func newSweeper(cfg SweepConfig, progress Progress) *sweeper {
 	s := &sweeper{cfg: cfg, progress: progress, start: time.Now()}
 	s.res = &Results{Schema: ResultsSchema, Workload: WorkloadInfo{Name: cfg.Workload, Options: cfg.WorkloadArgs},
 		Mode: cfg.Mode, Optimizer: cfg.Optimizer, MicroBatch: cfg.MicroBatch, Warmup: cfg.Warmup,
@@ -312,35 +311,13 @@ func (s *sweeper) point(ctx context.Context, prec string, batch int, stage, role
 	s.res.Points = append(s.res.Points, *p)
 	s.done++
 	s.total = max(s.total, s.done)
-	fmt.Fprintf(s.progress, "memscope: [%d/%d %s] %s %s batch %d (%s): %s\n", s.done, s.total,
-		clock(time.Since(s.start)), s.cfg.Workload, prec, batch, cmp(role, stage), outcome(p))
+	if s.progress != nil {
+		s.progress.PointDone(s.done, s.total, time.Since(s.start), s.cfg.Workload, p)
+	}
 	if err := WriteResults(s.cfg.Out, s.res); err != nil {
 		return nil, err
 	}
 	return p, nil
-}
-
-func outcome(p *Point) string {
-	switch {
-	case p.Fits:
-		s := "fits, peak " + units.Bytes(p.Peak.Allocated) + " allocated, " + units.Bytes(p.Peak.Reserved) + " reserved"
-		if p.StepTimeMS != nil {
-			s += fmt.Sprintf(", %.0f ms/step", *p.StepTimeMS)
-		}
-		return s
-	case p.OOM:
-		s := "out of memory"
-		if p.OOMInfo != nil && p.OOMInfo.Phase != "" {
-			s += " in " + p.OOMInfo.Phase
-		}
-		return s
-	}
-	return "error: " + p.Error
-}
-
-func clock(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
 // runPoint runs one point in a fresh process (several under torchrun),

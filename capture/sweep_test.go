@@ -3,7 +3,6 @@ package capture
 import (
 	"context"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func fakeMeasure(fixed, slope map[string]int64, limit int64, log *[]string) func
 func TestSweepLadderBisectSnapshots(t *testing.T) {
 	cfg := SweepConfig{Out: t.TempDir(), Workload: "llama", Batches: []int{1, 2, 4, 8, 16, 32, 64},
 		Precisions: []string{"fp32", "bf16"}, Bisect: true, SnapshotPrecisions: []string{"bf16"}}
-	s := newSweeper(cfg, io.Discard)
+	s := newSweeper(cfg, nil)
 	var log []string
 	const gib = 1 << 30
 	// fp32: 6 GiB + 1.25 GiB/sample under 30 GiB: fits up to 19.
@@ -67,7 +66,7 @@ func TestSweepLadderBisectSnapshots(t *testing.T) {
 
 func TestSweepStopsOnError(t *testing.T) {
 	cfg := SweepConfig{Out: t.TempDir(), Workload: "mlp", Batches: []int{1, 2, 4}, Precisions: []string{"fp32"}, Bisect: true}
-	s := newSweeper(cfg, io.Discard)
+	s := newSweeper(cfg, nil)
 	var log []string
 	s.measure = func(_ context.Context, p *Point) error {
 		log = append(log, p.ID)

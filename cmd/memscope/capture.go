@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/report"
 	"github.com/spf13/pflag"
 )
 
@@ -78,7 +79,7 @@ var runCapture = captureRun
 func captureRun(cc *cmdContext, o captureOptions, args []string) error {
 	status, err := capture.Capture(context.Background(), capture.CaptureConfig{
 		Python: o.python, Command: args, Options: o.opts, Torchrun: o.torchrun,
-		Stdin: os.Stdin, Stdout: cc.stdout, Stderr: cc.stderr,
+		Stdin: os.Stdin, Stdout: cc.stdout, Stderr: cc.stderr, Progress: report.Progress{W: cc.stderr},
 	})
 	if ue, ok := errors.AsType[*capture.UsageError](err); ok {
 		return usageErrorf("%v", ue.Err)

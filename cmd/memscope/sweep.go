@@ -138,7 +138,7 @@ var runSweep = sweepRun
 func sweepRun(cc *cmdContext, o *sweepOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := capture.Sweep(ctx, o.cfg, cc.stderr)
+	res, err := capture.Sweep(ctx, o.cfg, report.Progress{W: cc.stderr})
 	if ue, ok := errors.AsType[*capture.UsageError](err); ok {
 		return usageErrorf("%v", ue.Err)
 	}
