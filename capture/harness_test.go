@@ -5,13 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 // TestHarnessPython runs the harness's torch-free unit tests with python3.
 func TestHarnessPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		need(t, "python3 not found: the harness's torch-free tests need it")
+		testenv.Need(t, "python3 not found: the harness's torch-free tests need it")
 	}
 	cmd := exec.Command(py, "-m", "unittest", "-v", "harness_test.py")
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in the tree

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/testenv"
 	"github.com/memscope/memscope/sweep"
 	"github.com/memscope/memscope/trace"
 )
@@ -31,7 +32,7 @@ import (
 
 func needBrowser(t *testing.T, format string, args ...any) {
 	t.Helper()
-	need(t, "the browser test: "+format, args...)
+	testenv.Need(t, "the browser test: "+format, args...)
 }
 
 // chromiumPath finds Debian's chromium or a compatible browser.
@@ -116,7 +117,7 @@ func TestChromium(t *testing.T) {
 		{"capture-ddp", func(t *testing.T) string { // two ranks: two sections and the run
 			d, err := capture.ReadRun("../fixtures/capture-ddp")
 			if err != nil {
-				need(t, "no multi-rank capture to report on: %v", err)
+				testenv.Need(t, "no multi-rank capture to report on: %v", err)
 			}
 			o := opt
 			o.Run = &RunView{Capture: sweep.SummarizeRun(d)}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/testenv"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/sweep"
 	"github.com/memscope/memscope/trace"
@@ -50,7 +51,7 @@ func sweepFixture(t *testing.T) *sweep.Analysis {
 	const dir = "../fixtures/sweep-llama"
 	r, err := capture.ReadResults(dir)
 	if err != nil {
-		need(t, "no sweep run to report on: %v", err)
+		testenv.Need(t, "no sweep run to report on: %v", err)
 	}
 	return sweep.Analyze(dir, r)
 }

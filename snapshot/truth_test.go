@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/testenv"
 	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/internal/units"
 )
@@ -170,7 +171,7 @@ func TestReplayEndMatchesSegments(t *testing.T) {
 func TestReplayMatchesCaptureRuns(t *testing.T) {
 	files, _ := filepath.Glob("../fixtures/*/capture*.json")
 	if len(files) == 0 {
-		need(t, "no capture run fixtures (../fixtures/*/capture*.json)")
+		testenv.Need(t, "no capture run fixtures (../fixtures/*/capture*.json)")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {

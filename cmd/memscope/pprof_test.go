@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
-
+	"github.com/memscope/memscope/internal/testenv"
 	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -21,7 +21,7 @@ import (
 func TestPProf(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		need(t, "go not on PATH: cannot run 'go tool pprof'")
+		testenv.Need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	type site struct {
 		File string `json:"file"`
@@ -112,7 +112,7 @@ func runPProf(t *testing.T, args ...string) (*profile.Profile, string) {
 func TestPProfPythonNames(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		need(t, "go not on PATH: cannot run 'go tool pprof'")
+		testenv.Need(t, "go not on PATH: cannot run 'go tool pprof'")
 	}
 	_, out := runPProf(t, "../../fixtures/mlp-adamw/snapshot.pickle")
 	b, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=alloc_space", out).CombinedOutput()
