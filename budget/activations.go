@@ -161,7 +161,7 @@ func (c *calc) ropePart() Part {
 }
 
 func (c *calc) finalNormPart() Part {
-	return Part{Kind: PartFinalNorm, Ops: Operands{Tokens: c.T}, Bytes: c.finalNormSaved(), Live: LiveForwardToBackward}
+	return Part{Kind: PartFinalNorm, Ops: Operands{Tokens: c.T, Elem: c.d.resid}, Bytes: c.finalNormSaved(), Live: LiveForwardToBackward}
 }
 
 func (c *calc) finalHiddenPart() Part {

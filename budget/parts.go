@@ -35,7 +35,7 @@ const (
 	PartLayersSelectiveCkpt // Layers × LayerBytes
 	PartEmbedOut            // Tokens × Hidden × Elem
 	PartRope                // 2 × Positions × HeadDim × Elem
-	PartFinalNorm           // Tokens × (hidden × 4 B + 4 B)
+	PartFinalNorm           // Tokens × (hidden × 4 B + 4 B), or with bf16 residuals (Elem 2) Tokens × (hidden × 6 B + 4 B): the fp32 normalized input beside the bf16 one
 	PartFinalHidden         // Tokens × Hidden × Elem
 	PartLMInputCast         // Tokens × Hidden × Elem
 	PartWeightCopies        // autocast's weight copies: Params (matmul) × Elem

@@ -239,3 +239,24 @@ func TestBudgetLiveWords(t *testing.T) {
 		t.Errorf("model states' first part %q lives %q, want whole step", p.Name, p.Live)
 	}
 }
+
+// TestBudgetWordsFollowTheShape: the final norm's formula says 6 B per
+// hidden unit when the residuals are bf16 (the fp32 input the norm computes
+// on beside the bf16 one), and a plain MLP's inference intermediates are
+// named as the plain MLP makes them.
+func TestBudgetWordsFollowTheShape(t *testing.T) {
+	w := partWords[budget.PartFinalNorm]
+	if got := w.formula(budget.Operands{Tokens: 2048, Elem: 2}); !strings.Contains(got, "hidden × 6 B + 4 B") {
+		t.Errorf("bf16 final norm formula %q", got)
+	}
+	if got := w.formula(budget.Operands{Tokens: 2048, Elem: 4}); !strings.Contains(got, "hidden × 4 B + 4 B") {
+		t.Errorf("fp32 final norm formula %q", got)
+	}
+	m := partWords[budget.PartInferMLP]
+	if got := m.name(budget.Operands{Count: 2}); got != "MLP intermediates: up output, activation" {
+		t.Errorf("plain MLP: %q", got)
+	}
+	if got := m.name(budget.Operands{Count: 3}); got != "MLP intermediates: activation, up output, product" {
+		t.Errorf("gated MLP: %q", got)
+	}
+}

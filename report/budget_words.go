@@ -111,7 +111,12 @@ var partWords = [budget.NumPartKinds]partWord{
 	budget.PartInferResiduals: {named("embedding output, layer input, post-attention residual, MLP input"), func(o budget.Operands) string {
 		return fmt.Sprintf("%d × %s × %d × %d B", o.Count, tokensOf(o.Tokens), o.Hidden, o.Elem)
 	}},
-	budget.PartInferMLP: {named("MLP intermediates: activation, up output, product"), func(o budget.Operands) string {
+	budget.PartInferMLP: {func(o budget.Operands) string {
+		if o.Count == 2 { // a plain MLP: up, activation, down
+			return "MLP intermediates: up output, activation"
+		}
+		return "MLP intermediates: activation, up output, product"
+	}, func(o budget.Operands) string {
 		return fmt.Sprintf("%d × %s × %d × %d B", o.Count, tokensOf(o.Tokens), o.Intermediate, o.Elem)
 	}},
 	budget.PartWeightCopiesCache: {named("bf16 weight copies (autocast cache)"), matmulCopiesFormula},
@@ -129,6 +134,9 @@ var partWords = [budget.NumPartKinds]partWord{
 		return fmt.Sprintf("2 × %d positions × %d dim × %d B", o.Positions, o.HeadDim, o.Elem)
 	}},
 	budget.PartFinalNorm: {named("final norm: normalized input and 1/rms"), func(o budget.Operands) string {
+		if o.Elem == 2 { // bf16 residuals: the fp32 input norm computes on, and the bf16 one
+			return tokensOf(o.Tokens) + " × (hidden × 6 B + 4 B)"
+		}
 		return tokensOf(o.Tokens) + " × (hidden × 4 B + 4 B)"
 	}},
 	budget.PartFinalHidden:  {named("final hidden states"), tokensHiddenFormula},
