@@ -95,6 +95,7 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 	}
 	r.run()
 	r.rep.FailedMallocs = r.dev.failed
+	r.rep.Retries, r.rep.OOMs, r.rep.Reserved = r.a.Retries, r.a.OOMs, r.a.Reserved
 	if r.rep.LostAt < 0 {
 		r.compareEnd(s, device)
 	}

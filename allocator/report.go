@@ -148,6 +148,11 @@ type ReplayReport struct {
 	// checked as torch.cuda.empty_cache() calls.
 	FailedMallocs, EmptyCaches int
 
+	// Retries and OOMs are the model's num_alloc_retries and num_ooms over
+	// the trace; Reserved its reserved bytes at the end.
+	Retries, OOMs int
+	Reserved      int64
+
 	// End compares the simulated end state with the snapshot's segments,
 	// block for block (only when in step at the end).
 	EndChecked             bool

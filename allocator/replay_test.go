@@ -1,0 +1,190 @@
+package allocator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/internal/truth"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// fixtureFiles returns every snapshot the repository holds: the fixtures
+// (run folders, sweep points and capture ranks included) and the decoder's
+// testdata.
+func fixtureFiles(t testing.TB) []string {
+	t.Helper()
+	var files []string
+	for _, pat := range []string{"../fixtures/*/snapshot*.pickle", "../fixtures/*/*/snapshot*.pickle",
+		"../fixtures/*/*/*/snapshot*.pickle", "../fixtures/*/*/*/*/snapshot*.pickle",
+		"../snapshot/testdata/*.pickle", "../snapshot/testdata/*.pickle.gz", "../snapshot/testdata/*.json"} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// expectation is what Replay of one file must give where it does not match
+// exactly, with the cause written down.
+type expectation struct {
+	refused string // Replay refuses every device, with this in the error
+	notSnap bool   // the file is not a snapshot (decoder test input)
+	// first is the first divergence's event index, cause why it happens.
+	first int
+	cause string
+}
+
+// expected lists every file that does not replay to a full match. Every
+// other file must match every decision and its end state.
+var expected = map[string]expectation{
+	"snapshot/testdata/bare_segments.pickle":   {refused: "no recorded trace"},
+	"snapshot/testdata/legacy.pickle":          {refused: "torch ≤ 2.0"},
+	"snapshot/testdata/expected.json":          {notSnap: true},
+	"snapshot/testdata/ordered_dict_p2.pickle": {notSnap: true},
+	"snapshot/testdata/ordered_dict_p4.pickle": {notSnap: true},
+	// make_testdata.py's full_snapshot: hand-written segments in private
+	// pools (1,0) and (0,1); trace entries' pool_id is not decoded.
+	"snapshot/testdata/future.pickle":     {refused: "private pool"},
+	"snapshot/testdata/snap.json":         {refused: "private pool"},
+	"snapshot/testdata/snap_p2.pickle":    {refused: "private pool"},
+	"snapshot/testdata/snap_p3.pickle":    {refused: "private pool"},
+	"snapshot/testdata/snap_p4.pickle":    {refused: "private pool"},
+	"snapshot/testdata/snap_p4.pickle.gz": {refused: "private pool"},
+	"snapshot/testdata/snap_p5.pickle":    {refused: "private pool"},
+	// make_testdata.py's synthetic_snapshot is not an allocator's output:
+	// one 1 GiB segment_alloc serves every request (torch would cudaMalloc
+	// 20 MiB for the first one), and its blocks are packed by a script.
+	"snapshot/testdata/synthetic.pickle": {first: 0, cause: "synthetic trace: a 1 GiB segment for a 2 MiB-pool request"},
+}
+
+func rel(f string) string { return strings.TrimPrefix(filepath.ToSlash(f), "../") }
+
+// TestReplayFixtures replays every device of every snapshot in the
+// repository under its recorded settings.
+func TestReplayFixtures(t *testing.T) {
+	files := fixtureFiles(t)
+	if len(files) < 29 {
+		t.Fatalf("found %d snapshot files, want the 29 fixtures and the testdata", len(files))
+	}
+	for _, f := range files {
+		name := rel(f)
+		t.Run(name, func(t *testing.T) {
+			want, listed := expected[name]
+			s, err := snapshot.Open(f)
+			if want.notSnap {
+				if err == nil {
+					t.Fatalf("Open(%s) decoded; the table says it is not a snapshot", name)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range s.Devices() {
+				rep, err := Replay(s, d)
+				switch {
+				case want.refused != "":
+					if err == nil || !errors.Is(err, ErrNotReplayable) || !strings.Contains(err.Error(), want.refused) {
+						t.Errorf("Replay(%s, %d) error = %v, want a refusal naming %q", name, d, err, want.refused)
+					}
+					continue
+				case err != nil:
+					t.Fatalf("Replay(%s, %d): %v", name, d, err)
+				}
+				if !listed {
+					if !rep.Exact() {
+						t.Errorf("Replay(%s, %d) = %s, want every decision and the end state matched", name, d, rep)
+					}
+					if t := rep.Total(); t.Checked == 0 {
+						continue
+					}
+					continue
+				}
+				if rep.First == nil || rep.First.Index != want.first {
+					t.Errorf("Replay(%s, %d) = %s, want the first divergence at event %d (%s)", name, d, rep, want.first, want.cause)
+				}
+			}
+		})
+	}
+}
+
+// TestReplayTruth compares the model's counters over a replay with what
+// torch's memory_stats() said at the end of the same capture, for the
+// fixtures whose trace covers the whole process.
+func TestReplayTruth(t *testing.T) {
+	n := 0
+	for _, f := range fixtureFiles(t) {
+		tf := filepath.Join(filepath.Dir(f), "truth.json")
+		if _, err := os.Stat(tf); err != nil || !strings.HasPrefix(rel(f), "fixtures/") {
+			continue
+		}
+		tr, err := truth.Read(tf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := tr.MemoryStatsEnd
+		if st == nil {
+			continue
+		}
+		s, err := snapshot.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs := s.Devices()
+		if len(devs) != 1 {
+			continue
+		}
+		rep, err := Replay(s, devs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.StartFromState {
+			continue // counters count from the process's start, the trace does not
+		}
+		n++
+		name := rel(f)
+		if got, want := int64(rep.Retries), st["num_alloc_retries"]; got != want {
+			t.Errorf("%s: retries = %d, want num_alloc_retries %d", name, got, want)
+		}
+		if got, want := int64(rep.OOMs), st["num_ooms"]; got != want {
+			t.Errorf("%s: OOMs = %d, want num_ooms %d", name, got, want)
+		}
+		if got, want := rep.Reserved, st["reserved_bytes.all.current"]; got != want {
+			t.Errorf("%s: reserved at the end = %d, want reserved_bytes.all.current %d", name, got, want)
+		}
+		segAllocs := rep.Checks[KindSegmentAlloc].Checked + rep.Checks[KindSegmentMap].Checked
+		if got, want := int64(segAllocs), st["num_device_alloc"]; got != want {
+			t.Errorf("%s: device allocations = %d, want num_device_alloc %d", name, got, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("compared %d fixtures with their truth, want the 10 with memory_stats_end that start at an empty allocator", n)
+	}
+}
+
+// TestTieBreak records which comparator torch 2.11 uses: the address one
+// matches every fixture (TestReplayFixtures); the two counter comparators
+// of 2026 main diverge on fixtures where equal-size free blocks of
+// different segments compete.
+func TestTieBreak(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/capture-train/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tie := range []TieBreak{TieSegmentCounter, TieBlockCounter} {
+		rep, err := ReplayWith(s, 0, ReplayOptions{TieBreak: tie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.First == nil || rep.First.Kind != KindBlock {
+			t.Errorf("ReplayWith(capture-train, %s) = %s, want a block divergence", tie, rep)
+		}
+	}
+}
