@@ -137,6 +137,7 @@ func (a *Allocator) unmapBlock(b *block) {
 	a.tryMerge(b, b.next)
 	b.pool.unmapped.insert(b)
 	a.Reserved -= n
+	a.dev.Unmap(start, n)
 	a.emit(snapshot.ActionSegmentUnmap, start, n, b.stream)
 }
 

@@ -64,6 +64,9 @@ type Device interface {
 	// Map is cuMemCreate of size bytes of pages mapped at addr: false when
 	// the device is out of memory.
 	Map(addr uint64, size int64) bool
+	// Free is cudaFree of a segment; Unmap the release of mapped pages.
+	Free(addr uint64, size int64)
+	Unmap(addr uint64, size int64)
 }
 
 // Record is one trace entry the model emits: what torch would record.

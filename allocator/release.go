@@ -12,6 +12,7 @@ func (a *Allocator) releaseBlock(b *block) {
 	b.pool.free.remove(b)
 	a.Reserved -= b.size
 	delete(a.segs, b.seg.addr)
+	a.dev.Free(b.addr, b.size)
 }
 
 // releaseAvailable is release_available_cached_blocks: with a

@@ -390,3 +390,6 @@ func (d *replayDevice) Map(addr uint64, size int64) bool {
 	d.failed++
 	return false
 }
+
+func (d *replayDevice) Free(addr uint64, size int64)  {}
+func (d *replayDevice) Unmap(addr uint64, size int64) {}
