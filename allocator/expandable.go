@@ -25,6 +25,9 @@ func (a *Allocator) vaSize(page int64) int64 {
 // allocExpandable is try_allocate_expandable_block.
 func (a *Allocator) allocExpandable(p *pool, stream, size int64) *block {
 	c := a.findExpandable(p, stream, size)
+	if c == nil {
+		return nil
+	}
 	if c.unmapped && !a.mapBlock(c, min(c.size, size)) {
 		return nil
 	}
@@ -68,13 +71,15 @@ func (a *Allocator) findExpandable(p *pool, stream, size int64) *block {
 	}
 	va := a.vaSize(page)
 	addr := a.dev.Reserve(va, stream)
-	a.nextSeg++
-	seg := &segment{addr: addr, size: va, stream: stream, pool: p, counter: a.nextSeg,
+	seg := &segment{addr: addr, size: va, stream: stream, pool: p, counter: a.nextSeg + 1,
 		expandable: true, pageSize: page}
-	b := a.newBlock(addr, va, stream, p, seg)
+	if !a.addSeg(seg) {
+		return nil
+	}
+	a.nextSeg++
+	b := a.newBlock(addr, seg.size, stream, p, seg)
 	b.unmapped = true
 	seg.head = b
-	a.segs[addr] = seg
 	p.unmapped.insert(b)
 	return b
 }

@@ -11,7 +11,7 @@ func (a *Allocator) releaseBlock(b *block) {
 	a.emit(snapshot.ActionSegmentFree, b.addr, b.size, b.stream)
 	b.pool.free.remove(b)
 	a.Reserved -= b.size
-	delete(a.segs, b.seg.addr)
+	a.dropSeg(b.seg)
 	a.dev.Free(b.addr, b.size)
 }
 
@@ -25,7 +25,12 @@ func (a *Allocator) releaseAvailable(p *pool, stream, size int64) bool {
 	key := max(size, a.set.MaxSplitSize)
 	bs := p.free.blocks
 	i := p.free.lowerBound(stream, key)
+	// Blocks at or past max_split_size are never split in torch; the
+	// isSplit tests only keep a damaged start state from breaking the model.
 	if i < len(bs) && bs[i].stream == stream && !bs[i].seg.expandable {
+		if bs[i].isSplit() {
+			return false
+		}
 		a.releaseBlock(bs[i])
 		return true
 	}
@@ -39,7 +44,7 @@ func (a *Allocator) releaseAvailable(p *pool, stream, size int64) bool {
 		if !first {
 			i--
 		}
-		if !cur.seg.expandable {
+		if !cur.seg.expandable && !cur.isSplit() {
 			released += cur.size
 			a.releaseBlock(cur)
 			bs = p.free.blocks
@@ -92,7 +97,7 @@ func (a *Allocator) releaseBlocks(p *pool) {
 		a.unmapBlock(b)
 		if b.unmapped && b.prev == nil && b.next == nil {
 			p.unmapped.remove(b)
-			delete(a.segs, b.seg.addr)
+			a.dropSeg(b.seg)
 		}
 	}
 }

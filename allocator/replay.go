@@ -34,21 +34,27 @@ const maxSize = 1 << 50
 
 // ReplayWith is Replay with options.
 func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport, error) {
+	rep, _, err := replay(s, device, opt)
+	return rep, err
+}
+
+// replay is ReplayWith, also returning the model in its final state.
+func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport, *Allocator, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
 	}
 	if s.Legacy {
-		return nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
+		return nil, nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
 	}
 	if device < 0 || device >= len(s.Traces) || len(s.Traces[device]) == 0 {
-		return nil, refuse("no recorded trace")
+		return nil, nil, refuse("no recorded trace")
 	}
 	set, err := SettingsFromSnapshot(s.Settings)
 	if err != nil {
-		return nil, fmt.Errorf("device %d: %w", device, err)
+		return nil, nil, fmt.Errorf("device %d: %w", device, err)
 	}
 	if set.Async {
-		return nil, refuse("backend cudaMallocAsync has no caching allocator")
+		return nil, nil, refuse("backend cudaMallocAsync has no caching allocator")
 	}
 	set.TieBreak = opt.TieBreak
 	set.DeviceTotal = opt.DeviceTotal
@@ -56,14 +62,14 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
-			return nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
+			return nil, nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
 		}
 	}
 	info := map[uint64]segInfo{}
 	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
 		if !seg.Pool.IsDefault() {
-			return nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
+			return nil, nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
 		}
 		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true}
 	}
@@ -78,7 +84,7 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 	}
 	tl := snapshot.Replay(s, device, snapshot.ReplayOptions{})
 	if tl.NPURounding {
-		return nil, refuse("torch_npu's rounding: not CUDA's allocator")
+		return nil, nil, refuse("torch_npu's rounding: not CUDA's allocator")
 	}
 	r := &replayer{evs: evs, tl: tl, info: info, set: set,
 		rep: &ReplayReport{Device: device, Settings: set, Events: len(evs), LostAt: -1}}
@@ -88,7 +94,7 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 	_, live, ranges := tl.At(-1)
 	if len(ranges) > 0 || len(live) > 0 {
 		if err := r.a.load(live, ranges, info); err != nil {
-			return nil, refuse("%v", err)
+			return nil, nil, refuse("%v", err)
 		}
 		r.rep.StartFromState = true
 		r.rep.StartSegments, r.rep.StartBlocks = len(ranges), len(live)
@@ -99,7 +105,7 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 	if r.rep.LostAt < 0 {
 		r.compareEnd(s, device)
 	}
-	return r.rep, nil
+	return r.rep, r.a, nil
 }
 
 // replayer holds one replay's state.
@@ -131,6 +137,11 @@ func (r *replayer) run() {
 			}
 			r.q = r.q[:0]
 			r.other(i)
+		}
+		if debugCheck {
+			if err := r.a.CheckValid(); err != nil {
+				panic(fmt.Sprintf("invariant violation: after event %d (%s): %v", i, ev.Action, err))
+			}
 		}
 		if r.rep.LostAt >= 0 {
 			r.rep.Unchecked = len(r.evs) - i - 1
@@ -229,10 +240,8 @@ func (r *replayer) decision(ev *snapshot.Event) Decision {
 
 // locate returns the segment holding addr and the offset in it.
 func (a *Allocator) locate(addr uint64) (uint64, int64) {
-	for _, s := range a.segs {
-		if addr >= s.addr && addr < s.addr+uint64(s.size) {
-			return s.addr, int64(addr - s.addr)
-		}
+	if s := a.segAt(addr); s != nil {
+		return s.addr, int64(addr - s.addr)
 	}
 	return 0, 0
 }
@@ -393,3 +402,7 @@ func (d *replayDevice) Map(addr uint64, size int64) bool {
 
 func (d *replayDevice) Free(addr uint64, size int64)  {}
 func (d *replayDevice) Unmap(addr uint64, size int64) {}
+
+// debugCheck makes a replay verify the model's invariants after every
+// entry (the fuzz target sets it).
+var debugCheck = false

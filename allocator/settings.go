@@ -376,6 +376,8 @@ func SettingsFromSnapshot(m map[string]any) (Settings, error) {
 				return s, bad()
 			case n < 0:
 				s.MaxSplitSize = NoLimit
+			case n < LargeBuffer:
+				return s, bad() // torch refuses below 20 MiB
 			default:
 				s.MaxSplitSize = n
 			}

@@ -109,7 +109,9 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 		p := a.pool(snapshot.PoolID{}, in.small)
 		a.nextSeg++
 		seg := &segment{addr: r.Addr, size: size, stream: in.stream, pool: p, counter: a.nextSeg}
-		a.segs[r.Addr] = seg
+		if !a.addSeg(seg) {
+			return fmt.Errorf("%w: reserved range at %#x overlaps another", errStart, r.Addr)
+		}
 		a.Reserved += size
 		var last *block
 		cursor := r.Addr
