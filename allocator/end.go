@@ -52,16 +52,13 @@ func (r *replayer) compareEnd(s *snapshot.Snapshot, device int) {
 		}
 		rep.EndSegments.add(ok)
 	}
-	if extra := len(model) - seen; extra > 0 {
+	if len(model) > seen {
+		inSnap := make(map[uint64]bool, len(model))
+		for _, si := range s.SegmentsOf(device) {
+			inSnap[s.Segments[si].Address] = true
+		}
 		for i := range model {
-			found := false
-			for _, si := range s.SegmentsOf(device) {
-				if s.Segments[si].Address == model[i].Addr {
-					found = true
-					break
-				}
-			}
-			if !found {
+			if !inSnap[model[i].Addr] {
 				rep.EndSegments.add(false)
 				first(EndDivergence{Segment: model[i].Addr, Block: -1, Want: "no segment",
 					Got: fmt.Sprintf("%d bytes", model[i].Size)})

@@ -188,3 +188,134 @@ func TestTieBreak(t *testing.T) {
 		}
 	}
 }
+
+// cut returns s with device 0's first n entries dropped, as a ring buffer
+// that wrapped drops them.
+func cut(s *snapshot.Snapshot, n int) *snapshot.Snapshot {
+	c := *s
+	c.Traces = [][]snapshot.Event{s.Traces[0][n:]}
+	return &c
+}
+
+// TestReplayTruncated drops the oldest entries of fixtures, as a wrapped
+// ring buffer or a late start would, at request boundaries: the replay
+// starts from the rebuilt state and must still match every decision after.
+func TestReplayTruncated(t *testing.T) {
+	for _, name := range []string{"mlp-adamw", "oom", "llama-bf16", "leak"} {
+		s, err := snapshot.Open("../fixtures/" + name + "/snapshot.pickle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := s.Traces[0]
+		for _, frac := range []int{1, 2, 3} {
+			n := len(evs) * frac / 4
+			// Move to an alloc whose request has no segment entries, so the
+			// cut splits no request.
+			for n < len(evs) && (evs[n].Action != snapshot.ActionAlloc || isSegment(evs[n-1].Action)) {
+				n++
+			}
+			rep, err := Replay(cut(s, n), 0)
+			if err != nil {
+				t.Fatalf("%s cut at %d: %v", name, n, err)
+			}
+			if !rep.Exact() || (!rep.StartFromState && n > 0) {
+				t.Errorf("Replay(%s without its first %d entries) = %s, want an exact match from the rebuilt state", name, n, rep)
+			}
+		}
+	}
+}
+
+func isSegment(a snapshot.Action) bool {
+	_, ok := kindOf(a)
+	return ok && a != snapshot.ActionAlloc && a != snapshot.ActionOOM && a != snapshot.ActionSnapshot
+}
+
+// TestReplayEmptyCache: releases between requests are checked as an
+// empty_cache() call, and one that frees a segment empty_cache would keep
+// is a divergence.
+func TestReplayEmptyCache(t *testing.T) {
+	s := generate(t, 1)
+	evs := s.Traces[0]
+	rep, err := Replay(s, 0)
+	if err != nil || !rep.Exact() {
+		t.Fatalf("Replay(generated) = %v, %v", rep, err)
+	}
+	// Append an empty_cache: every segment of one free block released.
+	var frees []snapshot.Event
+	var kept []snapshot.Segment
+	for _, seg := range s.Segments {
+		if len(seg.Blocks) == 1 && seg.Blocks[0].State == snapshot.BlockInactive {
+			frees = append(frees, snapshot.Event{Action: snapshot.ActionSegmentFree, Addr: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
+		} else {
+			kept = append(kept, seg)
+		}
+	}
+	if len(frees) == 0 {
+		t.Fatal("the generated snapshot has no free segment to release")
+	}
+	// empty_cache releases large-pool blocks first, in best-fit order.
+	sortFrees(frees)
+	c := *s
+	c.Traces = [][]snapshot.Event{append(append([]snapshot.Event(nil), evs...), frees...)}
+	c.Segments = kept
+	rep, err = Replay(&c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Exact() || rep.EmptyCaches != 1 || rep.Checks[KindSegmentFree].Matched != len(frees) {
+		t.Errorf("Replay(with an empty_cache) = %s, %d empty_cache calls; want %d segment_free matched in one", rep, rep.EmptyCaches, len(frees))
+	}
+	// Only part of them: not what empty_cache does.
+	c.Traces = [][]snapshot.Event{append(append([]snapshot.Event(nil), evs...), frees[0])}
+	rep, err = Replay(&c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frees) > 1 && (rep.First == nil || rep.First.Kind != KindSegmentFree) {
+		t.Errorf("Replay(with a partial release) = %s, want a segment_free divergence", rep)
+	}
+}
+
+// sortFrees orders segment_free entries as release_cached_blocks makes
+// them: the large pool (by stream, size, address), then the small pool.
+func sortFrees(evs []snapshot.Event) {
+	sort.Slice(evs, func(i, j int) bool {
+		a, b := evs[i], evs[j]
+		as, bs := a.Size == SmallBuffer, b.Size == SmallBuffer
+		if as != bs {
+			return !as
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Addr < b.Addr
+	})
+}
+
+// TestReplayRefuses: the states the model cannot start from are refused
+// with their reason.
+func TestReplayRefuses(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/expandable/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(s.Traces[0]) / 2
+	for n < len(s.Traces[0]) && s.Traces[0][n].Action != snapshot.ActionAlloc {
+		n++
+	}
+	if _, err := Replay(cut(s, n), 0); !errors.Is(err, ErrNotReplayable) || !strings.Contains(err.Error(), "expandable") {
+		t.Errorf("Replay(expandable, late) error = %v, want a refusal naming the expandable segment", err)
+	}
+	c := *s
+	c.Settings = map[string]any{"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+	if _, err := Replay(&c, 0); !errors.Is(err, ErrNotReplayable) || !strings.Contains(err.Error(), "cudaMallocAsync") {
+		t.Errorf("Replay(cudaMallocAsync) error = %v, want a refusal", err)
+	}
+	c.Settings = map[string]any{"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:1"}
+	if _, err := Replay(&c, 0); err == nil || errors.Is(err, ErrNotReplayable) || !strings.Contains(err.Error(), "max_split_size_mb") {
+		t.Errorf("Replay(bad settings) error = %v, want one naming max_split_size_mb", err)
+	}
+	if _, err := Replay(s, 3); !errors.Is(err, ErrNotReplayable) {
+		t.Errorf("Replay(device 3) error = %v, want a refusal", err)
+	}
+}
