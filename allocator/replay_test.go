@@ -319,3 +319,31 @@ func TestReplayRefuses(t *testing.T) {
 		t.Errorf("Replay(device 3) error = %v, want a refusal", err)
 	}
 }
+
+// TestReplayDeviceTotal: with the device's memory known (truth.json's
+// device_total), expandable segments reserve 1.125 × it, as torch does; the
+// fixture's two reservations then lie apart as recorded, and the replay
+// still matches.
+func TestReplayDeviceTotal(t *testing.T) {
+	tr, err := truth.Read("../fixtures/expandable/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open("../fixtures/expandable/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, a, err := replay(s, 0, ReplayOptions{DeviceTotal: tr.DeviceTotal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Exact() {
+		t.Errorf("ReplayWith(expandable, device_total %d) = %s, want an exact match", tr.DeviceTotal, rep)
+	}
+	want := (tr.DeviceTotal + tr.DeviceTotal/8 + LargeBuffer - 1) / LargeBuffer * LargeBuffer
+	for _, seg := range a.segs {
+		if !seg.pool.small && seg.size != want {
+			t.Errorf("large-pool reservation of %d bytes, want 1.125 × device_total in 20 MiB pages: %d", seg.size, want)
+		}
+	}
+}
