@@ -8,27 +8,54 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
+// genOptions shape a generated trace.
+type genOptions struct {
+	conf     string // PYTORCH_CUDA_ALLOC_CONF of the model that writes it
+	capacity int64  // the device's memory, 0 unlimited: OOM retries and ooms
+	defer_   int    // every defer_-th free completes only 50 entries later (record_stream)
+}
+
 // generate returns a snapshot whose trace the model itself wrote: the
 // requests of the plain-trainer-late fixture (a real training step),
 // repeated reps times on a bump device, each repetition freeing what it
 // left live. Unlike a repeated recording it is consistent with the
 // allocator whatever its length, so a replay of it must match exactly.
 func generate(tb testing.TB, reps int) *snapshot.Snapshot {
+	return generateWith(tb, reps, genOptions{})
+}
+
+func generateWith(tb testing.TB, reps int, opt genOptions) *snapshot.Snapshot {
 	tb.Helper()
 	src, err := snapshot.Open("../fixtures/plain-trainer-late/snapshot.pickle")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := New(DefaultSettings(), newBump())
+	set, err := ParseConf(opt.conf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dev := newBump()
+	dev.capacity = opt.capacity
+	a := New(set, dev)
 	var evs []snapshot.Event
 	drain := func() {
 		for _, r := range a.Drain() {
 			evs = append(evs, snapshot.Event{Action: r.Action, Addr: r.Addr, Size: r.Size, Stream: r.Stream})
 		}
 	}
+	type later struct {
+		at   int
+		addr uint64
+	}
+	var pending []later
+	frees := 0
 	for range reps {
 		addrs := map[uint64]uint64{}
 		for _, ev := range src.Traces[0] {
+			for len(pending) > 0 && pending[0].at <= len(evs) {
+				a.FreeCompleted(pending[0].addr)
+				pending = pending[1:]
+			}
 			switch ev.Action {
 			case snapshot.ActionAlloc:
 				if addr, ok := a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{}); ok {
@@ -36,7 +63,12 @@ func generate(tb testing.TB, reps int) *snapshot.Snapshot {
 				}
 			case snapshot.ActionFreeRequested:
 				if addr, ok := addrs[ev.Addr]; ok {
-					a.Free(addr, false)
+					frees++
+					deferred := opt.defer_ > 0 && frees%opt.defer_ == 0
+					a.Free(addr, deferred)
+					if deferred {
+						pending = append(pending, later{len(evs) + 50, addr})
+					}
 					delete(addrs, ev.Addr)
 				}
 			}
@@ -49,6 +81,9 @@ func generate(tb testing.TB, reps int) *snapshot.Snapshot {
 	}
 	s := &snapshot.Snapshot{Traces: [][]snapshot.Event{evs}, HasTraces: true,
 		Stacks: snapshot.NewStacks(), Strings: snapshot.NewStrings()}
+	if opt.conf != "" {
+		s.Settings = map[string]any{"PYTORCH_CUDA_ALLOC_CONF": opt.conf}
+	}
 	for _, seg := range a.Segments() {
 		out := snapshot.Segment{Address: seg.Addr, TotalSize: seg.Size, Stream: seg.Stream,
 			Small: seg.Small, Expandable: seg.Expandable}
@@ -104,14 +139,38 @@ func benchReplay(b *testing.B, s *snapshot.Snapshot, exact bool) {
 	b.ReportMetric(float64(events), "events")
 }
 
-// TestReplayGenerated: a trace the model wrote replays to a full match.
+// TestReplayGenerated: traces the model wrote replay to a full match,
+// under paths the fixtures do not take: record_stream frees completed
+// later, OOM retries and ooms under a capacity, max_split_size's
+// release_available_cached_blocks, expandable segments unmapped on OOM.
+// It checks the replay's machinery (the device answers, their alignment
+// with the releases, the empty_cache detection), not torch.
 func TestReplayGenerated(t *testing.T) {
-	s := generate(t, 2)
-	rep, err := Replay(s, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Exact() || rep.Total().Checked < 7000 {
-		t.Errorf("Replay(generated) = %s, want an exact match of some 7,000 decisions", rep)
+	for _, c := range []struct {
+		name string
+		opt  genOptions
+		want func(*ReplayReport) bool
+	}{
+		{"plain", genOptions{}, func(r *ReplayReport) bool { return r.Total().Checked > 7000 }},
+		{"deferred", genOptions{defer_: 7}, func(r *ReplayReport) bool { return r.Total().Checked > 7000 }},
+		{"capacity", genOptions{capacity: 160 << 20}, func(r *ReplayReport) bool {
+			return r.Retries > 0 && r.Checks[KindSegmentFree].Checked > 0
+		}},
+		{"tight", genOptions{capacity: 124 << 20, defer_: 5}, func(r *ReplayReport) bool { return r.OOMs > 0 }},
+		{"max-split", genOptions{conf: "max_split_size_mb:20", capacity: 150 << 20}, func(r *ReplayReport) bool {
+			return r.Checks[KindSegmentFree].Checked > 0
+		}},
+		{"expandable", genOptions{conf: "expandable_segments:True", capacity: 140 << 20, defer_: 9}, func(r *ReplayReport) bool {
+			return r.Checks[KindSegmentMap].Checked > 0 && r.Checks[KindSegmentUnmap].Checked > 0
+		}},
+	} {
+		s := generateWith(t, 2, c.opt)
+		rep, err := Replay(s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Exact() || !c.want(rep) {
+			t.Errorf("%s: Replay(generated) = %s (retries %d, ooms %d), want an exact match on the path", c.name, rep, rep.Retries, rep.OOMs)
+		}
 	}
 }

@@ -57,7 +57,10 @@
 // cudaMalloc failed when the recording shows the retry path instead (a run
 // of segment_free before the segment_alloc inside one request, or an oom).
 // A run of releases outside any request, or before a request the cache
-// could serve, is checked as an empty_cache() call. When the trace does
+// could serve, is checked as an empty_cache() call. The free_completed
+// entries just before a release or an oom are left to the model's release
+// to complete (synchronize_and_free_events): torch completes them after
+// get_free_block has failed, not before it. When the trace does
 // not begin at an empty allocator (recording began late, or the ring
 // buffer wrapped), the model starts from the state snapshot.Timeline
 // rebuilds backwards from the end-state segments; after a divergence it is

@@ -119,6 +119,41 @@ type replayer struct {
 	rep  *ReplayReport
 	q    []int // segment entries since the last request
 	want []int
+	// held are free_completed entries just before a release: torch's
+	// release_cached_blocks completes every pending free itself
+	// (synchronize_and_free_events) after get_free_block failed, so they
+	// are applied by the model's release, not before the request.
+	held []int
+}
+
+// beforeRelease reports whether the free_completed at i is one of a run
+// of them that a segment_free, a segment_unmap or an oom follows: the
+// frees release_cached_blocks completes. (A run before a segment_alloc
+// is taken as process_events' at the start of malloc, the usual case;
+// it could also be a retry that released nothing.)
+func (r *replayer) beforeRelease(i int) bool {
+	for ; i < len(r.evs); i++ {
+		switch a := r.evs[i].Action; {
+		case a == snapshot.ActionFreeCompleted:
+		case isRelease(a), a == snapshot.ActionOOM:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// flushHeld applies the held free_completed entries the model's release
+// did not complete.
+func (r *replayer) flushHeld() {
+	for _, i := range r.held {
+		if b := r.a.live[r.evs[i].Addr]; b != nil && b.pending {
+			r.a.FreeCompleted(b.addr)
+		}
+	}
+	r.held = r.held[:0]
+	r.a.Drain()
 }
 
 func (r *replayer) run() {
@@ -131,6 +166,12 @@ func (r *replayer) run() {
 			continue
 		case snapshot.ActionAlloc, snapshot.ActionOOM:
 			r.request(i)
+		case snapshot.ActionFreeCompleted:
+			if len(r.q) == 0 && r.beforeRelease(i) {
+				r.held = append(r.held, i)
+				continue
+			}
+			fallthrough
 		default:
 			if len(r.q) > 0 {
 				r.release(r.q, i)
@@ -178,7 +219,9 @@ func (r *replayer) request(i int) {
 	r.dev.start(q)
 	r.a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{})
 	r.want = append(append(r.want[:0], q...), i)
-	if !r.compare(r.want, i) {
+	ok := r.compare(r.want, i)
+	r.flushHeld()
+	if !ok {
 		r.resync(i)
 	}
 }
@@ -189,7 +232,9 @@ func (r *replayer) release(run []int, at int) bool {
 	r.rep.EmptyCaches++
 	r.a.EmptyCache()
 	r.want = append(r.want[:0], run...)
-	if !r.compare(r.want, at) {
+	ok := r.compare(r.want, at)
+	r.flushHeld()
+	if !ok {
 		r.resync(at)
 		return false
 	}
