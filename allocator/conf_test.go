@@ -156,4 +156,3 @@ func TestSettingsFromSnapshot(t *testing.T) {
 		t.Errorf("SettingsFromSnapshot(bad max_split_size) error = %v, want one naming it", err)
 	}
 }
-

@@ -378,4 +378,3 @@ func (r *replayer) resync(i int) {
 	r.dev.a = a
 	r.rep.Resyncs++
 }
-
