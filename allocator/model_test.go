@@ -299,3 +299,36 @@ func TestExpandable(t *testing.T) {
 		t.Errorf("after releasing everything: %d segments, %d reserved, %d reservations", len(a.Segments()), a.Reserved, len(a.segs))
 	}
 }
+
+// TestGarbageCollect: under a memory fraction with a GC threshold, a
+// request the cache cannot serve first frees the unsplit large blocks at
+// least as old (in get_free_block calls) as the mean, until reserved
+// memory is back under the threshold.
+func TestGarbageCollect(t *testing.T) {
+	s := DefaultSettings()
+	s.MemoryFraction, s.DeviceTotal, s.GCThreshold = 0.5, 400<<20, 0.3 // allowed 200 MiB, GC above 60 MiB
+	dev := newBump()
+	base := dev.next
+	a := New(s, dev)
+	p := snapshot.PoolID{}
+	A, _ := a.Malloc(20<<20, 0, p) // large-pool get_free_block calls: 1
+	B, _ := a.Malloc(20<<20, 0, p) // 2
+	C, _ := a.Malloc(20<<20, 0, p) // 3
+	a.Free(A, false)               // age base 3
+	a.Free(B, false)               // 3
+	a.Malloc(40<<20, 0, p)         // 4: reserved 60 MiB, not above the threshold: no GC
+	a.Free(C, false)               // 4
+	records(a, base)
+	a.Malloc(50<<20, 0, p) // 5: ages A 2, B 2, C 1, mean 5/3: A and B go (40 MiB, the target)
+	want := "segment_free +0MiB 20971520; segment_free +20MiB 20971520; segment_alloc +100MiB 52428800; alloc +100MiB 52428800"
+	if got := records(a, base); got != want {
+		t.Errorf("GC recorded %q, want %q", got, want)
+	}
+	// The fraction itself: past 200 MiB reserved cudaMalloc is not tried.
+	if _, ok := a.Malloc(150<<20, 0, p); ok {
+		t.Errorf("a request past the memory fraction succeeded")
+	}
+	if err := a.CheckValid(); err != nil {
+		t.Error(err)
+	}
+}
