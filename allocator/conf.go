@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -24,7 +25,14 @@ func ParseConf(conf string) (Settings, error) {
 // Options that do not change the allocator's decisions (pinned_*,
 // release_lock_on_cudamalloc, …) are accepted and ignored; an unknown key
 // or a bad value is an error naming the key.
-func (s *Settings) ApplyConf(conf string) error {
+func (s *Settings) ApplyConf(conf string) error { return s.applyConf(conf, false) }
+
+// errUnknownOption is an option this model does not know.
+var errUnknownOption = errors.New("unknown option")
+
+// applyConf is ApplyConf; lenient skips unknown options, as torch does
+// with the string it ran under.
+func (s *Settings) applyConf(conf string, lenient bool) error {
 	for _, item := range splitConf(conf) {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -36,6 +44,9 @@ func (s *Settings) ApplyConf(conf string) error {
 			return fmt.Errorf("allocator option %q: no value (want key:value)", key)
 		}
 		if err := s.applyOption(key, val); err != nil {
+			if lenient && errors.Is(err, errUnknownOption) {
+				continue
+			}
 			return fmt.Errorf("allocator option %s: %w", key, err)
 		}
 	}
@@ -131,7 +142,7 @@ func (s *Settings) applyOption(key, val string) error {
 		}
 	case "expandable_segments_handle_type":
 	default:
-		return fmt.Errorf("unknown option")
+		return errUnknownOption
 	}
 	return nil
 }
@@ -212,14 +223,15 @@ func parseDivision(v string) (int64, error) {
 
 // SettingsFromSnapshot reads a snapshot's allocator_settings (nil: the
 // defaults). Its PYTORCH_CUDA_ALLOC_CONF string is applied first, for the
-// options torch does not list separately; the listed values win.
+// options torch does not list separately (options this model does not
+// know are skipped: torch ran with them); the listed values win.
 func SettingsFromSnapshot(m map[string]any) (Settings, error) {
 	s := DefaultSettings()
 	if m == nil {
 		return s, nil
 	}
 	if conf, ok := m["PYTORCH_CUDA_ALLOC_CONF"].(string); ok {
-		if err := s.ApplyConf(conf); err != nil {
+		if err := s.applyConf(conf, true); err != nil {
 			return s, fmt.Errorf("allocator_settings PYTORCH_CUDA_ALLOC_CONF: %w", err)
 		}
 	}

@@ -152,6 +152,9 @@ func TestSettingsFromSnapshot(t *testing.T) {
 	if !s.Expandable || s.MaxSplitSize != NoLimit || s.MaxNonSplitRounding != 64<<20 || s.Divisions[8] != 4 || s.Divisions[7] != 0 {
 		t.Errorf("SettingsFromSnapshot = %+v", s)
 	}
+	if s, err := SettingsFromSnapshot(map[string]any{"PYTORCH_CUDA_ALLOC_CONF": "some_future_option:1,expandable_segments:True"}); err != nil || !s.Expandable {
+		t.Errorf("SettingsFromSnapshot(an option torch knows and this model does not) = %+v, %v; want it skipped", s, err)
+	}
 	if _, err := SettingsFromSnapshot(map[string]any{"max_split_size": "big"}); err == nil || !strings.Contains(err.Error(), "max_split_size") {
 		t.Errorf("SettingsFromSnapshot(bad max_split_size) error = %v, want one naming it", err)
 	}
