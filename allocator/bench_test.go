@@ -110,6 +110,19 @@ func BenchmarkReplay(b *testing.B) {
 		s := generate(b, reps)
 		b.Run(fmt.Sprintf("repeats=%d", reps), func(b *testing.B) { benchReplay(b, s, true) })
 	}
+	// With the timeline given, as an analysis that already made one would.
+	s := generate(b, 16)
+	tl := snapshot.Replay(s, 0, snapshot.ReplayOptions{})
+	b.Run("repeats=16/timeline-given", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rep, err := ReplayWith(s, 0, ReplayOptions{Timeline: tl})
+			if err != nil || !rep.Exact() {
+				b.Fatalf("replay: %v %v", rep, err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(s.Traces[0])), "ns/event")
+	})
 	if path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT"); path != "" {
 		s, err := snapshot.Open(path)
 		if err != nil {

@@ -20,6 +20,9 @@ type ReplayOptions struct {
 	// DeviceTotal is the device's memory in bytes, when known (it sizes
 	// expandable segments' address space; 0: unknown).
 	DeviceTotal int64
+	// Timeline, when set, is the device's snapshot.Replay already made
+	// (about half of a replay's time); otherwise one is made.
+	Timeline *snapshot.Timeline
 }
 
 // Replay drives the model by device's recorded requests under the
@@ -82,7 +85,10 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 			}
 		}
 	}
-	tl := snapshot.Replay(s, device, snapshot.ReplayOptions{})
+	tl := opt.Timeline
+	if tl == nil || tl.Device != device || len(tl.Events) != len(evs) {
+		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
+	}
 	if tl.NPURounding {
 		return nil, nil, refuse("torch_npu's rounding: not CUDA's allocator")
 	}
