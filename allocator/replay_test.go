@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -346,6 +347,76 @@ func TestReplayDeviceTotal(t *testing.T) {
 	for _, seg := range a.segs {
 		if !seg.pool.small && seg.size != want {
 			t.Errorf("large-pool reservation of %d bytes, want 1.125 × device_total in 20 MiB pages: %d", seg.size, want)
+		}
+	}
+}
+
+// TestReplayHandBuilt replays small traces written by hand, as torch 2.11
+// would record them, end state included.
+func TestReplayHandBuilt(t *testing.T) {
+	const V = 0x7e0000000000 // an expandable segment's reservation
+	const M = 1 << 20
+	seg := func(addr int64, expandable bool, blocks ...map[string]any) map[string]any {
+		s := snapgen.Seg(addr, blocks...)
+		s["is_expandable"] = expandable
+		return s
+	}
+	ev := func(action string, addr, size int64) map[string]any { return snapgen.Ev(action, addr, size, 1) }
+	for _, c := range []struct {
+		name     string
+		conf     string
+		trace    []map[string]any
+		segments []map[string]any
+		check    func(*ReplayReport) bool
+	}{{
+		// Two pages mapped for a request that outgrows the first, then an
+		// empty_cache unmapping the whole free page.
+		name: "expandable map and unmap",
+		conf: "expandable_segments:True",
+		trace: []map[string]any{
+			ev("segment_map", V, 20*M), ev("alloc", V, 3*M),
+			ev("segment_map", V+20*M, 20*M), ev("alloc", V+3*M, 30*M),
+			ev("free_requested", V+3*M, 30*M), ev("free_completed", V+3*M, 30*M),
+			ev("segment_unmap", V+20*M, 20*M),
+		},
+		segments: []map[string]any{seg(V, true, snapgen.Blk(3*M, 3*M, "active_allocated"), snapgen.Blk(17*M, 0, "inactive"))},
+		check: func(r *ReplayReport) bool {
+			return r.Checks[KindSegmentMap] == Count{2, 2} && r.Checks[KindSegmentUnmap] == Count{1, 1} && r.EmptyCaches == 1
+		},
+	}, {
+		// A cudaMalloc that failed: the unsplit free segment released and
+		// the retry granted, inside one request; a record_stream free
+		// completed later.
+		name: "retry",
+		trace: []map[string]any{
+			ev("segment_alloc", 0x7f0000000000, 20*M), ev("alloc", 0x7f0000000000, 20*M),
+			ev("segment_alloc", 0x7f0002000000, 2*M), ev("alloc", 0x7f0002000000, 4096),
+			ev("free_requested", 0x7f0000000000, 20*M),
+			ev("alloc", 0x7f0002001000, 4096),
+			ev("free_completed", 0x7f0000000000, 20*M),
+			ev("segment_free", 0x7f0000000000, 20*M),
+			ev("segment_alloc", 0x7f0004000000, 40*M), ev("alloc", 0x7f0004000000, 40*M),
+		},
+		segments: []map[string]any{
+			seg(0x7f0002000000, false, snapgen.Blk(4096, 4096, "active_allocated"), snapgen.Blk(4096, 4096, "active_allocated"), snapgen.Blk(2*M-8192, 0, "inactive")),
+			seg(0x7f0004000000, false, snapgen.Blk(40*M, 40*M, "active_allocated")),
+		},
+		check: func(r *ReplayReport) bool {
+			return r.Retries == 1 && r.FailedMallocs == 1 && r.Checks[KindSegmentFree] == Count{1, 1} && r.EmptyCaches == 0
+		},
+	}} {
+		syn := &snapgen.Synth{Segments: c.segments, Traces: [][]map[string]any{c.trace},
+			Settings: map[string]any{"PYTORCH_CUDA_ALLOC_CONF": c.conf}}
+		s, err := syn.Decode(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Replay(s, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !rep.Exact() || !c.check(rep) {
+			t.Errorf("%s: Replay = %s (retries %d, failed mallocs %d, empty caches %d)", c.name, rep, rep.Retries, rep.FailedMallocs, rep.EmptyCaches)
 		}
 	}
 }
