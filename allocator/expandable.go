@@ -15,7 +15,7 @@ import (
 // 1.125 × the device's memory (1 TiB's worth when the size is unknown).
 func (a *Allocator) vaSize(page int64) int64 {
 	total := a.set.DeviceTotal
-	if total <= 0 {
+	if total <= 0 || total > maxSize {
 		total = 1 << 40
 	}
 	want := total + total/8

@@ -104,6 +104,11 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 		}
 		r.rep.StartFromState = true
 		r.rep.StartSegments, r.rep.StartBlocks = len(ranges), len(live)
+		for i := range live {
+			if live[i].Estimated {
+				r.rep.StartEstimated++
+			}
+		}
 	}
 	r.run()
 	r.rep.FailedMallocs = r.dev.failed

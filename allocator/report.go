@@ -143,6 +143,10 @@ type ReplayReport struct {
 	// StartSegments segments with StartBlocks live blocks.
 	StartFromState             bool
 	StartSegments, StartBlocks int
+	// StartEstimated counts start blocks whose size the timeline could not
+	// recover exactly (the rounded request stands in): a divergence in
+	// them may be the start state's, not the model's.
+	StartEstimated int
 	// FailedMallocs counts cudaMalloc (or page map) failures taken from
 	// the recording; EmptyCaches the segment releases outside any request,
 	// checked as torch.cuda.empty_cache() calls.
