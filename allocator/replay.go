@@ -21,7 +21,7 @@ type ReplayOptions struct {
 	// expandable segments' address space; 0: unknown).
 	DeviceTotal int64
 	// Timeline, when set, is the device's snapshot.Replay already made
-	// (about half of a replay's time); otherwise one is made.
+	// (a good part of a replay's time); otherwise one is made.
 	Timeline *snapshot.Timeline
 }
 
