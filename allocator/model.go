@@ -1,0 +1,378 @@
+package allocator
+
+import (
+	"github.com/memscope/memscope/snapshot"
+)
+
+// block is one Block of torch's allocator: a range of a segment, allocated,
+// waiting for its free to complete, free (in its pool's freeSet) or, in an
+// expandable segment, unmapped (in its pool's unmappedSet).
+type block struct {
+	addr      uint64
+	size      int64
+	requested int64
+	stream    int64
+	pool      *pool
+	seg       *segment
+	prev      *block
+	next      *block
+	counter   int64 // registration counter (TieBlockCounter)
+	gcBase    int64 // pool.gcCalls when the block was inserted into the free set
+	allocated bool
+	pending   bool // freed, its free_completed not yet seen (event_count > 0)
+	unmapped  bool // !mapped: only in expandable segments
+	inSet     bool
+}
+
+func (b *block) isSplit() bool { return b.prev != nil || b.next != nil }
+
+// allocatable is find_expandable_block's test.
+func (b *block) allocatable() bool { return b != nil && !b.allocated && !b.pending }
+
+// segment is one cudaMalloc, or one expandable segment's reserved address
+// space (whose mapped ranges the snapshot lists as segments).
+type segment struct {
+	addr       uint64
+	size       int64
+	stream     int64
+	pool       *pool
+	counter    int64 // creation order (TieSegmentCounter)
+	expandable bool
+	pageSize   int64
+	head       *block // the lowest block
+}
+
+// pool is one BlockPool: a small or large pool of the default pool or of a
+// private pool.
+type pool struct {
+	id       snapshot.PoolID
+	small    bool
+	free     freeSet
+	unmapped unmappedSet
+	gcCalls  int64 // get_free_blocks_call_count
+}
+
+// Device answers what the model cannot know: whether the driver grants
+// memory, and at which address (ALLOCATOR.md §3.11). Replay answers from
+// the recording; a what-if from a capacity model.
+type Device interface {
+	// Malloc is cudaMalloc of size bytes for stream: the address, or false.
+	Malloc(size int64, stream int64) (uint64, bool)
+	// Reserve is cuMemAddressReserve of an expandable segment's address
+	// space, for stream: its base address.
+	Reserve(size int64, stream int64) uint64
+	// Map is cuMemCreate of size bytes of pages mapped at addr: false when
+	// the device is out of memory.
+	Map(addr uint64, size int64) bool
+	// Free is cudaFree of a segment; Unmap the release of mapped pages.
+	Free(addr uint64, size int64)
+	Unmap(addr uint64, size int64)
+}
+
+// Record is one trace entry the model emits: what torch would record.
+type Record struct {
+	Action snapshot.Action
+	Addr   uint64
+	Size   int64
+	Stream int64
+}
+
+// Allocator is one device's caching allocator (DeviceCachingAllocator).
+// It is not safe for concurrent use.
+type Allocator struct {
+	set      Settings
+	dev      Device
+	pools    map[poolKey]*pool
+	poolList []*pool           // creation order, for deterministic release
+	live     map[uint64]*block // allocated and pending blocks by address
+	segs     map[uint64]*segment
+	spans    []*segment // segs by address
+	nextCtr  int64      // registration_counter_global
+	nextSeg  int64      // segment creation counter
+
+	// Reserved is total_allocated_memory: bytes of cudaMalloc'd segments
+	// plus mapped pages.
+	Reserved int64
+	// Retries counts num_alloc_retries; OOMs num_ooms.
+	Retries, OOMs int
+
+	out []Record // emitted since the last drain
+}
+
+type poolKey struct {
+	id    snapshot.PoolID
+	small bool
+}
+
+// New returns an empty allocator with settings s over dev.
+func New(s Settings, dev Device) *Allocator {
+	return &Allocator{set: s, dev: dev, pools: map[poolKey]*pool{},
+		live: map[uint64]*block{}, segs: map[uint64]*segment{}}
+}
+
+// Settings returns the allocator's settings.
+func (a *Allocator) Settings() Settings { return a.set }
+
+// Drain returns the records emitted since the last Drain. The slice is
+// reused by the next operation.
+func (a *Allocator) Drain() []Record {
+	out := a.out
+	a.out = a.out[:0]
+	return out
+}
+
+func (a *Allocator) emit(act snapshot.Action, addr uint64, size, stream int64) {
+	a.out = append(a.out, Record{act, addr, size, stream})
+}
+
+func (a *Allocator) pool(id snapshot.PoolID, small bool) *pool {
+	k := poolKey{id, small}
+	p := a.pools[k]
+	if p == nil {
+		p = &pool{id: id, small: small, free: freeSet{tie: a.set.TieBreak}}
+		a.pools[k] = p
+		a.poolList = append(a.poolList, p)
+	}
+	return p
+}
+
+func (a *Allocator) newBlock(addr uint64, size, stream int64, p *pool, seg *segment) *block {
+	a.nextCtr++
+	return &block{addr: addr, size: size, stream: stream, pool: p, seg: seg, counter: a.nextCtr}
+}
+
+func (a *Allocator) insertFree(b *block) {
+	b.gcBase = b.pool.gcCalls
+	b.pool.free.insert(b)
+}
+
+// Malloc serves a request of orig bytes on stream from pool id (the
+// default pool is the zero PoolID). It returns the block's address, or
+// false after recording an oom.
+func (a *Allocator) Malloc(orig, stream int64, id snapshot.PoolID) (uint64, bool) {
+	size := a.set.RoundSize(orig)
+	p := a.pool(id, size <= SmallSize)
+	allocSize := a.set.AllocationSize(size)
+	expandable := a.set.Expandable
+
+	b := a.getFreeBlock(p, stream, size, expandable)
+	if b == nil {
+		if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
+			a.garbageCollect()
+		}
+		b = a.allocBlock(p, stream, size, allocSize, expandable)
+		if b == nil && a.releaseAvailable(p, stream, size) {
+			b = a.allocBlock(p, stream, size, allocSize, expandable)
+		}
+		if b == nil {
+			a.releaseCached()
+			a.Retries++
+			b = a.allocBlock(p, stream, size, allocSize, expandable)
+		}
+	}
+	if b == nil {
+		a.OOMs++
+		a.emit(snapshot.ActionOOM, 0, size, stream)
+		return 0, false
+	}
+	b = a.allocFound(b, size, stream, expandable)
+	b.requested = orig
+	a.emit(snapshot.ActionAlloc, b.addr, orig, stream)
+	return b.addr, true
+}
+
+// getFreeBlock is get_free_block: best fit on stream, with the expandable
+// and oversize rules. The block returned is out of the free set.
+func (a *Allocator) getFreeBlock(p *pool, stream, size int64, expandable bool) *block {
+	if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
+		p.gcCalls++
+	}
+	i := a.findFree(p, stream, size, expandable)
+	if i < 0 {
+		return nil
+	}
+	b := p.free.blocks[i]
+	p.free.remove(b)
+	return b
+}
+
+// findFree returns the index in p's free set of the block get_free_block
+// takes, or -1.
+func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) int {
+	bs := p.free.blocks
+	i := p.free.lowerBound(stream, size)
+	if i >= len(bs) || bs[i].stream != stream {
+		return -1
+	}
+	if bs[i].seg.expandable {
+		if expandable {
+			grow := func(b *block) int64 {
+				if b.next != nil && b.next.unmapped {
+					return b.size + b.next.size
+				}
+				return b.size
+			}
+			for bs[i].seg.expandable && i+1 < len(bs) && bs[i+1].stream == stream && grow(bs[i+1]) < grow(bs[i]) {
+				i++
+			}
+		} else {
+			for i++; i < len(bs) && bs[i].seg.expandable && bs[i].stream == stream; i++ {
+			}
+			if i >= len(bs) || bs[i].stream != stream {
+				return -1
+			}
+		}
+	}
+	b := bs[i]
+	if size < a.set.MaxSplitSize && b.size >= a.set.MaxSplitSize {
+		return -1
+	}
+	if size >= a.set.MaxSplitSize && b.size >= size+a.set.MaxNonSplitRounding {
+		return -1
+	}
+	return i
+}
+
+// WouldReuse reports whether a request of orig bytes on stream would be
+// served from cached free blocks, with no new memory.
+func (a *Allocator) WouldReuse(orig, stream int64, id snapshot.PoolID) bool {
+	size := a.set.RoundSize(orig)
+	p := a.pools[poolKey{id, size <= SmallSize}]
+	return p != nil && a.findFree(p, stream, size, a.set.Expandable) >= 0
+}
+
+// shouldSplit is should_split.
+func (a *Allocator) shouldSplit(b *block, size int64, expandable bool) bool {
+	rest := b.size - size
+	if b.pool.small || expandable {
+		return rest >= MinBlockSize
+	}
+	return size < a.set.MaxSplitSize && rest > SmallSize
+}
+
+// allocFound is alloc_found_block: the low end of b becomes the allocated
+// block, the rest goes back to the pool.
+func (a *Allocator) allocFound(b *block, size, stream int64, expandable bool) *block {
+	if a.shouldSplit(b, size, expandable) {
+		rest := b
+		b = a.newBlock(rest.addr, size, stream, rest.pool, rest.seg)
+		splice(b, rest.prev, rest)
+		rest.addr += uint64(size)
+		rest.size -= size
+		a.insertFree(rest)
+	}
+	b.allocated = true
+	a.live[b.addr] = b
+	return b
+}
+
+// allocBlock is alloc_block: a new segment (or mapped pages) for the request.
+func (a *Allocator) allocBlock(p *pool, stream, size, allocSize int64, expandable bool) *block {
+	if lim, ok := a.set.allowedMax(); ok && a.Reserved+allocSize > lim {
+		return nil
+	}
+	if expandable {
+		return a.allocExpandable(p, stream, size)
+	}
+	addr, ok := a.dev.Malloc(allocSize, stream)
+	if !ok {
+		return nil
+	}
+	seg := &segment{addr: addr, size: allocSize, stream: stream, pool: p, counter: a.nextSeg + 1}
+	if !a.addSeg(seg) {
+		a.dev.Free(addr, allocSize)
+		return nil
+	}
+	a.nextSeg++
+	b := a.newBlock(addr, allocSize, stream, p, seg)
+	seg.head = b
+	a.Reserved += allocSize
+	a.emit(snapshot.ActionSegmentAlloc, addr, allocSize, stream)
+	return b
+}
+
+// Free is free followed, unless pending, by free_block: the block at addr
+// stops being allocated; with pending its memory stays in use until
+// FreeCompleted (record_stream). It reports whether addr was allocated.
+func (a *Allocator) Free(addr uint64, pending bool) bool {
+	b := a.live[addr]
+	if b == nil || !b.allocated {
+		return false
+	}
+	b.allocated = false
+	a.emit(snapshot.ActionFreeRequested, addr, b.requested, b.stream)
+	if pending {
+		b.pending = true
+		return true
+	}
+	a.freeBlock(b)
+	return true
+}
+
+// FreeCompleted is free_block for a block freed with pending. It reports
+// whether addr was such a block.
+func (a *Allocator) FreeCompleted(addr uint64) bool {
+	b := a.live[addr]
+	if b == nil || b.allocated {
+		return false
+	}
+	a.freeBlock(b)
+	return true
+}
+
+// freeBlock is free_block: merge with free neighbours, back to the pool.
+func (a *Allocator) freeBlock(b *block) {
+	a.emit(snapshot.ActionFreeCompleted, b.addr, b.requested, b.stream)
+	delete(a.live, b.addr)
+	b.pending = false
+	b.requested = 0
+	a.tryMerge(b, b.prev)
+	a.tryMerge(b, b.next)
+	a.insertFree(b)
+}
+
+// tryMerge is try_merge_blocks: dst absorbs src when src is free and
+// mapped alike. It returns the bytes absorbed.
+func (a *Allocator) tryMerge(dst, src *block) int64 {
+	if src == nil || src.allocated || src.pending || dst.unmapped != src.unmapped {
+		return 0
+	}
+	if src.unmapped {
+		src.pool.unmapped.remove(src)
+	} else {
+		src.pool.free.remove(src)
+	}
+	if dst.prev == src {
+		dst.addr = src.addr
+		dst.prev = src.prev
+		if dst.prev != nil {
+			dst.prev.next = dst
+		} else {
+			dst.seg.head = dst
+		}
+	} else {
+		dst.next = src.next
+		if dst.next != nil {
+			dst.next.prev = dst
+		}
+	}
+	dst.size += src.size
+	return src.size
+}
+
+// EmptyCache is torch.cuda.empty_cache(): release_cached_blocks.
+func (a *Allocator) EmptyCache() { a.releaseCached() }
+
+// splice links b between before and after (either may be nil), keeping
+// the segment's head.
+func splice(b, before, after *block) {
+	b.prev, b.next = before, after
+	if before != nil {
+		before.next = b
+	} else {
+		b.seg.head = b
+	}
+	if after != nil {
+		after.prev = b
+	}
+}

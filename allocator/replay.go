@@ -1,0 +1,391 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// ErrNotReplayable is wrapped by the error Replay returns when a device's
+// trace cannot be replayed (no trace, a backend or state the model does
+// not cover); the message gives the reason.
+var ErrNotReplayable = errors.New("cannot replay the allocator")
+
+// ReplayOptions tune ReplayWith.
+type ReplayOptions struct {
+	// TieBreak picks the free-block comparator (the zero value is torch
+	// 2.11's, by address).
+	TieBreak TieBreak
+	// DeviceTotal is the device's memory in bytes, when known (it sizes
+	// expandable segments' address space; 0: unknown).
+	DeviceTotal int64
+	// Timeline, when set, is the device's snapshot.Replay already made
+	// (a good part of a replay's time); otherwise one is made.
+	Timeline *snapshot.Timeline
+}
+
+// Replay drives the model by device's recorded requests under the
+// recorded settings and checks every recorded decision (see the package
+// doc).
+func Replay(s *snapshot.Snapshot, device int) (*ReplayReport, error) {
+	return ReplayWith(s, device, ReplayOptions{})
+}
+
+// maxSize bounds the sizes a replay accepts: no device has a pebibyte.
+const maxSize = 1 << 50
+
+// ReplayWith is Replay with options.
+func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport, error) {
+	rep, _, err := replay(s, device, opt)
+	return rep, err
+}
+
+// replay is ReplayWith, also returning the model in its final state.
+func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport, *Allocator, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
+	}
+	if s.Legacy {
+		return nil, nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
+	}
+	if device < 0 || device >= len(s.Traces) || len(s.Traces[device]) == 0 {
+		return nil, nil, refuse("no recorded trace")
+	}
+	set, err := SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		return nil, nil, fmt.Errorf("device %d: %w", device, err)
+	}
+	if set.Async {
+		return nil, nil, refuse("backend cudaMallocAsync has no caching allocator")
+	}
+	set.TieBreak = opt.TieBreak
+	set.DeviceTotal = opt.DeviceTotal
+	evs := s.Traces[device]
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
+			return nil, nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
+		}
+	}
+	info := map[uint64]segInfo{}
+	for _, si := range s.SegmentsOf(device) {
+		seg := &s.Segments[si]
+		if !seg.Pool.IsDefault() {
+			return nil, nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
+		}
+		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true}
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
+			if _, ok := info[ev.Addr]; !ok {
+				info[ev.Addr] = segInfo{stream: ev.Stream, small: ev.Size == SmallBuffer, known: true}
+			}
+		}
+	}
+	tl := opt.Timeline
+	if tl == nil || tl.Device != device || len(tl.Events) != len(evs) {
+		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
+	}
+	if tl.NPURounding {
+		return nil, nil, refuse("torch_npu's rounding: not CUDA's allocator")
+	}
+	r := &replayer{evs: evs, tl: tl, info: info, set: set,
+		rep: &ReplayReport{Device: device, Settings: set, Events: len(evs), LostAt: -1}}
+	r.dev = &replayDevice{evs: evs}
+	r.a = New(set, r.dev)
+	r.dev.a = r.a
+	_, live, ranges := tl.At(-1)
+	if len(ranges) > 0 || len(live) > 0 {
+		if err := r.a.load(live, ranges, info); err != nil {
+			return nil, nil, refuse("%v", err)
+		}
+		r.rep.StartFromState = true
+		r.rep.StartSegments, r.rep.StartBlocks = len(ranges), len(live)
+		for i := range live {
+			if live[i].Estimated {
+				r.rep.StartEstimated++
+			}
+		}
+	}
+	r.run()
+	r.rep.FailedMallocs = r.dev.failed
+	r.rep.Retries, r.rep.OOMs, r.rep.Reserved = r.a.Retries, r.a.OOMs, r.a.Reserved
+	if r.rep.LostAt < 0 {
+		r.compareEnd(s, device)
+	}
+	return r.rep, r.a, nil
+}
+
+// replayer holds one replay's state.
+type replayer struct {
+	evs  []snapshot.Event
+	tl   *snapshot.Timeline
+	info map[uint64]segInfo
+	set  Settings
+	a    *Allocator
+	dev  *replayDevice
+	rep  *ReplayReport
+	q    []int // segment entries since the last request
+	want []int
+	// held are free_completed entries just before a release: torch's
+	// release_cached_blocks completes every pending free itself
+	// (synchronize_and_free_events) after get_free_block failed, so they
+	// are applied by the model's release, not before the request.
+	held []int
+}
+
+// beforeRelease reports whether the free_completed at i is one of a run
+// of them that a segment_free, a segment_unmap or an oom follows: the
+// frees release_cached_blocks completes. (A run before a segment_alloc
+// is taken as process_events' at the start of malloc, the usual case;
+// it could also be a retry that released nothing.)
+func (r *replayer) beforeRelease(i int) bool {
+	for ; i < len(r.evs); i++ {
+		switch a := r.evs[i].Action; {
+		case a == snapshot.ActionFreeCompleted:
+		case isRelease(a), a == snapshot.ActionOOM:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// flushHeld applies the held free_completed entries the model's release
+// did not complete.
+func (r *replayer) flushHeld() {
+	for _, i := range r.held {
+		if b := r.a.live[r.evs[i].Addr]; b != nil && b.pending {
+			r.a.FreeCompleted(b.addr)
+		}
+	}
+	r.held = r.held[:0]
+	r.a.Drain()
+}
+
+func (r *replayer) run() {
+	for i := range r.evs {
+		ev := &r.evs[i]
+		switch ev.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree,
+			snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			r.q = append(r.q, i)
+			continue
+		case snapshot.ActionAlloc, snapshot.ActionOOM:
+			r.request(i)
+		case snapshot.ActionFreeCompleted:
+			if len(r.q) == 0 && r.beforeRelease(i) {
+				r.held = append(r.held, i)
+				continue
+			}
+			fallthrough
+		default:
+			if len(r.q) > 0 {
+				r.release(r.q, i)
+			}
+			r.q = r.q[:0]
+			r.other(i)
+		}
+		if debugCheck {
+			if err := r.a.CheckValid(); err != nil {
+				panic(fmt.Sprintf("invariant violation: after event %d (%s): %v", i, ev.Action, err))
+			}
+		}
+		if r.rep.LostAt >= 0 {
+			r.rep.Unchecked = len(r.evs) - i - 1
+			return
+		}
+	}
+	if len(r.q) > 0 {
+		r.release(r.q, len(r.evs)-1)
+	}
+}
+
+// isRelease reports whether an entry gives memory back.
+func isRelease(a snapshot.Action) bool {
+	return a == snapshot.ActionSegmentFree || a == snapshot.ActionSegmentUnmap
+}
+
+// request replays the alloc or oom at i with the segment entries before it.
+func (r *replayer) request(i int) {
+	ev := &r.evs[i]
+	q := r.q
+	r.q = r.q[:0]
+	lead := 0
+	for lead < len(q) && isRelease(r.evs[q[lead]].Action) {
+		lead++
+	}
+	// Memory released although the cache could serve the request: an
+	// empty_cache() before it, not the OOM retry inside it.
+	if lead > 0 && ev.Action == snapshot.ActionAlloc && r.a.WouldReuse(ev.Size, ev.Stream, snapshot.PoolID{}) {
+		if !r.release(q[:lead], i) {
+			return
+		}
+		q = q[lead:]
+	}
+	r.dev.start(q)
+	r.a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{})
+	r.want = append(append(r.want[:0], q...), i)
+	ok := r.compare(r.want, i)
+	r.flushHeld()
+	if !ok {
+		r.resync(i)
+	}
+}
+
+// release replays a run of segment entries outside any request as an
+// empty_cache() and reports whether it matched.
+func (r *replayer) release(run []int, at int) bool {
+	r.rep.EmptyCaches++
+	r.a.EmptyCache()
+	r.want = append(r.want[:0], run...)
+	ok := r.compare(r.want, at)
+	r.flushHeld()
+	if !ok {
+		r.resync(at)
+		return false
+	}
+	return true
+}
+
+// other replays a free or checks a snapshot entry.
+func (r *replayer) other(i int) {
+	ev := &r.evs[i]
+	ok := true
+	switch ev.Action {
+	case snapshot.ActionFreeRequested:
+		ok = r.a.Free(ev.Addr, true)
+	case snapshot.ActionFreeCompleted:
+		ok = r.a.FreeCompleted(ev.Addr)
+	case snapshot.ActionSnapshot:
+		active := r.a.active()
+		match := active == ev.Size
+		r.rep.Checks[KindSnapshot].add(match)
+		if !match {
+			r.diverge(Divergence{Index: i, Kind: KindSnapshot,
+				Want: Decision{Action: ev.Action, Size: ev.Size}, Got: Decision{Action: ev.Action, Size: active}})
+		}
+	}
+	r.a.Drain()
+	if !ok {
+		r.diverge(Divergence{Index: i, Kind: KindBlock, Want: r.decision(ev), Got: Decision{}})
+		r.resync(i)
+	}
+}
+
+// active is the bytes of allocated and pending blocks.
+func (a *Allocator) active() int64 {
+	var n int64
+	for _, b := range a.live {
+		n += b.size
+	}
+	return n
+}
+
+func (r *replayer) decision(ev *snapshot.Event) Decision {
+	d := Decision{Action: ev.Action, Addr: ev.Addr, Size: ev.Size}
+	if ev.Action == snapshot.ActionAlloc {
+		d.Segment, d.Offset = r.a.locate(ev.Addr)
+	}
+	return d
+}
+
+// locate returns the segment holding addr and the offset in it.
+func (a *Allocator) locate(addr uint64) (uint64, int64) {
+	if s := a.segAt(addr); s != nil {
+		return s.addr, int64(addr - s.addr)
+	}
+	return 0, 0
+}
+
+// compare checks the model's records since the last drain against the
+// recorded entries want, and reports whether all matched. at is the
+// request's index, for a divergence with no recorded entry.
+func (r *replayer) compare(want []int, at int) bool {
+	var got []Record
+	for _, rec := range r.a.Drain() {
+		if _, ok := kindOf(rec.Action); ok {
+			got = append(got, rec)
+		}
+	}
+	ok := true
+	for j, wi := range want {
+		w := &r.evs[wi]
+		k, _ := kindOf(w.Action)
+		match := ok && j < len(got) && got[j].Action == w.Action && got[j].Size == w.Size &&
+			(got[j].Addr == w.Addr || w.Action == snapshot.ActionOOM)
+		r.rep.Checks[k].add(match)
+		if !match && ok {
+			ok = false
+			d := Divergence{Index: wi, Kind: k, Want: r.decision(w)}
+			if j < len(got) {
+				d.Got = r.recDecision(got[j])
+			}
+			r.diverge(d)
+		}
+	}
+	if ok && len(got) > len(want) {
+		ok = false
+		g := got[len(want)]
+		k, _ := kindOf(g.Action)
+		r.diverge(Divergence{Index: at, Kind: k, Got: r.recDecision(g)})
+	}
+	return ok
+}
+
+func (r *replayer) recDecision(g Record) Decision {
+	d := Decision{Action: g.Action, Addr: g.Addr, Size: g.Size}
+	if g.Action == snapshot.ActionAlloc {
+		d.Segment, d.Offset = r.a.locate(g.Addr)
+	}
+	return d
+}
+
+func (r *replayer) diverge(d Divergence) {
+	r.rep.Divergences++
+	if r.rep.First == nil {
+		r.rep.First = &d
+	}
+}
+
+// resync rebuilds the model from the recorded state after event i, so
+// that one divergence does not hide the checks after it. Expandable
+// segments cannot be rebuilt (their reservations are unknown): checking
+// stops there.
+func (r *replayer) resync(i int) {
+	old := r.a
+	_, live, ranges := r.tl.At(i)
+	for _, rg := range ranges {
+		if rg.Expandable {
+			r.rep.LostAt = i
+			return
+		}
+	}
+	a := New(r.set, r.dev)
+	a.Retries, a.OOMs = old.Retries, old.OOMs
+	if err := a.load(live, ranges, r.info); err != nil {
+		r.rep.LostAt = i
+		return
+	}
+	// Keep the creation order of segments the old model knew.
+	next := old.nextSeg
+	for _, seg := range a.segs {
+		if o := old.segs[seg.addr]; o != nil {
+			seg.counter = o.counter
+		} else {
+			next++
+			seg.counter = next
+		}
+	}
+	a.nextSeg = next
+	for _, p := range a.poolList {
+		p.free.resort()
+	}
+	r.a = a
+	r.dev.a = a
+	r.rep.Resyncs++
+}

@@ -1,0 +1,146 @@
+package allocator
+
+import (
+	"math"
+	"math/bits"
+)
+
+// Constants of c10/core/AllocatorConfig.h and CUDACachingAllocator.cpp.
+const (
+	MinBlockSize  = 512      // kMinBlockSize: every block is a multiple of this
+	SmallSize     = 1 << 20  // kSmallSize: the largest request of the small pool
+	SmallBuffer   = 2 << 20  // kSmallBuffer: a small-pool segment; an expandable small-pool page
+	MinLargeAlloc = 10 << 20 // kMinLargeAlloc: requests below this share a large segment
+	RoundLarge    = 2 << 20  // kRoundLarge: large segments are multiples of this
+	LargeBuffer   = 20 << 20 // kLargeBuffer: the default large segment and oversize rounding
+
+	// NoLimit is MaxSplitSize when no max_split_size_mb is set (SIZE_MAX).
+	NoLimit = math.MaxInt64
+
+	mib = 1 << 20
+)
+
+// TieBreak says how the free-block set orders blocks of one stream and one
+// size: which of two equal-size free blocks best fit takes (ALLOCATOR.md §3.5).
+type TieBreak uint8
+
+const (
+	// TieAddress is (stream, size, address): torch up to March 2026,
+	// torch 2.11 included (the fixtures show it).
+	TieAddress TieBreak = iota
+	// TieSegmentCounter is (stream, size, segment creation counter,
+	// address): torch main since PR #183591.
+	TieSegmentCounter
+	// TieBlockCounter is (stream, size, per-Block registration counter):
+	// PR #178362 to PR #182929.
+	TieBlockCounter
+)
+
+func (t TieBreak) String() string {
+	switch t {
+	case TieAddress:
+		return "address"
+	case TieSegmentCounter:
+		return "segment-counter"
+	case TieBlockCounter:
+		return "block-counter"
+	}
+	return "unknown"
+}
+
+// Settings are the allocator options that change its decisions. The zero
+// value is not valid; start from DefaultSettings.
+type Settings struct {
+	MaxSplitSize        int64     // bytes; NoLimit when unset
+	MaxNonSplitRounding int64     // bytes an oversize request may round up by (default 20 MiB)
+	Divisions           [16]int64 // roundup_power2_divisions per interval: [1,2) MiB (and below), [2,4) MiB, … [32,64) GiB and above
+	GCThreshold         float64   // garbage_collection_threshold; 0 is off
+	Expandable          bool      // expandable_segments
+	LargeSegmentSize    int64     // large_segment_size_mb in bytes (default 20 MiB)
+	// MemoryFraction is torch.cuda.set_per_process_memory_fraction (0: not
+	// set, no limit). With DeviceTotal it gives allowed_memory_maximum.
+	MemoryFraction float64
+	// DeviceTotal is the device's total memory in bytes (0: unknown). It
+	// sizes an expandable segment's address space (1.125 × total) and the
+	// memory fraction.
+	DeviceTotal int64
+	// Async is backend:cudaMallocAsync: no caching allocator to model.
+	Async    bool
+	TieBreak TieBreak
+}
+
+// DefaultSettings returns torch 2.11's defaults (AllocatorConfig.cpp).
+func DefaultSettings() Settings {
+	return Settings{
+		MaxSplitSize:        NoLimit,
+		MaxNonSplitRounding: LargeBuffer,
+		LargeSegmentSize:    LargeBuffer,
+	}
+}
+
+// allowedMax is allowed_memory_maximum: set only for a fraction below 1 of
+// a known device size.
+func (s *Settings) allowedMax() (int64, bool) {
+	if s.MemoryFraction <= 0 || s.MemoryFraction >= 1 || s.DeviceTotal <= 0 {
+		return 0, false
+	}
+	return int64(s.MemoryFraction * float64(s.DeviceTotal)), true
+}
+
+// DivisionsFor returns roundup_power2_divisions(size).
+func (s *Settings) DivisionsFor(size int64) int64 {
+	if size <= 0 {
+		return s.Divisions[0]
+	}
+	logSize := 63 - bits.LeadingZeros64(uint64(size))
+	i := max(logSize-20, 0)
+	return s.Divisions[min(i, len(s.Divisions)-1)]
+}
+
+// RoundSize is round_size: the block size a request of size bytes takes.
+func (s *Settings) RoundSize(size int64) int64 {
+	if size < MinBlockSize {
+		return MinBlockSize
+	}
+	if d := s.DivisionsFor(size); d > 1 && size > MinBlockSize*d {
+		return RoundupPower2NextDivision(size, d)
+	}
+	if size > math.MaxInt64-MinBlockSize {
+		return size // beyond any device; callers refuse it
+	}
+	return (size + MinBlockSize - 1) / MinBlockSize * MinBlockSize
+}
+
+// RoundupPower2NextDivision is roundup_power2_next_division: size rounded
+// up to the next of divisions equal steps between the powers of two around
+// it (1200 with 4 divisions: 1280).
+func RoundupPower2NextDivision(size, divisions int64) int64 {
+	u := uint64(size)
+	if size <= 0 || u&(u-1) == 0 {
+		return size
+	}
+	floor := uint64(1) << (63 - bits.LeadingZeros64(u))
+	step := floor >> (63 - bits.LeadingZeros64(uint64(max(divisions, 1))))
+	if step == 0 {
+		return int64(floor << 1)
+	}
+	low := u &^ (step - 1)
+	if low == u {
+		return size
+	}
+	return int64(low + step)
+}
+
+// AllocationSize is get_allocation_size: the segment a cudaMalloc for a
+// rounded request of size bytes asks for.
+func (s *Settings) AllocationSize(size int64) int64 {
+	switch {
+	case size <= SmallSize:
+		return SmallBuffer
+	case size < MinLargeAlloc:
+		return s.LargeSegmentSize
+	case size > math.MaxInt64-RoundLarge:
+		return size
+	}
+	return (size + RoundLarge - 1) / RoundLarge * RoundLarge
+}

@@ -1,0 +1,156 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// SegmentState is one segment as a snapshot lists it: a cudaMalloc, or a
+// contiguous mapped range of an expandable segment.
+type SegmentState struct {
+	Addr       uint64
+	Size       int64
+	Stream     int64
+	Pool       snapshot.PoolID
+	Small      bool
+	Expandable bool
+	Blocks     []BlockState // address order, end to end
+}
+
+// BlockState is one block of a SegmentState.
+type BlockState struct {
+	Addr      uint64
+	Size      int64
+	Requested int64 // for active blocks
+	State     snapshot.BlockState
+}
+
+// Segments returns the allocator's segments sorted by address, as torch's
+// snapshot() reports them. The result is the caller's.
+func (a *Allocator) Segments() []SegmentState {
+	var out []SegmentState
+	for _, seg := range a.segs {
+		var cur *SegmentState
+		for b := seg.head; b != nil; b = b.next {
+			if b.unmapped {
+				cur = nil
+				continue
+			}
+			if cur == nil {
+				out = append(out, SegmentState{Addr: b.addr, Stream: seg.stream, Pool: seg.pool.id,
+					Small: seg.pool.small, Expandable: seg.expandable})
+				cur = &out[len(out)-1]
+			}
+			st := snapshot.BlockInactive
+			var req int64
+			switch {
+			case b.allocated:
+				st, req = snapshot.BlockActiveAllocated, b.requested
+			case b.pending:
+				st, req = snapshot.BlockActivePendingFree, b.requested
+			}
+			cur.Blocks = append(cur.Blocks, BlockState{b.addr, b.size, req, st})
+			cur.Size += b.size
+		}
+	}
+	slices.SortFunc(out, func(x, y SegmentState) int {
+		switch {
+		case x.Addr < y.Addr:
+			return -1
+		case x.Addr > y.Addr:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// segInfo is what the snapshot tells of a segment beside its range.
+type segInfo struct {
+	stream int64
+	small  bool
+	known  bool
+}
+
+// errStart is a start state the model cannot be loaded with.
+var errStart = errors.New("start state")
+
+// load sets the allocator, which must be empty, to the state the timeline
+// gives: live blocks inside reserved ranges, the gaps free blocks.
+// Segments take creation counters in address order (their true order is
+// older than the trace).
+func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRange, info map[uint64]segInfo) error {
+	j := 0
+	for _, r := range ranges {
+		if r.Expandable {
+			return fmt.Errorf("%w: expandable segment at %#x mapped before the first entry: its reservation is unknown", errStart, r.Addr)
+		}
+		size := int64(r.End - r.Addr)
+		if r.End < r.Addr || size <= 0 {
+			return fmt.Errorf("%w: reserved range at %#x is empty or inverted", errStart, r.Addr)
+		}
+		in, ok := info[r.Addr]
+		if !ok {
+			in = segInfo{small: size == SmallBuffer}
+		}
+		for ; j < len(live) && live[j].Addr < r.Addr; j++ {
+			return fmt.Errorf("%w: block at %#x lies outside every segment", errStart, live[j].Addr)
+		}
+		k := j
+		for k < len(live) && live[k].Addr < r.End {
+			k++
+		}
+		if !in.known && k > j {
+			in.stream = live[j].Stream
+		}
+		p := a.pool(snapshot.PoolID{}, in.small)
+		a.nextSeg++
+		seg := &segment{addr: r.Addr, size: size, stream: in.stream, pool: p, counter: a.nextSeg}
+		if !a.addSeg(seg) {
+			return fmt.Errorf("%w: reserved range at %#x overlaps another", errStart, r.Addr)
+		}
+		a.Reserved += size
+		var last *block
+		cursor := r.Addr
+		add := func(b *block) {
+			b.seg = seg
+			if last == nil {
+				seg.head = b
+			} else {
+				last.next, b.prev = b, last
+			}
+			last = b
+		}
+		for ; j < k; j++ {
+			lb := &live[j]
+			if lb.Addr < cursor || lb.Size <= 0 || lb.Addr+uint64(lb.Size) > r.End || lb.Addr+uint64(lb.Size) < lb.Addr {
+				return fmt.Errorf("%w: block at %#x of %d bytes overlaps another or its segment's end", errStart, lb.Addr, lb.Size)
+			}
+			if lb.Addr > cursor {
+				add(a.newBlock(cursor, int64(lb.Addr-cursor), in.stream, p, seg))
+			}
+			b := a.newBlock(lb.Addr, lb.Size, in.stream, p, seg)
+			b.requested = lb.Requested
+			b.allocated = !lb.PendingFree
+			b.pending = lb.PendingFree
+			add(b)
+			a.live[b.addr] = b
+			cursor = lb.Addr + uint64(lb.Size)
+		}
+		if cursor < r.End {
+			add(a.newBlock(cursor, int64(r.End-cursor), in.stream, p, seg))
+		}
+		for b := seg.head; b != nil; b = b.next {
+			if !b.allocated && !b.pending {
+				a.insertFree(b)
+			}
+		}
+	}
+	if j < len(live) {
+		return fmt.Errorf("%w: block at %#x lies outside every segment", errStart, live[j].Addr)
+	}
+	return nil
+}
