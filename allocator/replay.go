@@ -20,6 +20,11 @@ type ReplayOptions struct {
 	// DeviceTotal is the device's memory in bytes, when known (it sizes
 	// expandable segments' address space; 0: unknown).
 	DeviceTotal int64
+	// MemoryFraction is the per-process cap the run set with
+	// torch.cuda.set_per_process_memory_fraction (0: none or unknown). A
+	// snapshot does not record it, and garbage_collection_threshold acts
+	// only under one.
+	MemoryFraction float64
 	// Timeline, when set, is the device's snapshot.Replay already made
 	// (a good part of a replay's time); otherwise one is made.
 	Timeline *snapshot.Timeline
@@ -61,6 +66,9 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 	}
 	set.TieBreak = opt.TieBreak
 	set.DeviceTotal = opt.DeviceTotal
+	if opt.MemoryFraction > 0 {
+		set.MemoryFraction = opt.MemoryFraction
+	}
 	evs := s.Traces[device]
 	for i := range evs {
 		ev := &evs[i]

@@ -59,6 +59,9 @@ var expected = map[string]expectation{
 	"snapshot/testdata/snap_p4.pickle":    {refused: "private pool"},
 	"snapshot/testdata/snap_p4.pickle.gz": {refused: "private pool"},
 	"snapshot/testdata/snap_p5.pickle":    {refused: "private pool"},
+	// generate() with cache_implementation="static" runs the decode step in
+	// a CUDA graph: its blocks live in the graph's private pool.
+	"fixtures/advise/infer-static/snapshot.pickle": {refused: "private pool"},
 	// make_testdata.py's synthetic_snapshot is not an allocator's output:
 	// one 1 GiB segment_alloc serves every request (torch would cudaMalloc
 	// 20 MiB for the first one), and its blocks are packed by a script.
@@ -144,6 +147,9 @@ func TestReplayTruth(t *testing.T) {
 		if len(devs) != 1 {
 			continue
 		}
+		if _, listed := expected[rel(f)]; listed {
+			continue // refused or diverging: the fixture table says why
+		}
 		rep, err := Replay(s, devs[0])
 		if err != nil {
 			t.Fatal(err)
@@ -153,6 +159,12 @@ func TestReplayTruth(t *testing.T) {
 		}
 		n++
 		name := rel(f)
+		// garbage_collection_threshold acts only under the per-process
+		// cap, which a snapshot does not record: its releases replay as
+		// the retry path's (TestReplayGCUnderFraction).
+		if set, _ := SettingsFromSnapshot(s.Settings); set.GCThreshold > 0 {
+			continue
+		}
 		if got, want := int64(rep.Retries), st["num_alloc_retries"]; got != want {
 			t.Errorf("%s: retries = %d, want num_alloc_retries %d", name, got, want)
 		}
@@ -418,5 +430,36 @@ func TestReplayHandBuilt(t *testing.T) {
 		if !rep.Exact() || !c.check(rep) {
 			t.Errorf("%s: Replay = %s (retries %d, failed mallocs %d, empty caches %d)", c.name, rep, rep.Retries, rep.FailedMallocs, rep.EmptyCaches)
 		}
+	}
+}
+
+// TestReplayGCUnderFraction: the what-if fixture run with
+// garbage_collection_threshold:0.6 under a 1200 MiB cap. Without the cap
+// (a snapshot does not record it) every decision matches, the garbage
+// collector's releases taken as the retry path's. Given the cap from
+// truth.json, the model collects itself, and its first release after the
+// 60 MiB holes are freed is the second-lowest address where torch's is the
+// lowest: a known divergence of the model's garbage collector (open), held
+// here so that a fix shows.
+func TestReplayGCUnderFraction(t *testing.T) {
+	const dir = "../fixtures/whatif-fragoom/gc06/"
+	s, err := snapshot.Open(dir + "snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := truth.Read(dir + "truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Replay(s, 0)
+	if err != nil || rep.First != nil {
+		t.Fatalf("without the cap: %v, %v; want every decision matched", rep, err)
+	}
+	rep, err = ReplayWith(s, 0, ReplayOptions{DeviceTotal: tr.DeviceTotal, MemoryFraction: tr.CapFraction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.First == nil || rep.First.Index != 53 || rep.First.Kind != KindSegmentFree {
+		t.Errorf("with the cap: %v; want the known divergence at event 53 (segment_free order): if it is gone, update this test", rep)
 	}
 }

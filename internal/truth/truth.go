@@ -41,8 +41,9 @@ type File struct {
 	DeviceTotal int64  `json:"device_total"` // its total_memory, bytes
 	// AllocConf is PYTORCH_CUDA_ALLOC_CONF as the run set it; CapBytes the
 	// per-process cap (set_per_process_memory_fraction × total), 0 for none.
-	AllocConf string `json:"alloc_conf"`
-	CapBytes  int64  `json:"cap_bytes"`
+	AllocConf   string  `json:"alloc_conf"`
+	CapBytes    int64   `json:"cap_bytes"`
+	CapFraction float64 `json:"cap_fraction"` // the fraction set_per_process_memory_fraction was given
 
 	Args Args `json:"args"` // the harness's command-line arguments
 
