@@ -163,6 +163,25 @@ func (r *replayer) beforeRelease(i int) bool {
 	return false
 }
 
+// collects reports whether the model runs the garbage collector (a GC
+// threshold under a known memory fraction).
+func (r *replayer) collects() bool {
+	_, ok := r.a.set.allowedMax()
+	return ok && r.a.set.GCThreshold > 0
+}
+
+// immediate reports whether the free_completed at i follows its own
+// free_requested at once. Before a run of releases that is ambiguous: a
+// block freed on the spot (no stream uses), or a deferred free that
+// release_cached_blocks completed. Without a garbage collector only the
+// release frees segments after a failed get_free_block, and it completes
+// pending frees first, so the free is taken as the release's; with one, the
+// collector may free them first, and it completes nothing, so an
+// immediate free is taken as it reads.
+func (r *replayer) immediate(i int) bool {
+	return i > 0 && r.evs[i-1].Action == snapshot.ActionFreeRequested && r.evs[i-1].Addr == r.evs[i].Addr
+}
+
 // flushHeld applies the held free_completed entries the model's release
 // did not complete.
 func (r *replayer) flushHeld() {
@@ -186,7 +205,7 @@ func (r *replayer) run() {
 		case snapshot.ActionAlloc, snapshot.ActionOOM:
 			r.request(i)
 		case snapshot.ActionFreeCompleted:
-			if len(r.q) == 0 && r.beforeRelease(i) {
+			if len(r.q) == 0 && !(r.collects() && r.immediate(i)) && r.beforeRelease(i) {
 				r.held = append(r.held, i)
 				continue
 			}
