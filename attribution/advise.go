@@ -40,7 +40,8 @@ const (
 // predicted at its new place.
 type Advice struct {
 	// Training is false when the recording has no backward (inference):
-	// advise covers training peaks; Holders and Fixes are then empty.
+	// advise covers training peaks; Holders and Fixes are then empty, as
+	// they are when the peak falls outside the steps (Step −1).
 	Training bool
 	// Peak is the allocated peak, after event PeakIndex, in phase Phase of
 	// step Step; Reserved is reserved bytes there.
@@ -67,8 +68,8 @@ type Advice struct {
 type AdviceFix struct {
 	Kind budget.FixKind
 	Term AdviseTerm // the term it shrinks
-	// Removes is the bytes the fix takes from the old peak's moment, over
-	// Blocks of its live blocks; NewPeak the predicted allocated peak of
+	// Removes is the bytes the fix takes from the old peak's moment, net of
+	// what it adds there, from Blocks of its live blocks; NewPeak the predicted allocated peak of
 	// the step with it, after event NewPeakIndex of this recording.
 	Removes      int64
 	Blocks       int
@@ -146,10 +147,12 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
 	}
 	if !ad.Training || ad.Step < 0 {
-		ad.Training = false
-		return ad
+		return ad // no backward, or a peak outside the steps: no step to advise on
 	}
 	st := d.adviseStep(ad.Step)
+	if st == nil {
+		return ad
+	}
 	ad.LogitsBytes = st.markLogits(d)
 	leak := d.leakBlocks(st, ad.Step)
 	pk := st.pos(ad.PeakIndex)
@@ -186,7 +189,9 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 		for _, x := range ds {
 			if x.start <= ad.PeakIndex && ad.PeakIndex < x.end {
 				f.Removes -= x.bytes
-				f.Blocks++
+				if x.bytes < 0 {
+					f.Blocks++
+				}
 			}
 		}
 		if f.NewPeak >= ad.Peak || (ad.Peak-f.NewPeak)*100 < ad.Peak {
@@ -203,9 +208,12 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 		chunks = 8
 	}
 	// The loss: a fused linear cross-entropy never makes the logits; a
-	// chunked one keeps one slice of each at a time.
-	add(budget.FixFusedLoss, TermLogits, st.scaled(func(b *adviseBlock) bool { return b.logits }, 1, 1), AdviceFix{})
-	add(budget.FixChunkedLoss, TermLogits, st.scaled(func(b *adviseBlock) bool { return b.logits }, chunks-1, chunks), AdviceFix{Chunks: chunks})
+	// chunked one keeps one slice of each at a time. Both make the output
+	// projection's weight gradient early (lossDeltas).
+	isLogits := func(b *adviseBlock) bool { return b.logits }
+	fused, chunked := st.lossDeltas()
+	add(budget.FixFusedLoss, TermLogits, append(st.scaled(isLogits, 1, 1), fused...), AdviceFix{})
+	add(budget.FixChunkedLoss, TermLogits, append(st.scaled(isLogits, chunks-1, chunks), chunked...), AdviceFix{Chunks: chunks})
 	// Full checkpointing keeps each layer's input (the previous layer's
 	// output) and recomputes the rest during the layer's backward.
 	ckpt, layers := d.checkpointDeltas(st, ad.Step)
@@ -270,7 +278,8 @@ func (st *adviseStep) scaled(keep func(*adviseBlock) bool, num, den int64) []del
 
 // adviseStep collects the blocks live during step: those live before its
 // first event and those allocated inside it, each with its lifetime and
-// category, and the allocated bytes after each of its events.
+// category, and the allocated bytes after each of its events. It returns
+// nil when no event falls in the step.
 func (d *Device) adviseStep(step int) *adviseStep {
 	st := &adviseStep{first: -1}
 	for _, ph := range d.Phases.List {
@@ -281,6 +290,9 @@ func (d *Device) adviseStep(step int) *adviseStep {
 			st.first = ph.First
 		}
 		st.last = max(st.last, ph.Last)
+	}
+	if st.first < 0 {
+		return nil
 	}
 	events := d.Timeline.Events
 	endOf := func(death int) int {

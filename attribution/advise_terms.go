@@ -61,6 +61,37 @@ func (st *adviseStep) markLogits(d *Device) int64 {
 	return L
 }
 
+// lossDeltas is what a fused or chunked loss adds: the output projection's
+// weight gradient (the first gradient the backward makes after its first
+// logits block) exists earlier. A fused linear cross-entropy computes it in
+// the forward, with the loss (from the forward's first logits block); a
+// chunked one, back-propagating chunk by chunk, from the loss's first
+// backward, with a buffer of its size that each chunk's gradient is made in
+// before it is added.
+func (st *adviseStep) lossDeltas() (fused, chunked []delta) {
+	fwd, bwd, grad := -1, -1, -1
+	for k := range st.blocks {
+		b := &st.blocks[k]
+		switch {
+		case b.logits && b.born == "forward" && fwd < 0 && b.alloc >= st.first:
+			fwd = k
+		case b.logits && b.born == "backward" && bwd < 0:
+			bwd = k
+		case b.cat == Gradient && b.born == "backward" && bwd >= 0 && grad < 0:
+			grad = k
+		}
+	}
+	if grad < 0 {
+		return nil, nil
+	}
+	g := &st.blocks[grad]
+	if fwd >= 0 {
+		fused = []delta{{st.blocks[fwd].start, g.start, g.size}}
+	}
+	chunked = []delta{{st.blocks[bwd].start, g.start, 2 * g.size}}
+	return fused, chunked
+}
+
 // leakBlocks marks, when d has a leak, the blocks live before the step that
 // were born in an earlier step's phases, are no model state and are never
 // freed: what the staircase has piled up by this step.

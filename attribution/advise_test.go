@@ -19,7 +19,16 @@ func TestAdviseTruth(t *testing.T) {
 	const dir = "../fixtures/advise/"
 	d := fixtureAnalysis(t, dir+"train-none").Primary()
 	none := readTruth(t, dir+"train-none")
-	ad := d.Advise(AdviseOptions{})
+	var run struct {
+		Batch, Seq int64
+		Model      struct{ Layers int } `json:"model"`
+	}
+	if b, err := os.ReadFile(dir + "train-none/truth.json"); err != nil || json.Unmarshal(b, &run) != nil || run.Batch*run.Seq == 0 {
+		t.Fatalf("reading the run's shape from train-none/truth.json: %v", err)
+	}
+	// The chunked-loss run cut its batch × seq tokens into chunks of 256
+	// (capture/advise/train.py's chunked_backward).
+	ad := d.Advise(AdviseOptions{LossChunks: run.Batch * run.Seq / 256})
 	if !ad.Training {
 		t.Fatal("Advise(train-none).Training = false, want true")
 	}
@@ -36,14 +45,8 @@ func TestAdviseTruth(t *testing.T) {
 	if want := none.LogitsBytesFP32; ad.LogitsBytes != want {
 		t.Errorf("Advise(train-none).LogitsBytes = %d, want the script's fp32 logits %d", ad.LogitsBytes, want)
 	}
-	var model struct {
-		Model struct{ Layers int } `json:"model"`
-	}
-	if b, err := os.ReadFile(dir + "train-none/truth.json"); err != nil || json.Unmarshal(b, &model) != nil {
-		t.Fatalf("reading the model's layers from train-none/truth.json: %v", err)
-	}
-	if ad.Layers != model.Model.Layers {
-		t.Errorf("Advise(train-none).Layers = %d, want the script's %d", ad.Layers, model.Model.Layers)
+	if ad.Layers != run.Model.Layers {
+		t.Errorf("Advise(train-none).Layers = %d, want the script's %d", ad.Layers, run.Model.Layers)
 	}
 	if len(ad.Fixes) == 0 {
 		t.Fatal("Advise(train-none) has no fixes")

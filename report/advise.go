@@ -69,6 +69,10 @@ func (r *Advice) writeText(w io.Writer) error {
 			ew.printf("no backward in this recording: advise covers training peaks for now (inference advice is to come)\n")
 			continue
 		}
+		if a.Step < 0 {
+			ew.printf("the peak falls outside the recorded steps (setup, or after the last step): advise looks at a step's peak\n")
+			continue
+		}
 		ew.printf("\nwhat holds the peak:\n")
 		tw := newTable(w, 0)
 		for k := range attribution.NumAdviseTerms {
@@ -186,7 +190,7 @@ func (r *Advice) fileEntry() any {
 		j := AdviceJSON{Device: dv.Device, Training: a.Training, Peak: a.Peak, Reserved: a.Reserved, EventIndex: a.PeakIndex,
 			Step: a.Step, Phase: a.Phase, Holders: []AdviceHolderJSON{}, LogitsBytes: a.LogitsBytes, Layers: a.Layers,
 			Fixes: []AdviceFixJSON{}, Fit: budgetFitJSON(a.Fit)}
-		if a.Training {
+		if a.Training && a.Step >= 0 {
 			for k := range attribution.NumAdviseTerms {
 				j.Holders = append(j.Holders, AdviceHolderJSON{Term: adviseTermNames[k], Bytes: a.Holders[k].Bytes, Blocks: a.Holders[k].Count})
 			}
