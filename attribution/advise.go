@@ -104,28 +104,48 @@ type adviseStep struct {
 
 func (st *adviseStep) pos(i int) int { return i - (st.first - 1) }
 
-// curve returns base plus the deltas: for each interval, delta bytes over
-// [start, end).
+// delta is a change of bytes after events start … end−1.
 type delta struct {
 	start, end int
 	bytes      int64
 }
 
-func (st *adviseStep) peakWith(ds []delta) (int64, int) {
-	n := len(st.base)
-	diff := make([]int64, n+1)
+// sum returns, at each position of the step, the sum of the deltas there.
+func (st *adviseStep) sum(ds []delta, n int) []int64 {
+	out := make([]int64, n+1)
 	for _, d := range ds {
 		s, e := max(st.pos(d.start), 0), min(st.pos(d.end), n)
 		if s < e {
-			diff[s] += d.bytes
-			diff[e] -= d.bytes
+			out[s] += d.bytes
+			out[e] -= d.bytes
 		}
 	}
-	var run, best int64
+	for p := 1; p <= n; p++ {
+		out[p] += out[p-1]
+	}
+	return out[:n]
+}
+
+// peakWithout returns the highest sum of the deltas alone over the step,
+// and the event after which it is reached.
+func (st *adviseStep) peakWithout(ds []delta) (int64, int) {
+	var best int64
 	at := 0
-	for p := range n {
-		run += diff[p]
-		if v := st.base[p] + run; p == 0 || v > best {
+	for p, v := range st.sum(ds, len(st.base)) {
+		if p == 0 || v > best {
+			best, at = v, p
+		}
+	}
+	return best, at + st.first - 1
+}
+
+// peakWith returns the step's highest allocated bytes with the deltas and
+// the event after which it is reached (the first, at a tie).
+func (st *adviseStep) peakWith(ds []delta) (int64, int) {
+	var best int64
+	at := 0
+	for p, v := range st.sum(ds, len(st.base)) {
+		if v += st.base[p]; p == 0 || v > best {
 			best, at = v, p
 		}
 	}
@@ -153,7 +173,8 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	if st == nil {
 		return ad
 	}
-	ad.LogitsBytes = st.markLogits(d)
+	var chunkedAlready bool
+	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
 	leak := d.leakBlocks(st, ad.Step)
 	pk := st.pos(ad.PeakIndex)
 	for k := range st.blocks {
@@ -213,7 +234,9 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	isLogits := func(b *adviseBlock) bool { return b.logits }
 	fused, chunked := st.lossDeltas()
 	add(budget.FixFusedLoss, TermLogits, append(st.scaled(isLogits, 1, 1), fused...), AdviceFix{})
-	add(budget.FixChunkedLoss, TermLogits, append(st.scaled(isLogits, chunks-1, chunks), chunked...), AdviceFix{Chunks: chunks})
+	if !chunkedAlready {
+		add(budget.FixChunkedLoss, TermLogits, append(st.scaled(isLogits, chunks-1, chunks), chunked...), AdviceFix{Chunks: chunks})
+	}
 	// Full checkpointing keeps each layer's input (the previous layer's
 	// output) and recomputes the rest during the layer's backward.
 	ckpt, layers := d.checkpointDeltas(st, ad.Step)
@@ -323,25 +346,6 @@ func (d *Device) adviseStep(step int) *adviseStep {
 	for k, b := range st.blocks {
 		ds[k] = delta{b.start, b.end, b.size}
 	}
-	st.base = make([]int64, st.last-st.first+2)
-	st.peakWithBase(ds)
+	st.base = st.sum(ds, st.last-st.first+2)
 	return st
-}
-
-// peakWithBase fills base from the blocks' intervals.
-func (st *adviseStep) peakWithBase(ds []delta) {
-	n := len(st.base)
-	diff := make([]int64, n+1)
-	for _, d := range ds {
-		s, e := max(st.pos(d.start), 0), min(st.pos(d.end), n)
-		if s < e {
-			diff[s] += d.bytes
-			diff[e] -= d.bytes
-		}
-	}
-	var run int64
-	for p := range n {
-		run += diff[p]
-		st.base[p] = run
-	}
 }

@@ -26,39 +26,45 @@ func lossFrame(f *snapshot.Frame) bool {
 // copy); every block of the step that is not a model state and requested
 // about L or L/2 (the bf16 logits and their gradients, made by autograd
 // with no Python frame) is marked. It returns L, 0 when no loss frame
-// allocated in the step.
-func (st *adviseStep) markLogits(d *Device) int64 {
+// allocated in the step, and whether the loss is chunked already: the loss
+// frame made a block of size L four times or more in the step, at most a
+// quarter of them live at once.
+func (st *adviseStep) markLogits(d *Device) (int64, bool) {
 	stacks := d.an.Snapshot.Stacks
 	isLoss := map[snapshot.StackID]bool{}
-	var L int64
-	for k := range st.blocks {
-		b := &st.blocks[k]
-		if modelState(b.cat) || b.req <= L {
-			continue
-		}
-		loss, ok := isLoss[b.stack]
+	lossStack := func(id snapshot.StackID) bool {
+		loss, ok := isLoss[id]
 		if !ok {
-			for _, f := range stacks.Stack(b.stack) {
+			for _, f := range stacks.Stack(id) {
 				if lossFrame(stacks.Frame(f)) {
 					loss = true
 					break
 				}
 			}
-			isLoss[b.stack] = loss
+			isLoss[id] = loss
 		}
-		if loss {
+		return loss
+	}
+	var L int64
+	for k := range st.blocks {
+		if b := &st.blocks[k]; !modelState(b.cat) && b.req > L && lossStack(b.stack) {
 			L = b.req
 		}
 	}
 	if L == 0 {
-		return 0
+		return 0, false
 	}
 	near := func(r, want int64) bool { return r >= want-want/32 && r <= want+want/32 }
+	var made []delta
 	for k := range st.blocks {
 		b := &st.blocks[k]
 		b.logits = !modelState(b.cat) && (near(b.req, L) || near(b.req, L/2))
+		if b.logits && b.alloc >= st.first && near(b.req, L) && lossStack(b.stack) {
+			made = append(made, delta{b.start, b.end, 1})
+		}
 	}
-	return L
+	most, _ := st.peakWithout(made)
+	return L, len(made) >= 4 && most*4 <= int64(len(made))
 }
 
 // lossDeltas is what a fused or chunked loss adds: the output projection's

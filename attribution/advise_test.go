@@ -94,3 +94,31 @@ func TestAdviseInference(t *testing.T) {
 		t.Errorf("Advise(infer-dynamic) = training %v with %d fixes, want no training and no fixes", ad.Training, len(ad.Fixes))
 	}
 }
+
+// TestAdviseFixedRuns: a run with a fix applied is not advised that fix
+// again, and its first fix is still a loss fix where the logits remain.
+func TestAdviseFixedRuns(t *testing.T) {
+	for _, c := range []struct {
+		fix  string
+		kind budget.FixKind
+	}{
+		{"checkpointing", budget.FixFullCkpt},
+		{"chunked-loss", budget.FixChunkedLoss},
+		{"bf16-moments", budget.FixBF16Moments},
+	} {
+		t.Run(c.fix, func(t *testing.T) {
+			ad := fixtureAnalysis(t, "../fixtures/advise/train-"+c.fix).Primary().Advise(AdviseOptions{})
+			if len(ad.Fixes) == 0 {
+				t.Fatalf("Advise(train-%s) has no fixes", c.fix)
+			}
+			for _, f := range ad.Fixes {
+				if f.Kind == c.kind {
+					t.Errorf("Advise(train-%s) advises fix kind %d again: %+v", c.fix, c.kind, f)
+				}
+			}
+			if k := ad.Fixes[0].Kind; k != budget.FixFusedLoss {
+				t.Errorf("Advise(train-%s).Fixes[0].Kind = %d, want the fused loss (%d)", c.fix, k, budget.FixFusedLoss)
+			}
+		})
+	}
+}
