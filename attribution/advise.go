@@ -62,6 +62,9 @@ type Advice struct {
 	Fixes []AdviceFix
 	// Fit holds the peak against the device (nil without DeviceMemory).
 	Fit *budget.Fit
+	// Frag is the verdict on the reserved-but-free memory at the peak, with
+	// the allocator settings to try (Device.Frag's first).
+	Frag *FragVerdict
 }
 
 // AdviceFix is one fix with what it does to the peak.
@@ -156,6 +159,9 @@ func (st *adviseStep) peakWith(ds []delta) (int64, int) {
 func (d *Device) Advise(opt AdviseOptions) *Advice {
 	ad := &Advice{Peak: d.Peak.Allocated, PeakIndex: d.Peak.Index, Step: -1}
 	ad.Reserved = d.Peak.Reserved
+	if len(d.Frag) > 0 && d.Frag[0] != nil {
+		ad.Frag = &d.Frag[0].Verdict
+	}
 	if opt.DeviceMemory > 0 {
 		f := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, ad.Peak)
 		ad.Fit = &f

@@ -96,6 +96,9 @@ func (r *Advice) writeText(w io.Writer) error {
 		if a.LogitsBytes > 0 {
 			ew.printf("the loss's largest tensor: %s (%s B)\n", units.Bytes(a.LogitsBytes), commas(a.LogitsBytes))
 		}
+		if a.Frag != nil && a.Holders[attribution.TermFragmentation].Bytes > 0 {
+			ew.printf("the free memory in reserved segments at the peak: %s\n", fragVerdictText(*a.Frag))
+		}
 		if len(a.Fixes) == 0 {
 			ew.printf("\nno fix found that lowers the peak by 1%% or more\n")
 			continue
@@ -159,6 +162,9 @@ type AdviceJSON struct {
 	Layers      int                `json:"layers"`
 	Fixes       []AdviceFixJSON    `json:"fixes"`
 	Fit         *BudgetFitJSON     `json:"fit,omitempty"`
+	// FragVerdict is the verdict on the free memory at the peak, as frag
+	// words it ("" when there is none).
+	FragVerdict string `json:"frag_verdict"`
 }
 
 // AdviceHolderJSON is one term at the peak.
@@ -190,6 +196,9 @@ func (r *Advice) fileEntry() any {
 		j := AdviceJSON{Device: dv.Device, Training: a.Training, Peak: a.Peak, Reserved: a.Reserved, EventIndex: a.PeakIndex,
 			Step: a.Step, Phase: a.Phase, Holders: []AdviceHolderJSON{}, LogitsBytes: a.LogitsBytes, Layers: a.Layers,
 			Fixes: []AdviceFixJSON{}, Fit: budgetFitJSON(a.Fit)}
+		if a.Frag != nil {
+			j.FragVerdict = fragVerdictText(*a.Frag)
+		}
 		if a.Training && a.Step >= 0 {
 			for k := range attribution.NumAdviseTerms {
 				j.Holders = append(j.Holders, AdviceHolderJSON{Term: adviseTermNames[k], Bytes: a.Holders[k].Bytes, Blocks: a.Holders[k].Count})
