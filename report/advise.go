@@ -93,7 +93,7 @@ func (r *Advice) writeText(w io.Writer) error {
 		if ew.err != nil {
 			return ew.err
 		}
-		if a.LogitsBytes > 0 {
+		if a.LogitsBytes > 0 && a.Holders[attribution.TermLogits].Bytes > 0 {
 			ew.printf("the loss's largest tensor: %s (%s B)\n", units.Bytes(a.LogitsBytes), commas(a.LogitsBytes))
 		}
 		if a.Frag != nil && a.Holders[attribution.TermFragmentation].Bytes > 0 {
