@@ -181,7 +181,7 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	}
 	var chunkedAlready bool
 	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
-	leak := d.leakBlocks(st, ad.Step)
+	leak := d.leakBlocks(st)
 	pk := st.pos(ad.PeakIndex)
 	for k := range st.blocks {
 		b := &st.blocks[k]

@@ -98,20 +98,24 @@ func (st *adviseStep) lossDeltas() (fused, chunked []delta) {
 	return fused, chunked
 }
 
-// leakBlocks marks, when d has a leak, the blocks live before the step that
-// were born in an earlier step's phases, are no model state and are never
-// freed: what the staircase has piled up by this step.
-func (d *Device) leakBlocks(st *adviseStep, step int) []bool {
+// leakBlocks marks, when d has a leak, the blocks of the step that were
+// born in a steady step of the leak's (Leak.Steps), this one included, are
+// no model state and are never freed: what the staircase has piled up.
+func (d *Device) leakBlocks(st *adviseStep) []bool {
 	out := make([]bool, len(st.blocks))
 	if d.Leak == nil || !d.Leak.Found {
 		return out
 	}
+	steady := map[int]bool{}
+	for _, s := range d.Leak.Steps {
+		steady[s] = true
+	}
 	for k := range st.blocks {
 		b := &st.blocks[k]
-		if b.alloc < 0 || b.alloc >= st.first || !b.toEnd || modelState(b.cat) {
+		if b.alloc < 0 || !b.toEnd || modelState(b.cat) {
 			continue
 		}
-		if _, s := d.PhaseOf(b.alloc); s >= 0 && s < step {
+		if _, s := d.PhaseOf(b.alloc); steady[s] {
 			out[k] = true
 		}
 	}

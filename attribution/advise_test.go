@@ -122,3 +122,19 @@ func TestAdviseFixedRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviseLeak: on the leak fixture the leak's blocks are a term of the
+// peak, whole steps of torch's planted bytes, and dropping them is the
+// first fix.
+func TestAdviseLeak(t *testing.T) {
+	const dir = "../fixtures/leak"
+	per := readTruth(t, dir).Leak.BytesPerStep
+	ad := fixtureAnalysis(t, dir).Primary().Advise(AdviseOptions{})
+	leak := ad.Holders[TermLeak].Bytes
+	if leak <= 0 || leak%per != 0 {
+		t.Errorf("Advise(leak).Holders[leak] = %d, want a positive multiple of the planted %d per step", leak, per)
+	}
+	if len(ad.Fixes) == 0 || ad.Fixes[0].Kind != budget.FixReleaseLeak || ad.Fixes[0].Removes != leak {
+		t.Errorf("Advise(leak).Fixes = %+v, want first the leak's release removing %d", ad.Fixes, leak)
+	}
+}
