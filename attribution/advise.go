@@ -182,15 +182,14 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	var chunkedAlready bool
 	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
 	leak := d.leakBlocks(st)
-	pk := st.pos(ad.PeakIndex)
 	for k := range st.blocks {
 		b := &st.blocks[k]
-		if b.start > ad.PeakIndex || b.end <= ad.PeakIndex || pk < 0 {
-			continue
+		if b.start > ad.PeakIndex || b.end <= ad.PeakIndex {
+			continue // not live at the peak
 		}
 		term := TermOther
 		switch {
-		case b.cat == Parameter || b.cat == Gradient || b.cat == OptimizerState:
+		case modelState(b.cat):
 			term = TermModelStates
 		case b.logits:
 			term = TermLogits
