@@ -4,6 +4,13 @@
 // fragmentation and OOM post-mortems. It prints nothing: renderers in
 // package report turn its results into text, JSON, HTML and pprof.
 //
+// Advice (advise.go, advise_terms.go) is the peak's holders by term and the
+// fixes that lower it, each computed from the snapshot's own blocks: the
+// blocks of the peak's step as lifetimes, and per fix the bytes it would
+// not allocate or would shrink, so that the new peak is the step's highest
+// with the fix, event by event. Fixes are budget's kinds (budget.FixKind);
+// report words them as budget's are.
+//
 // Verdicts are values (verdict.go): a finding, a fragmentation or OOM
 // verdict, a leak's reason for having none, each carries its kind, its
 // severity, the numbers it rests on and the allocator settings to try

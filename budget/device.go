@@ -116,7 +116,13 @@ const MinHeadroom = 0.05
 
 // FitOn holds p against a device of memory bytes, called name ("" if none).
 func (p *Prediction) FitOn(name string, memory int64) Fit {
-	f := Fit{Device: name, Memory: memory, Need: p.DeviceBytes()}
+	return FitNeed(name, memory, p.DeviceBytes())
+}
+
+// FitNeed holds a need of bytes against a device of memory bytes, called
+// name ("" if none).
+func FitNeed(name string, memory, need int64) Fit {
+	f := Fit{Device: name, Memory: memory, Need: need}
 	f.Headroom = memory - f.Need
 	if memory > 0 {
 		f.HeadroomPercent = 100 * float64(f.Headroom) / float64(memory)

@@ -18,7 +18,24 @@ const (
 	FixBF16Mixed                         // bf16 weights, fp32 master copy (--precision bf16-mixed)
 	FixShardOptimizer                    // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
 	FixMicroBatch                        // half the micro-batch, twice the accumulation (--batch, --accumulation)
+	FixBF16Moments                       // AdamW's two moments kept in bf16 (memscope advise; budget has no flag)
+	FixReleaseLeak                       // drop the references that keep a leak's tensors (memscope advise)
 )
+
+// CostRank orders fix kinds by what they cost (see Fix.CostRank).
+func (k FixKind) CostRank() int {
+	switch k {
+	case FixSelectiveCkpt:
+		return 1
+	case FixBF16Mixed, FixShardOptimizer, FixBF16Moments:
+		return 2
+	case FixFullCkpt:
+		return 3
+	case FixHalfKVCache, FixMicroBatch:
+		return 4
+	}
+	return 0
+}
 
 // Fix is one change to the run that lowers the predicted peak.
 type Fix struct {
@@ -55,7 +72,7 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 	s := p.Shape
 	var cands []Fix
 	add := func(f Fix, shape Shape) {
-		f.Shape = shape
+		f.Shape, f.CostRank = shape, f.Kind.CostRank()
 		cands = append(cands, f)
 	}
 	if s.Mode == Infer {
@@ -66,7 +83,7 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 		}
 		t := s
 		t.MaxTokens = max(1, p.calc.s.MaxTokens/2)
-		add(Fix{Kind: FixHalfKVCache, CostRank: 4}, t)
+		add(Fix{Kind: FixHalfKVCache}, t)
 		return rank(p, cands)
 	}
 	if s.Loss != FusedLoss {
@@ -82,12 +99,12 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 	if s.Checkpointing == NoCheckpointing {
 		t := s
 		t.Checkpointing = SelectiveCheckpointing
-		add(Fix{Kind: FixSelectiveCkpt, CostRank: 1}, t)
+		add(Fix{Kind: FixSelectiveCkpt}, t)
 	}
 	if s.Checkpointing != FullCheckpointing {
 		t := s
 		t.Checkpointing = FullCheckpointing
-		add(Fix{Kind: FixFullCkpt, CostRank: 3}, t)
+		add(Fix{Kind: FixFullCkpt}, t)
 	}
 	if s.Optimizer == AdamW && s.OptimizerImpl != Fused {
 		t := s
@@ -102,19 +119,19 @@ func Suggest(p *Prediction, ranks int64) []Fix {
 	case BF16Autocast:
 		t := s
 		t.Precision = BF16Mixed
-		add(Fix{Kind: FixBF16Mixed, CostRank: 2}, t)
+		add(Fix{Kind: FixBF16Mixed}, t)
 	}
 	if s.ShardRanks <= 1 && (p.calc.moments() > 0 || p.calc.d.master > 0) {
 		t := s
 		t.ShardRanks = ranks
-		add(Fix{Kind: FixShardOptimizer, CostRank: 2}, t)
+		add(Fix{Kind: FixShardOptimizer}, t)
 	}
 	if s.Batch > 1 {
 		t := s
 		t.Batch = s.Batch / 2
 		acc := max(s.Accumulation, 1) * 2
 		t.Accumulation = acc
-		add(Fix{Kind: FixMicroBatch, CostRank: 4}, t)
+		add(Fix{Kind: FixMicroBatch}, t)
 	}
 	return rank(p, cands)
 }

@@ -24,7 +24,11 @@ func budgetFixText(f budget.Fix) budgetFixWords {
 		return budgetFixWords{"fused linear cross-entropy (Liger Kernel)", "--loss fused",
 			"a kernel swap; no extra compute: the full logits never exist"}
 	case budget.FixChunkedLoss:
-		return budgetFixWords{"chunked cross-entropy (8 chunks, upcast per chunk)", "--loss chunked",
+		chunks := s.LossChunks
+		if chunks == 0 {
+			chunks = 8
+		}
+		return budgetFixWords{fmt.Sprintf("chunked cross-entropy (%d chunks, upcast per chunk)", chunks), "--loss chunked",
 			"a loss-function swap; no extra compute"}
 	case budget.FixSelectiveCkpt:
 		return budgetFixWords{"selective activation checkpointing (keep matmul and attention outputs)", "--checkpointing selective",
@@ -46,9 +50,19 @@ func budgetFixText(f budget.Fix) budgetFixWords {
 			fmt.Sprintf("--shard-ranks %d", s.ShardRanks),
 			fmt.Sprintf("needs %d ranks; a reduce-scatter and an all-gather per step instead of an all-reduce", s.ShardRanks)}
 	case budget.FixMicroBatch:
+		const cost = "smaller kernels, lower throughput; the same tokens per optimizer step"
+		if s.Batch == 0 {
+			// advise: the run's batch is not in the snapshot.
+			return budgetFixWords{"half the micro-batch with twice the gradient accumulation", "--batch B/2 --accumulation 2A", cost}
+		}
 		return budgetFixWords{fmt.Sprintf("micro-batch %d with %d-step gradient accumulation", s.Batch, s.Accumulation),
-			fmt.Sprintf("--batch %d --accumulation %d", s.Batch, s.Accumulation),
-			"smaller kernels, lower throughput; the same tokens per optimizer step"}
+			fmt.Sprintf("--batch %d --accumulation %d", s.Batch, s.Accumulation), cost}
+	case budget.FixBF16Moments:
+		return budgetFixWords{"AdamW with its two moments in bf16 (exp_avg, exp_avg_sq)", "",
+			"no extra compute; small updates lose precision: check the loss curve"}
+	case budget.FixReleaseLeak:
+		return budgetFixWords{"drop the references that keep the leaked tensors (see memscope leaks)", "",
+			"none: a bug fix (loss.item() for logging, clear the hook's store)"}
 	}
 	k := fmt.Sprintf("fix of kind %d", int(f.Kind))
 	return budgetFixWords{k, "", ""}

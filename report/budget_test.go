@@ -110,6 +110,13 @@ func TestBudgetFixWords(t *testing.T) {
 			t.Errorf("budgetFixText(kind %d) = %+v, want a name, flags and a cost", k, w)
 		}
 	}
+	// The kinds only advise computes have no budget flag, but a name and a
+	// cost.
+	for k := budget.FixBF16Moments; k <= budget.FixReleaseLeak; k++ {
+		if w := budgetFixText(budget.Fix{Kind: k}); w.name == "" || strings.HasPrefix(w.name, "fix of kind") || w.cost == "" {
+			t.Errorf("budgetFixText(kind %d) = %+v, want a name and a cost", k, w)
+		}
+	}
 	s := budget.DefaultShape()
 	s.Batch, s.Accumulation, s.ShardRanks = 2, 4, 16
 	for _, c := range []struct {

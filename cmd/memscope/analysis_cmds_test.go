@@ -20,6 +20,10 @@ const (
 	mlpSnap   = "../../fixtures/mlp-adamw/snapshot.pickle"
 	oomSnap   = "../../fixtures/oom/snapshot.pickle"
 	llamaSnap = "../../fixtures/llama-bf16/snapshot.pickle"
+	// The advise fixtures: a training run whose peak is at the loss, and
+	// an inference run (no backward).
+	adviseTrain = "../../fixtures/advise/train-none/snapshot.pickle"
+	adviseInfer = "../../fixtures/advise/infer-dynamic/snapshot.pickle"
 )
 
 // TestCheck: check exits 1 naming the broken limit, and 0 when limits hold.

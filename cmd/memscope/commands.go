@@ -213,6 +213,13 @@ and the term most likely responsible.`,
 			flags: budgetFlags,
 		},
 		{
+			name:  "advise",
+			short: "what holds the peak, by term, and the fixes that lower it, cheapest first, each with its new peak",
+			args:  "SNAP...",
+			long:  adviseLong,
+			flags: adviseFlags,
+		},
+		{
 			name:  "capture",
 			short: "run a training script under capture: phase peaks, per-step stats, snapshot at exit and at OOM",
 			args:  "COMMAND...",

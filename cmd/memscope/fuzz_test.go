@@ -296,7 +296,7 @@ var fuzzCommands = [][]string{
 	{"peak", "--tree", "SNAP"}, {"peak", "--at", "end", "SNAP"}, {"peak", "--at", "oom", "SNAP"},
 	{"leaks", "SNAP"}, {"leaks", "--json", "SNAP"}, {"frag", "SNAP"}, {"frag", "--json", "SNAP"},
 	{"oom", "SNAP"}, {"oom", "--json", "SNAP"}, {"diff", "SNAP", "SNAP"}, {"check", "--max-peak", "1MiB", "SNAP"},
-	{"pprof", "-o", "OUT", "SNAP"}, {"report", "-o", "OUT", "SNAP"},
+	{"pprof", "-o", "OUT", "SNAP"}, {"report", "-o", "OUT", "SNAP"}, {"advise", "SNAP"}, {"advise", "--json", "SNAP"},
 }
 
 // FuzzPipeline: no command panics on a mutated snapshot, and every error is

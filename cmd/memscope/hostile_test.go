@@ -46,7 +46,7 @@ func TestHostileValues(t *testing.T) {
 			for _, args := range [][]string{
 				{"summary", path}, {"peak", path}, {"leaks", path}, {"frag", path}, {"oom", path},
 				{"diff", path, path}, {"pprof", "-o", out, path}, {"report", "-o", out, path},
-				{"check", "--max-peak", "1GiB", path},
+				{"check", "--max-peak", "1GiB", path}, {"advise", path},
 			} {
 				r := runMemscope(args...)
 				if r.code != 2 || r.err == nil {
@@ -70,6 +70,7 @@ func TestMaxMemory(t *testing.T) {
 	for _, args := range [][]string{
 		{"summary", snap}, {"peak", snap}, {"leaks", snap}, {"frag", snap}, {"oom", snap}, {"diff", snap, snap},
 		{"check", "--max-peak", "1TiB", snap}, {"pprof", "-o", out, snap}, {"report", "-o", out, snap}, {"ops", tr},
+		{"advise", snap},
 	} {
 		name := strings.Join(args, " ")
 		r := runMemscope(append([]string{args[0], "--max-memory", "64GiB"}, args[1:]...)...)

@@ -121,6 +121,7 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"diff":    {{"diff", mlpSnap, leakSnap}},
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
 		"ops":     {{"ops", profiled + "trace.json.gz"}, {"ops", "--by", "module", profiled + "trace.json.gz"}},
+		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}},
 	}
 	kinds := make([]string, 0, len(runs))
 	for k := range runs {
@@ -180,6 +181,7 @@ func init() {
 		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
+		report.AdviceFileJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.BudgetFitJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t

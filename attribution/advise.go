@@ -1,0 +1,356 @@
+package attribution
+
+import (
+	"sort"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// AdviseOptions tune Advise.
+type AdviseOptions struct {
+	// Ranks is the data-parallel ranks optimizer-state sharding is
+	// suggested over (0: budget.DefaultRanks); LossChunks the slices of a
+	// chunked cross-entropy (0: 8, as budget.Shape.LossChunks).
+	Ranks, LossChunks int64
+	// DeviceMemory, when above 0, is the device each fix is held against
+	// (budget.FitNeed), called DeviceName ("" for a size).
+	DeviceMemory int64
+	DeviceName   string
+}
+
+// AdviseTerm is a term of what holds the peak.
+type AdviseTerm int
+
+const (
+	TermModelStates   AdviseTerm = iota // parameters, gradients and optimizer state
+	TermActivations                     // saved activations (born in forward, freed in backward)
+	TermLogits                          // the vocabulary-sized logits of the loss, their copies and gradients
+	TermTemporaries                     // born and freed inside one phase
+	TermLeak                            // kept from an earlier step to the end, when the floor climbs
+	TermOther                           // the batch, workspaces and caches, memory older than the recording
+	TermFragmentation                   // reserved but not allocated at the peak (not part of the peak)
+	NumAdviseTerms
+)
+
+// Advice is what holds a device's allocated peak, by term, and the fixes
+// that lower it, each computed from the snapshot's own blocks: the blocks
+// the fix would not allocate or would shrink, over every event of the
+// peak's step, so that a fix that moves the peak elsewhere in the step is
+// predicted at its new place.
+type Advice struct {
+	// Training is false when the recording has no backward (inference):
+	// advise covers training peaks; Holders and Fixes are then empty, as
+	// they are when the peak falls outside the steps (Step −1).
+	Training bool
+	// Peak is the allocated peak, after event PeakIndex, in phase Phase of
+	// step Step; Reserved is reserved bytes there.
+	Peak, Reserved int64
+	PeakIndex      int
+	Step           int
+	Phase          string
+	// Holders are the peak's live blocks by term (TermFragmentation holds
+	// reserved − allocated, not blocks).
+	Holders [NumAdviseTerms]Bytes
+	// LogitsBytes is the largest request at the loss site (0: no loss
+	// frame found); Layers the repeated layers found in the forward (0:
+	// none: full checkpointing is not computed).
+	LogitsBytes int64
+	Layers      int
+	// Fixes are ranked cheapest first (budget.FixKind.CostRank), then by
+	// bytes removed; only those that lower the peak by 1% or more.
+	Fixes []AdviceFix
+	// Fit holds the peak against the device (nil without DeviceMemory).
+	Fit *budget.Fit
+	// Frag is the verdict on the reserved-but-free memory at the peak, with
+	// the allocator settings to try (Device.Frag's first).
+	Frag *FragVerdict
+}
+
+// AdviceFix is one fix with what it does to the peak.
+type AdviceFix struct {
+	Kind budget.FixKind
+	Term AdviseTerm // the term it shrinks
+	// Removes is the bytes the fix takes from the old peak's moment, net of
+	// what it adds there, from Blocks of its live blocks; NewPeak the predicted allocated peak of
+	// the step with it, after event NewPeakIndex of this recording.
+	Removes      int64
+	Blocks       int
+	NewPeak      int64
+	NewPeakIndex int
+	CostRank     int
+	// Ranks is the shard count (FixShardOptimizer), Chunks the loss's
+	// slices (FixChunkedLoss); 0 otherwise.
+	Ranks, Chunks int64
+	Fit           *budget.Fit
+}
+
+// adviseBlock is a block live during the peak's step: live after events
+// start … end−1 (end is its death, or past the step).
+type adviseBlock struct {
+	start, end int
+	size, req  int64
+	stack      snapshot.StackID
+	alloc      int // its alloc event, -1 before the recording
+	cat        Category
+	born       string // the phase it was born in
+	toEnd      bool   // never freed in the recording
+	logits     bool
+}
+
+// adviseStep is the peak's step as blocks over its events.
+type adviseStep struct {
+	first, last int // events of the step; positions are index − (first−1)
+	blocks      []adviseBlock
+	base        []int64 // allocated after each position
+}
+
+func (st *adviseStep) pos(i int) int { return i - (st.first - 1) }
+
+// delta is a change of bytes after events start … end−1.
+type delta struct {
+	start, end int
+	bytes      int64
+}
+
+// sum returns, at each position of the step, the sum of the deltas there.
+func (st *adviseStep) sum(ds []delta, n int) []int64 {
+	out := make([]int64, n+1)
+	for _, d := range ds {
+		s, e := max(st.pos(d.start), 0), min(st.pos(d.end), n)
+		if s < e {
+			out[s] += d.bytes
+			out[e] -= d.bytes
+		}
+	}
+	for p := 1; p <= n; p++ {
+		out[p] += out[p-1]
+	}
+	return out[:n]
+}
+
+// peakWithout returns the highest sum of the deltas alone over the step,
+// and the event after which it is reached.
+func (st *adviseStep) peakWithout(ds []delta) (int64, int) {
+	var best int64
+	at := 0
+	for p, v := range st.sum(ds, len(st.base)) {
+		if p == 0 || v > best {
+			best, at = v, p
+		}
+	}
+	return best, at + st.first - 1
+}
+
+// peakWith returns the step's highest allocated bytes with the deltas and
+// the event after which it is reached (the first, at a tie).
+func (st *adviseStep) peakWith(ds []delta) (int64, int) {
+	var best int64
+	at := 0
+	for p, v := range st.sum(ds, len(st.base)) {
+		if v += st.base[p]; p == 0 || v > best {
+			best, at = v, p
+		}
+	}
+	return best, at + st.first - 1
+}
+
+// Advise attributes d's allocated peak to terms and computes the fixes.
+func (d *Device) Advise(opt AdviseOptions) *Advice {
+	ad := &Advice{Peak: d.Peak.Allocated, PeakIndex: d.Peak.Index, Step: -1}
+	ad.Reserved = d.Peak.Reserved
+	if len(d.Frag) > 0 && d.Frag[0] != nil {
+		ad.Frag = &d.Frag[0].Verdict
+	}
+	if opt.DeviceMemory > 0 {
+		f := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, ad.Peak)
+		ad.Fit = &f
+	}
+	for _, ph := range d.Phases.List {
+		ad.Training = ad.Training || ph.Name == "backward"
+	}
+	if pi := d.Phases.PeakPhase; pi >= 0 {
+		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
+	}
+	if !ad.Training || ad.Step < 0 {
+		return ad // no backward, or a peak outside the steps: no step to advise on
+	}
+	st := d.adviseStep(ad.Step)
+	if st == nil {
+		return ad
+	}
+	var chunkedAlready bool
+	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
+	leak := d.leakBlocks(st)
+	for k := range st.blocks {
+		b := &st.blocks[k]
+		if b.start > ad.PeakIndex || b.end <= ad.PeakIndex {
+			continue // not live at the peak
+		}
+		term := TermOther
+		switch {
+		case modelState(b.cat):
+			term = TermModelStates
+		case b.logits:
+			term = TermLogits
+		case leak[k]:
+			term = TermLeak
+		case b.cat == Activation:
+			term = TermActivations
+		case b.cat == Temporary:
+			term = TermTemporaries
+		}
+		ad.Holders[term].Bytes += b.size
+		ad.Holders[term].Count++
+	}
+	ad.Holders[TermFragmentation].Bytes = max(ad.Reserved-ad.Peak, 0)
+
+	var fixes []AdviceFix
+	add := func(kind budget.FixKind, term AdviseTerm, ds []delta, f AdviceFix) {
+		if len(ds) == 0 {
+			return
+		}
+		f.Kind, f.Term, f.CostRank = kind, term, kind.CostRank()
+		f.NewPeak, f.NewPeakIndex = st.peakWith(ds)
+		for _, x := range ds {
+			if x.start <= ad.PeakIndex && ad.PeakIndex < x.end {
+				f.Removes -= x.bytes
+				if x.bytes < 0 {
+					f.Blocks++
+				}
+			}
+		}
+		if f.NewPeak >= ad.Peak || (ad.Peak-f.NewPeak)*100 < ad.Peak {
+			return
+		}
+		if opt.DeviceMemory > 0 {
+			fit := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, f.NewPeak)
+			f.Fit = &fit
+		}
+		fixes = append(fixes, f)
+	}
+	chunks := opt.LossChunks
+	if chunks <= 0 {
+		chunks = 8
+	}
+	// The loss: a fused linear cross-entropy never makes the logits; a
+	// chunked one keeps one slice of each at a time. Both make the output
+	// projection's weight gradient early (lossDeltas).
+	isLogits := func(b *adviseBlock) bool { return b.logits }
+	fused, chunked := st.lossDeltas()
+	add(budget.FixFusedLoss, TermLogits, append(st.scaled(isLogits, 1, 1), fused...), AdviceFix{})
+	if !chunkedAlready {
+		add(budget.FixChunkedLoss, TermLogits, append(st.scaled(isLogits, chunks-1, chunks), chunked...), AdviceFix{Chunks: chunks})
+	}
+	// Full checkpointing keeps each layer's input (the previous layer's
+	// output) and recomputes the rest during the layer's backward.
+	ckpt, layers := d.checkpointDeltas(st, ad.Step)
+	ad.Layers = layers
+	add(budget.FixFullCkpt, TermActivations, ckpt, AdviceFix{})
+	// Optimizer state: bf16 moments halve fp32 ones (only when the state
+	// is about twice the parameters: Adam's two fp32 moments); sharding
+	// keeps 1/N.
+	var params, state int64
+	for k := range st.blocks {
+		b := &st.blocks[k]
+		if b.start <= st.first-1 || b.alloc < st.first {
+			switch b.cat {
+			case Parameter:
+				params += b.size
+			case OptimizerState:
+				state += b.size
+			}
+		}
+	}
+	isState := func(b *adviseBlock) bool { return b.cat == OptimizerState }
+	if params > 0 && state*2 >= params*3 {
+		add(budget.FixBF16Moments, TermModelStates, st.scaled(isState, 1, 2), AdviceFix{})
+	}
+	ranks := opt.Ranks
+	if ranks <= 1 {
+		ranks = budget.DefaultRanks
+	}
+	add(budget.FixShardOptimizer, TermModelStates, st.scaled(isState, ranks-1, ranks), AdviceFix{Ranks: ranks})
+	// A leak: the blocks kept from earlier steps go.
+	var ld []delta
+	for k := range st.blocks {
+		if leak[k] {
+			b := &st.blocks[k]
+			ld = append(ld, delta{b.start, b.end, -b.size})
+		}
+	}
+	add(budget.FixReleaseLeak, TermLeak, ld, AdviceFix{})
+	add(budget.FixMicroBatch, TermActivations, d.microBatchDeltas(st, ad.Step), AdviceFix{})
+	sort.SliceStable(fixes, func(i, j int) bool {
+		if fixes[i].CostRank != fixes[j].CostRank {
+			return fixes[i].CostRank < fixes[j].CostRank
+		}
+		return fixes[i].NewPeak < fixes[j].NewPeak
+	})
+	ad.Fixes = fixes
+	return ad
+}
+
+// scaled returns, for each block keep chooses, the delta that removes
+// num/den of it.
+func (st *adviseStep) scaled(keep func(*adviseBlock) bool, num, den int64) []delta {
+	var ds []delta
+	for k := range st.blocks {
+		b := &st.blocks[k]
+		if keep(b) && num > 0 {
+			ds = append(ds, delta{b.start, b.end, -b.size * num / den})
+		}
+	}
+	return ds
+}
+
+// adviseStep collects the blocks live during step: those live before its
+// first event and those allocated inside it, each with its lifetime and
+// category, and the allocated bytes after each of its events. It returns
+// nil when no event falls in the step.
+func (d *Device) adviseStep(step int) *adviseStep {
+	st := &adviseStep{first: -1}
+	for _, ph := range d.Phases.List {
+		if ph.Step != step || ph.Last < ph.First {
+			continue
+		}
+		if st.first < 0 || ph.First < st.first {
+			st.first = ph.First
+		}
+		st.last = max(st.last, ph.Last)
+	}
+	if st.first < 0 {
+		return nil
+	}
+	events := d.Timeline.Events
+	endOf := func(death int) int {
+		if death < 0 || death > st.last {
+			return st.last + 1
+		}
+		return death
+	}
+	for _, b := range d.Timeline.LiveAt(st.first - 1) {
+		death := d.class.life.deathOf(&b)
+		born, _ := d.class.phaseName(b.AllocIndex)
+		st.blocks = append(st.blocks, adviseBlock{start: st.first - 1, end: endOf(death), size: b.Size, req: b.Requested,
+			stack: b.Stack, alloc: b.AllocIndex, cat: d.class.Classify(&b), born: born, toEnd: death < 0})
+	}
+	sizes := d.AllocSizes()
+	for i := st.first; i <= st.last; i++ {
+		ev := &events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		lb := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS}
+		born, _ := d.class.phaseName(i)
+		death := d.class.life.deathOf(&lb)
+		st.blocks = append(st.blocks, adviseBlock{start: i, end: endOf(death), size: sizes[i], req: ev.Size,
+			stack: ev.Stack, alloc: i, cat: d.class.Classify(&lb), born: born, toEnd: death < 0})
+	}
+	ds := make([]delta, len(st.blocks))
+	for k, b := range st.blocks {
+		ds[k] = delta{b.start, b.end, b.size}
+	}
+	st.base = st.sum(ds, st.last-st.first+2)
+	return st
+}

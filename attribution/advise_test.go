@@ -1,0 +1,140 @@
+package attribution
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/memscope/memscope/budget"
+)
+
+// TestAdviseTruth: on the plain run of fixtures/advise, each fix's
+// predicted new peak, computed from the plain run's own blocks, is within
+// tolerance of torch's max_memory_allocated for the same run with that fix
+// applied in a fresh process (3% for checkpointing, the micro-batch and the
+// moments; 10% for the loss); a loss fix comes first; and the peak's terms
+// add up to the peak.
+func TestAdviseTruth(t *testing.T) {
+	const dir = "../fixtures/advise/"
+	d := fixtureAnalysis(t, dir+"train-none").Primary()
+	none := readTruth(t, dir+"train-none")
+	var run struct {
+		Batch, Seq int64
+		Model      struct{ Layers int } `json:"model"`
+	}
+	if b, err := os.ReadFile(dir + "train-none/truth.json"); err != nil || json.Unmarshal(b, &run) != nil || run.Batch*run.Seq == 0 {
+		t.Fatalf("reading the run's shape from train-none/truth.json: %v", err)
+	}
+	// The chunked-loss run cut its batch × seq tokens into chunks of 256
+	// (capture/advise/train.py's chunked_backward).
+	ad := d.Advise(AdviseOptions{LossChunks: run.Batch * run.Seq / 256})
+	if !ad.Training {
+		t.Fatal("Advise(train-none).Training = false, want true")
+	}
+	if ad.Peak != none.Window.MaxAllocated {
+		t.Errorf("Advise(train-none).Peak = %d, want torch's %d", ad.Peak, none.Window.MaxAllocated)
+	}
+	var sum int64
+	for k := range TermFragmentation {
+		sum += ad.Holders[k].Bytes
+	}
+	if sum != ad.Peak {
+		t.Errorf("Advise(train-none): the terms add up to %d, want the peak %d", sum, ad.Peak)
+	}
+	if want := none.LogitsBytesFP32; ad.LogitsBytes != want {
+		t.Errorf("Advise(train-none).LogitsBytes = %d, want the script's fp32 logits %d", ad.LogitsBytes, want)
+	}
+	if ad.Layers != run.Model.Layers {
+		t.Errorf("Advise(train-none).Layers = %d, want the script's %d", ad.Layers, run.Model.Layers)
+	}
+	if len(ad.Fixes) == 0 {
+		t.Fatal("Advise(train-none) has no fixes")
+	}
+	if k := ad.Fixes[0].Kind; k != budget.FixFusedLoss && k != budget.FixChunkedLoss {
+		t.Errorf("Advise(train-none).Fixes[0].Kind = %d, want a loss fix", k)
+	}
+	byKind := map[budget.FixKind]AdviceFix{}
+	for _, f := range ad.Fixes {
+		byKind[f.Kind] = f
+	}
+	for _, c := range []struct {
+		fix  string
+		kind budget.FixKind
+		tol  float64
+	}{
+		{"checkpointing", budget.FixFullCkpt, 0.03},
+		{"chunked-loss", budget.FixChunkedLoss, 0.10},
+		{"bf16-moments", budget.FixBF16Moments, 0.03},
+		{"micro-batch", budget.FixMicroBatch, 0.03},
+	} {
+		t.Run(c.fix, func(t *testing.T) {
+			f, ok := byKind[c.kind]
+			if !ok {
+				t.Fatalf("Advise(train-none) has no fix of kind %d", c.kind)
+			}
+			want := readTruth(t, dir+"train-"+c.fix).Window.MaxAllocated
+			e := float64(f.NewPeak-want) / float64(want)
+			t.Logf("%s: removes %d at the peak, new peak %d, torch %d: %+.2f%%", c.fix, f.Removes, f.NewPeak, want, 100*e)
+			if math.Abs(e) > c.tol {
+				t.Errorf("NewPeak(%s) = %d, want %d within %.0f%% (off by %+.2f%%)", c.fix, f.NewPeak, want, 100*c.tol, 100*e)
+			}
+			if f.Removes <= 0 || f.Blocks == 0 {
+				t.Errorf("%s: Removes = %d over %d blocks, want bytes removed at the peak", c.fix, f.Removes, f.Blocks)
+			}
+		})
+	}
+}
+
+// TestAdviseInference: a recording with no backward gets no advice.
+func TestAdviseInference(t *testing.T) {
+	d := fixtureAnalysis(t, "../fixtures/advise/infer-dynamic").Primary()
+	ad := d.Advise(AdviseOptions{})
+	if ad.Training || len(ad.Fixes) != 0 {
+		t.Errorf("Advise(infer-dynamic) = training %v with %d fixes, want no training and no fixes", ad.Training, len(ad.Fixes))
+	}
+}
+
+// TestAdviseFixedRuns: a run with a fix applied is not advised that fix
+// again, and its first fix is still a loss fix where the logits remain.
+func TestAdviseFixedRuns(t *testing.T) {
+	for _, c := range []struct {
+		fix  string
+		kind budget.FixKind
+	}{
+		{"checkpointing", budget.FixFullCkpt},
+		{"chunked-loss", budget.FixChunkedLoss},
+		{"bf16-moments", budget.FixBF16Moments},
+	} {
+		t.Run(c.fix, func(t *testing.T) {
+			ad := fixtureAnalysis(t, "../fixtures/advise/train-"+c.fix).Primary().Advise(AdviseOptions{})
+			if len(ad.Fixes) == 0 {
+				t.Fatalf("Advise(train-%s) has no fixes", c.fix)
+			}
+			for _, f := range ad.Fixes {
+				if f.Kind == c.kind {
+					t.Errorf("Advise(train-%s) advises fix kind %d again: %+v", c.fix, c.kind, f)
+				}
+			}
+			if k := ad.Fixes[0].Kind; k != budget.FixFusedLoss {
+				t.Errorf("Advise(train-%s).Fixes[0].Kind = %d, want the fused loss (%d)", c.fix, k, budget.FixFusedLoss)
+			}
+		})
+	}
+}
+
+// TestAdviseLeak: on the leak fixture the leak's blocks are a term of the
+// peak, whole steps of torch's planted bytes, and dropping them is the
+// first fix.
+func TestAdviseLeak(t *testing.T) {
+	const dir = "../fixtures/leak"
+	per := readTruth(t, dir).Leak.BytesPerStep
+	ad := fixtureAnalysis(t, dir).Primary().Advise(AdviseOptions{})
+	leak := ad.Holders[TermLeak].Bytes
+	if leak <= 0 || leak%per != 0 {
+		t.Errorf("Advise(leak).Holders[leak] = %d, want a positive multiple of the planted %d per step", leak, per)
+	}
+	if len(ad.Fixes) == 0 || ad.Fixes[0].Kind != budget.FixReleaseLeak || ad.Fixes[0].Removes != leak {
+		t.Errorf("Advise(leak).Fixes = %+v, want first the leak's release removing %d", ad.Fixes, leak)
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+)
+
+// adviseLong is 'memscope advise's help.
+const adviseLong = `Advise reads each allocator snapshot of a training run and says what holds
+the peak of allocated bytes, by term: model states (parameters, gradients,
+optimizer state), saved activations, logits and loss, temporaries, a leak,
+the rest, and, on top of the peak, fragmentation (reserved but not
+allocated). Then it lists the fixes that lower the peak, cheapest first,
+each with the bytes it removes computed from the snapshot's own blocks: the
+fp32 logits and their gradients for a fused or chunked cross-entropy; each
+layer's saved activations but its input for full checkpointing, given back
+while the layer is recomputed; the optimizer's moments halved for bf16
+moments, or kept 1/N for sharding over --ranks; a leak's piled-up blocks;
+the batch's tensors halved, with the gradients there from the start, for
+half the micro-batch. Each fix's new peak is the highest the peak's step
+would reach with it, event by event, so a fix that moves the peak elsewhere
+is predicted where the peak goes. With --device-memory GPU|SIZE every fix
+says whether it fits.
+
+The fixes use the words of 'memscope budget', which predicts from a
+config. A recording with no backward (inference) is reported as such:
+advise covers training peaks for now.`
+
+func adviseFlags(fs *pflag.FlagSet) runFunc {
+	// Advise names no sites, so it takes no --focus or --ignore.
+	o := analysisOptions{top: -1, allocSizes: true}
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVar(&o.device, "device", -1, "advise on CUDA device `N` only; -1 for every device")
+	memoryFlag(fs)
+	deviceMemory := fs.String("device-memory", "", "hold each fix against a device of `SIZE` or a GPU name: "+strings.Join(budget.GPUNames(), ", "))
+	ranks := fs.Int64("ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
+	chunks := fs.Int64("loss-chunks", 8, "slices `N` of the chunked cross-entropy suggested")
+	return func(cc *cmdContext, paths []string) error {
+		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks}
+		if *ranks < 2 {
+			return usageErrorf("--ranks %d: want 2 or more", *ranks)
+		}
+		if *chunks < 2 {
+			return usageErrorf("--loss-chunks %d: want 2 or more", *chunks)
+		}
+		if *deviceMemory != "" {
+			if g, ok := budget.LookupGPU(*deviceMemory); ok {
+				opt.DeviceName, opt.DeviceMemory = g.Name, g.Memory
+			} else if n, err := units.ParseBytes(*deviceMemory); err == nil && n > 0 {
+				opt.DeviceMemory = n
+			} else {
+				return usageErrorf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
+					*deviceMemory, strings.Join(budget.GPUNames(), ", "))
+			}
+		}
+		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
+			r := &report.Advice{Source: path}
+			for _, d := range an.Devices {
+				if len(d.Timeline.Events) == 0 && len(an.Devices) > 1 {
+					continue
+				}
+				r.Devices = append(r.Devices, report.AdviceDevice{Device: d.Device, Advice: d.Advise(opt)})
+			}
+			return r, nil
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/budget"
+)
+
+// TestAdviceForms: the text names each fix in budget's words with its new
+// peak, and the JSON carries the same numbers as raw bytes; a recording
+// with no backward says advise covers training.
+func TestAdviceForms(t *testing.T) {
+	fit := budget.FitNeed("H100", 80<<30, 3<<30)
+	a := &attribution.Advice{Training: true, Peak: 8 << 30, Reserved: 10 << 30, PeakIndex: 12, Step: 1, Phase: "backward",
+		LogitsBytes: 2 << 30, Layers: 4}
+	a.Holders[attribution.TermLogits] = attribution.Bytes{Bytes: 6 << 30, Count: 3}
+	a.Holders[attribution.TermModelStates] = attribution.Bytes{Bytes: 2 << 30, Count: 40}
+	a.Holders[attribution.TermFragmentation] = attribution.Bytes{Bytes: 2 << 30}
+	a.Fixes = []attribution.AdviceFix{{Kind: budget.FixChunkedLoss, Term: attribution.TermLogits, Removes: 5 << 30, Blocks: 3,
+		NewPeak: 3 << 30, NewPeakIndex: 12, Chunks: 8, Fit: &fit}}
+	r := &Advice{Source: "s.pickle", Devices: []AdviceDevice{{Device: 0, Advice: a},
+		{Device: 1, Advice: &attribution.Advice{PeakIndex: -1, Step: -1}}}}
+	var text bytes.Buffer
+	if err := Write(&text, Text, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"chunked cross-entropy (8 chunks", "removes 5.00 GiB at the peak (3 blocks) → new peak 3.00 GiB (−62.5%)",
+		"logits and loss  6.00 GiB  75.0%  3 blocks", "advise covers training peaks"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("Advice text lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := Write(&js, JSON, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc FilesDoc[AdviceFileJSON]
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != "advise" || len(doc.Files) != 1 || len(doc.Files[0].Devices) != 2 {
+		t.Fatalf("Advice JSON = %+v, want one file of two devices", doc)
+	}
+	d := doc.Files[0].Devices[0]
+	if len(d.Fixes) != 1 || d.Fixes[0].NewPeak != 3<<30 || d.Fixes[0].Removes != 5<<30 || d.Fixes[0].Fit.Verdict != "fits" {
+		t.Errorf("Advice JSON fixes = %+v, want the chunked loss: removes %d, new peak %d, fits", d.Fixes, 5<<30, 3<<30)
+	}
+	if len(d.Holders) != int(attribution.NumAdviseTerms) || d.Holders[attribution.TermLogits].Bytes != 6<<30 {
+		t.Errorf("Advice JSON holders = %+v, want every term, logits %d", d.Holders, 6<<30)
+	}
+	if inf := doc.Files[0].Devices[1]; inf.Training || inf.Holders == nil || inf.Fixes == nil || len(inf.Fixes) != 0 {
+		t.Errorf("Advice JSON of an inference device = %+v, want training false and empty lists", inf)
+	}
+}
