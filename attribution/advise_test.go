@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // TestAdviseTruth: on the plain run of fixtures/advise, each fix's
@@ -136,5 +137,31 @@ func TestAdviseLeak(t *testing.T) {
 	}
 	if len(ad.Fixes) == 0 || ad.Fixes[0].Kind != budget.FixReleaseLeak || ad.Fixes[0].Removes != leak {
 		t.Errorf("Advise(leak).Fixes = %+v, want first the leak's release removing %d", ad.Fixes, leak)
+	}
+}
+
+// TestSummaryCarriesAdvice: a summary keeps advise's first three fixes of
+// a training peak, in advise's order, and none for a snapshot with no
+// backward.
+func TestSummaryCarriesAdvice(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"../fixtures/advise/train-none/snapshot.pickle", SummaryFixes}, {"../fixtures/plain-inference/snapshot.pickle", 0}} {
+		s, err := snapshot.Open(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an := Analyze(s, Options{Device: -1})
+		got := Summarize(an, 5).Devices[0].Fixes
+		ad := an.Devices[0].Advise(AdviseOptions{})
+		if len(got) != c.want {
+			t.Fatalf("%s: %d fixes in the summary, want %d", c.path, len(got), c.want)
+		}
+		for i := range got {
+			if got[i] != ad.Fixes[i] {
+				t.Errorf("%s: summary fix %d = %+v, advise's %+v", c.path, i, got[i], ad.Fixes[i])
+			}
+		}
 	}
 }

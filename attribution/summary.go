@@ -58,6 +58,9 @@ type DeviceSummary struct {
 	// Categories holds the allocated bytes at the peak by category.
 	Categories [NumCategories]Bytes
 	Findings   []Finding
+	// Fixes are the first SummaryFixes of Advise's fixes, cheapest first
+	// (none outside a training step's peak).
+	Fixes []AdviceFix
 
 	// With a joined profiler trace: the peak's bytes by operator (top
 	// rows), and the share of the bytes allocated in the trace's window
@@ -147,8 +150,14 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 	ds.TopSites = dev.Peak.Sites[:min(top, len(dev.Peak.Sites))]
 	ds.Categories = dev.Peak.Categories
 	ds.Findings = dev.Findings()
+	if ad := dev.Advise(AdviseOptions{}); ad.Training && ad.Step >= 0 {
+		ds.Fixes = ad.Fixes[:min(SummaryFixes, len(ad.Fixes))]
+	}
 	return ds
 }
+
+// SummaryFixes is how many of Advise's fixes a summary keeps.
+const SummaryFixes = 3
 
 // JoinTrace adds the peak's bytes by operator from the profiler trace of
 // the same run, keeping the top rows.

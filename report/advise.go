@@ -204,13 +204,20 @@ func (r *Advice) fileEntry() any {
 				j.Holders = append(j.Holders, AdviceHolderJSON{Term: adviseTermNames[k], Bytes: a.Holders[k].Bytes, Blocks: a.Holders[k].Count})
 			}
 		}
-		for _, x := range a.Fixes {
-			fw := adviceFixWords(x)
-			j.Fixes = append(j.Fixes, AdviceFixJSON{Name: fw.name, Term: adviseTermName(x.Term), Cost: fw.cost, CostRank: x.CostRank,
-				Removes: x.Removes, Blocks: x.Blocks, NewPeak: x.NewPeak, NewPeakEventIndex: x.NewPeakIndex,
-				Ranks: x.Ranks, Chunks: x.Chunks, Fit: budgetFitJSON(x.Fit)})
-		}
+		j.Fixes = adviceFixesJSON(a.Fixes)
 		f.Devices = append(f.Devices, j)
 	}
 	return f
+}
+
+// adviceFixesJSON converts fixes, never null.
+func adviceFixesJSON(fixes []attribution.AdviceFix) []AdviceFixJSON {
+	out := []AdviceFixJSON{}
+	for _, x := range fixes {
+		fw := adviceFixWords(x)
+		out = append(out, AdviceFixJSON{Name: fw.name, Term: adviseTermName(x.Term), Cost: fw.cost, CostRank: x.CostRank,
+			Removes: x.Removes, Blocks: x.Blocks, NewPeak: x.NewPeak, NewPeakEventIndex: x.NewPeakIndex,
+			Ranks: x.Ranks, Chunks: x.Chunks, Fit: budgetFitJSON(x.Fit)})
+	}
+	return out
 }

@@ -90,6 +90,7 @@ type SummaryDevice struct {
 	OOMs             int                 `json:"ooms"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
 	Findings         []FindingJSON       `json:"findings"`
+	Fixes            []AdviceFixJSON     `json:"fixes"` // advise's first three, cheapest first
 	Ops              []OpBytesJSON       `json:"ops_at_peak,omitempty"`
 	OpsCovered       *float64            `json:"ops_covered,omitempty"`
 	TimelineAtPeak   *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
@@ -125,6 +126,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		if d.Timeline != nil {
 			sd.TimelineAtPeak = timelineSampleJSON(s.TimelineSource, *d.Timeline)
 		}
+		sd.Fixes = adviceFixesJSON(d.Fixes)
 		sd.Findings = []FindingJSON{}
 		for _, f := range d.Findings {
 			sd.Findings = append(sd.Findings, FindingJSON{f.Kind.String(), f.Problem(), findingText(f)})

@@ -151,6 +151,13 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			ew.printf("%s%s\n", mark, wrap(findingText(f), 96, "    "))
 		}
 	}
+	if len(d.Fixes) > 0 {
+		ew.printf("\nwhat to change, cheapest first (memscope advise for all, with costs):\n")
+		for i, f := range d.Fixes {
+			ew.printf("  %d. %s\n     removes %s at the peak → new peak %s (%s)\n", i+1, adviceFixWords(f).name,
+				units.Bytes(f.Removes), units.Bytes(f.NewPeak), signedPercent(f.NewPeak-d.PeakAllocated.Bytes, d.PeakAllocated.Bytes))
+		}
+	}
 	if len(d.Warnings) > 0 {
 		ew.printf("\nwarnings:\n")
 		for _, wn := range deviceWarnings(d) {
