@@ -160,6 +160,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		allocSizes: sizes, series: series, seriesPoints: a.opt.SeriesPoints}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
+	dev.class.findKVCache()
 	<-warm
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")
