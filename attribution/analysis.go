@@ -51,6 +51,9 @@ type Device struct {
 	Lost *Lost
 	// Warnings are the replay's.
 	Warnings []snapshot.Warning
+	// Inference says where an inference run's memory is; nil unless a KV
+	// cache was recognised.
+	Inference *Inference
 
 	an    *Analysis
 	class *classifier
@@ -172,6 +175,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.Frag = append(dev.Frag, o.Frag)
 	}
 	dev.Leak = dev.findLeak()
+	dev.Inference = dev.inference()
 	dev.Lost = dev.lostHistory()
 	dev.Warnings = append([]snapshot.Warning(nil), t.Warnings...)
 	return dev

@@ -236,6 +236,11 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Temporary
 	case death < 0 && kd&kindLoad != 0:
 		return Parameter // the model's weights, built, loaded or moved (.to()) and kept
+	case born == "prefill" || born == "decode" || born == "generate":
+		if death >= 0 {
+			return Activation // made by one phase of generate() and freed in a later one
+		}
+		return Unknown // kept, and not the cache: a workspace, the output, or a leak
 	case born == "backward":
 		return Gradient
 	case born == "forward" && bornPhase >= 0 && b.AllocIndex < c.firstModule[bornPhase]:

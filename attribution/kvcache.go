@@ -41,7 +41,7 @@ func (c *classifier) findKVCache() {
 	for i := range c.events {
 		ev := &c.events[i]
 		if ev.Action == snapshot.ActionAlloc && ev.Stack != 0 && c.kinds.stack(ev.Stack)&kindKV != 0 {
-			f := c.kvFrame(ev.Stack)
+			f := kvLine(c.st, c.kinds, ev.Stack)
 			bySite[f] = append(bySite[f], i)
 		}
 	}
@@ -60,16 +60,6 @@ func (c *classifier) findKVCache() {
 	if len(kv) > 0 {
 		c.kv = kv
 	}
-}
-
-// kvFrame returns the innermost frame of stack id in cache_utils.py.
-func (c *classifier) kvFrame(id snapshot.StackID) snapshot.FrameID {
-	for _, f := range c.st.Stack(id) {
-		if c.kinds.frame(f)&fKV != 0 {
-			return f
-		}
-	}
-	return 0
 }
 
 // nextLarger returns, for each of allocs (alloc event indexes in order),

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -160,6 +161,85 @@ func TestKVPoolByShape(t *testing.T) {
 			d := Analyze(pools(c.n, c.train), Options{Device: -1}).Devices[0]
 			if g := d.End.Categories[KVCache].Bytes; g != c.want {
 				t.Errorf("kv cache at the end = %d B, want %d", g, c.want)
+			}
+		})
+	}
+}
+
+// TestInferPhases: generate() is one step, told by its cache: its peak is
+// torch's max_memory_allocated over the script's generate phase and the
+// setup's its setup's, to the byte; the DynamicCache run splits into
+// prefill (holding the peak) and decode, and its cache grows by 2 × layers
+// × batch × KV heads × head dim × 2 B per decode step over new tokens − 1
+// steps, from the prompt's keys and values; the StaticCache run does not
+// grow and is one generate phase.
+func TestInferPhases(t *testing.T) {
+	for _, name := range []string{"infer-dynamic", "infer-static"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("../fixtures/advise", name)
+			tr := readTruth(t, dir)
+			var shape struct {
+				Batch     int64 `json:"batch"`
+				Prompt    int64 `json:"prompt"`
+				NewTokens int64 `json:"new_tokens"`
+				Model     struct {
+					Layers  int64 `json:"layers"`
+					KVHeads int64 `json:"kv_heads"`
+					HeadDim int64 `json:"head_dim"`
+				} `json:"model"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &shape); err != nil {
+				t.Fatal(err)
+			}
+			d := fixtureAnalysis(t, dir).Devices[0]
+			p := d.Phases
+			if p.Source != "kv cache" || len(p.Steps) != tr.StepsRecorded {
+				t.Fatalf("%d steps from %s, want %d from the kv cache", len(p.Steps), p.Source, tr.StepsRecorded)
+			}
+			var setup int64
+			for _, ph := range p.List {
+				if ph.Step < 0 {
+					setup = max(setup, ph.Peak.Allocated)
+				}
+			}
+			for _, row := range tr.Phases {
+				got := p.Steps[0].Peak
+				if row.Step < 0 {
+					got = setup
+				}
+				if got != row.PeakAllocated {
+					t.Errorf("peak of %s = %d, want %d (torch)", row.Phase, got, row.PeakAllocated)
+				}
+			}
+			inf := d.Inference
+			if inf == nil {
+				t.Fatal("no Inference")
+			}
+			perStep := 2 * shape.Model.Layers * shape.Batch * shape.Model.KVHeads * shape.Model.HeadDim * 2
+			if name == "infer-static" {
+				if inf.Growing || inf.PeakPhase != "generate" {
+					t.Errorf("static cache: growing %v, peak phase %q; want a cache allocated once, one generate phase", inf.Growing, inf.PeakPhase)
+				}
+				return
+			}
+			if !inf.Growing || inf.DecodeSteps != int(shape.NewTokens-1) || inf.GrowthPerStep != perStep {
+				t.Errorf("growing %v over %d decode steps, %d B a step; want %d steps of %d B", inf.Growing, inf.DecodeSteps, inf.GrowthPerStep, shape.NewTokens-1, perStep)
+			}
+			if want := perStep * shape.Prompt; inf.KVAfterPrefill != want {
+				t.Errorf("kv cache after the prefill = %d B, want %d (the prompt's keys and values)", inf.KVAfterPrefill, want)
+			}
+			if inf.KVRequested != tr.KVCacheBytes {
+				t.Errorf("kv cache requested at the end = %d, want %d (torch)", inf.KVRequested, tr.KVCacheBytes)
+			}
+			if pp := p.PeakPhase; inf.PeakPhase != "prefill" || pp < 0 || p.List[pp].Name != "prefill" || inf.Peak != tr.Window.MaxAllocated {
+				t.Errorf("peak phase %q, peak %d; want the prefill holding torch's peak %d", inf.PeakPhase, inf.Peak, tr.Window.MaxAllocated)
+			}
+			if inf.Activations <= 0 || inf.Activations >= inf.Peak-inf.Weights.Bytes {
+				t.Errorf("prefill activations = %d B of a %d B peak over %d B of weights", inf.Activations, inf.Peak, inf.Weights.Bytes)
 			}
 		})
 	}

@@ -58,6 +58,8 @@ type DeviceSummary struct {
 	// Categories holds the allocated bytes at the peak by category.
 	Categories [NumCategories]Bytes
 	Findings   []Finding
+	// Inference is the device's Inference (nil for none).
+	Inference *Inference
 
 	// With a joined profiler trace: the peak's bytes by operator (top
 	// rows), and the share of the bytes allocated in the trace's window
@@ -147,6 +149,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 	ds.TopSites = dev.Peak.Sites[:min(top, len(dev.Peak.Sites))]
 	ds.Categories = dev.Peak.Categories
 	ds.Findings = dev.Findings()
+	ds.Inference = dev.Inference
 	return ds
 }
 
