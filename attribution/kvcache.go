@@ -1,19 +1,27 @@
 package attribution
 
-import "github.com/memscope/memscope/snapshot"
+import (
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
 
 // KV cache recognition. An inference run's attention cache holds, per
 // layer, a key and a value tensor, kept from the prefill to the end of the
 // generation; a recording with a backward or an optimizer (training) holds
 // none: transformers' models also build a DynamicCache in a training
-// forward with use_cache, and those copies are activations.
+// forward with use_cache, and those copies are activations. Training is a
+// backward or optimizer phase, an Optimizer range, an allocation under
+// torch/optim, or one of autograd's backward (its engine's thread records
+// no Python frame).
 //
 // By site: an allocation under transformers/cache_utils.py is the cache's
 // when it lives to the end of the recording (StaticCache's preallocated
 // keys and values, made once in lazy_initialization; the last token's
-// DynamicCache tensors), or when a larger tensor from the same line is
-// allocated before it is freed: DynamicLayer.update grows each layer by one
-// torch.cat per token and drops the old tensor once the new one is made.
+// DynamicCache tensors), or when it is replaced: the last allocation from
+// the same line before it is freed is larger (DynamicLayer.update grows
+// each layer by one torch.cat per token and drops the old tensor once the
+// new one is made), and so is the tensor that replaced it.
 // Index tensors and other temporaries of the same file are made at one
 // size and freed: they stay what their lifetime says.
 //
@@ -34,6 +42,14 @@ func (c *classifier) findKVCache() {
 	if c.training {
 		return
 	}
+	for i := range c.events {
+		// Backward work with no phase to show it: an allocation on the
+		// engine's thread (no Python frame where others have them) or
+		// under a backward frame.
+		if c.events[i].Action == snapshot.ActionAlloc && c.kinds.event(&c.events[i])&kindBackward != 0 {
+			return
+		}
+	}
 	kv := map[int]bool{}
 	// By the cache_utils.py frame (its line): the prefill's call of
 	// update comes through other lines of generate than a decode step's.
@@ -46,11 +62,19 @@ func (c *classifier) findKVCache() {
 		}
 	}
 	for _, allocs := range bySite {
-		next := nextLarger(c.events, allocs)
 		for j, i := range allocs {
 			d := int(c.life.death[i])
-			if d < 0 || (next[j] >= 0 && next[j] < d) {
+			if d < 0 {
 				kv[i] = true
+				continue
+			}
+			// The last allocation of the line before i was freed: when
+			// it is larger, it replaced i, and both are the cache (the
+			// last one also when the cache is dropped at the end of
+			// the call).
+			r := sort.SearchInts(allocs, d) - 1
+			if r > j && c.events[allocs[r]].Size > c.events[i].Size {
+				kv[i], kv[allocs[r]] = true, true
 			}
 		}
 	}
@@ -60,22 +84,6 @@ func (c *classifier) findKVCache() {
 	if len(kv) > 0 {
 		c.kv = kv
 	}
-}
-
-// nextLarger returns, for each of allocs (alloc event indexes in order),
-// the index of the first later one of a larger size, or -1.
-func nextLarger(events []snapshot.Event, allocs []int) []int {
-	next := make([]int, len(allocs))
-	var open []int // positions in allocs still waiting, sizes not increasing
-	for j, i := range allocs {
-		next[j] = -1
-		for len(open) > 0 && events[allocs[open[len(open)-1]]].Size < events[i].Size {
-			next[open[len(open)-1]] = i
-			open = open[:len(open)-1]
-		}
-		open = append(open, j)
-	}
-	return next
 }
 
 // poolsByShape adds to kv the runs of equal-sized kept allocations the

@@ -21,26 +21,21 @@ type kvRun struct {
 	first, last int // the step's events
 	prefillEnd  int // last event of the prefill; -1 when not told
 	rounds      int // allocations of the first cache line at a new size: 1 + decode steps
-	kvEnd       int // the last event with the cache whole: its last allocation, or the end when it is kept
+	kvEnd       int // an event with the cache whole: the end when it is kept, else its last allocation (a growing cache: the free after it)
 }
 
 // kvPhases returns the phases of generate() calls, nil when the recording
 // has no transformers cache allocation or holds training work.
 func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, []kvRun) {
 	lastLoad := -1
-	var lives [][3]int // first and last cache event of each life, and its last allocation
+	// Each life's first and last cache event, its last cache allocation,
+	// and the first cache free after that (-1: none).
+	var lives [][4]int
 	live := map[uint64]bool{}
 	for i := range events {
 		ev := &events[i]
-		if ev.Stack == 0 {
-			if ev.Action == snapshot.ActionFreeCompleted && live[ev.Addr] {
-				delete(live, ev.Addr)
-				lives[len(lives)-1][1] = i
-			}
-			continue
-		}
 		kd := k.event(ev)
-		if kd&(kindOptimizer|kindBackward) != 0 {
+		if ev.Action == snapshot.ActionAlloc && kd&(kindOptimizer|kindBackward) != 0 {
 			return nil, nil // training: its caches are activations
 		}
 		switch ev.Action {
@@ -50,15 +45,19 @@ func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, 
 			}
 			if kd&kindKV != 0 {
 				if len(live) == 0 {
-					lives = append(lives, [3]int{i, i, i})
+					lives = append(lives, [4]int{i, i, i, -1})
 				}
 				live[ev.Addr] = true
-				lives[len(lives)-1][2] = i
+				lives[len(lives)-1][2], lives[len(lives)-1][3] = i, -1
 			}
 		case snapshot.ActionFreeCompleted:
 			if live[ev.Addr] {
 				delete(live, ev.Addr)
-				lives[len(lives)-1][1] = i
+				lf := &lives[len(lives)-1]
+				lf[1] = i
+				if lf[3] < 0 {
+					lf[3] = i
+				}
 			}
 		}
 	}
@@ -88,6 +87,11 @@ func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, 
 			r.kvEnd = len(events) - 1
 		}
 		r.prefillEnd, r.rounds = prefillEnd(st, events, k, lf[0], lf[1])
+		if r.prefillEnd >= 0 && lf[3] >= 0 && r.kvEnd < len(events)-1 {
+			// A growing cache is whole once its last torch.cat's old
+			// tensor is freed.
+			r.kvEnd = lf[3]
+		}
 		if r.prefillEnd >= 0 {
 			p.List = append(p.List, Phase{Step: si, Name: "prefill", First: first, Last: r.prefillEnd},
 				Phase{Step: si, Name: "decode", First: r.prefillEnd + 1, Last: last})
