@@ -34,6 +34,11 @@ type Inference struct {
 	PeakIndex   int
 	Peak        int64
 	Activations int64
+	// DecodePeak, DecodePeakIndex and DecodeActivations are the same at
+	// the first call's decode peak (0 and -1 with no decode phase): a
+	// compiled decode step's warm-up can hold more than the prefill.
+	DecodePeak, DecodeActivations int64
+	DecodePeakIndex               int
 }
 
 // inference derives the device's Inference from its phases and moments.
@@ -48,7 +53,7 @@ func (d *Device) inference() *Inference {
 		if r.kvEnd < len(d.Timeline.Events)-1 {
 			end = d.At(r.kvEnd, "end of the first generate() call")
 		}
-		if r.prefillEnd >= 0 {
+		if r.growing {
 			inf.Growing, inf.DecodeSteps = true, r.rounds-1
 			inf.KVAfterPrefill = kvRequested(d.At(r.prefillEnd, "end of the prefill"))
 		}
@@ -57,19 +62,31 @@ func (d *Device) inference() *Inference {
 	if inf.Growing && inf.DecodeSteps > 0 {
 		inf.GrowthPerStep = (inf.KVRequested - inf.KVAfterPrefill) / int64(inf.DecodeSteps)
 	}
-	m := d.Peak
+	inf.PeakIndex, inf.Peak, inf.Activations = d.Peak.Index, d.Peak.Allocated, working(d.Peak)
+	inf.DecodePeakIndex = -1
 	for _, ph := range d.Phases.List {
-		if len(d.Phases.kv) > 0 && ph.Step == 0 && (ph.Name == "prefill" || ph.Name == "generate") {
+		if len(d.Phases.kv) == 0 || ph.Step != 0 {
+			continue
+		}
+		m := d.Peak
+		if ph.PeakIndex != d.Peak.Index {
+			m = d.At(ph.PeakIndex, "step 0 "+ph.Name+" peak")
+		}
+		switch ph.Name {
+		case "prefill", "generate":
 			inf.PeakPhase = ph.Name
-			if ph.PeakIndex != d.Peak.Index {
-				m = d.At(ph.PeakIndex, "step 0 "+ph.Name+" peak")
-			}
-			break
+			inf.PeakIndex, inf.Peak, inf.Activations = m.Index, m.Allocated, working(m)
+		case "decode":
+			inf.DecodePeakIndex, inf.DecodePeak, inf.DecodeActivations = m.Index, m.Allocated, working(m)
 		}
 	}
-	inf.PeakIndex, inf.Peak = m.Index, m.Allocated
-	inf.Activations = m.Categories[Activation].Bytes + m.Categories[Temporary].Bytes + m.Categories[Input].Bytes
 	return inf
+}
+
+// working returns what the work holds at m: its activation, temporary and
+// input bytes.
+func working(m *Moment) int64 {
+	return m.Categories[Activation].Bytes + m.Categories[Temporary].Bytes + m.Categories[Input].Bytes
 }
 
 // kvRequested returns the requested bytes of m's kv cache blocks.

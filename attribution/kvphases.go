@@ -12,16 +12,21 @@ import "github.com/memscope/memscope/snapshot"
 // size in each decode step: the prefill ends at the lowest allocated point
 // between its last cache allocation and the first decode step's, after its
 // logits are freed, and "decode" is the rest. A cache allocated once
-// (StaticCache, CUDA graphs replaying the decode steps) does not say where
-// the prefill ends: the step is one "generate" phase. Each cache made
-// after the last one was freed is a step of its own.
+// (StaticCache, a compiled decode step replayed by CUDA graphs) does not
+// say where the prefill ends; the model's forwards do: the prefill ends at
+// the lowest allocated point between the step's first forward (its
+// allocations under a module's forward or a compiled region, up to the
+// first allocation outside one: the sampling) and the second. With no
+// second forward the step is one "generate" phase. Each cache made after
+// the last one was freed is a step of its own.
 
 // kvRun is what kvPhases learns of one cache's life, for Inference.
 type kvRun struct {
-	first, last int // the step's events
-	prefillEnd  int // last event of the prefill; -1 when not told
-	rounds      int // allocations of the first cache line at a new size: 1 + decode steps
-	kvEnd       int // an event with the cache whole: the end when it is kept, else its last allocation (a growing cache: the free after it)
+	first, last int  // the step's events
+	prefillEnd  int  // last event of the prefill; -1 when not told
+	growing     bool // the cache grows by a torch.cat per token
+	rounds      int  // allocations of the first cache line at a new size: 1 + decode steps
+	kvEnd       int  // an event with the cache whole: the end when it is kept, else its last allocation (a growing cache: the free after it)
 }
 
 // kvPhases returns the phases of generate() calls, nil when the recording
@@ -87,10 +92,14 @@ func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, 
 			r.kvEnd = len(events) - 1
 		}
 		r.prefillEnd, r.rounds = prefillEnd(st, events, k, lf[0], lf[1])
-		if r.prefillEnd >= 0 && lf[3] >= 0 && r.kvEnd < len(events)-1 {
+		r.growing = r.prefillEnd >= 0
+		if r.growing && lf[3] >= 0 && r.kvEnd < len(events)-1 {
 			// A growing cache is whole once its last torch.cat's old
 			// tensor is freed.
 			r.kvEnd = lf[3]
+		}
+		if !r.growing {
+			r.prefillEnd = forwardSplit(events, k, first, last)
 		}
 		if r.prefillEnd >= 0 {
 			p.List = append(p.List, Phase{Step: si, Name: "prefill", First: first, Last: r.prefillEnd},
@@ -166,20 +175,7 @@ func prefillEnd(st *snapshot.Stacks, events []snapshot.Event, k *kinds, first, l
 	}
 	// The lowest point of allocated bytes between the prefill's last
 	// cache allocation and the first decode step's (the latest one).
-	var cur, low int64
-	at := lastPrefill
-	for i := lastPrefill + 1; i < decode; i++ {
-		switch events[i].Action {
-		case snapshot.ActionAlloc:
-			cur += events[i].Size
-		case snapshot.ActionFreeCompleted:
-			cur -= events[i].Size
-		}
-		if cur <= low {
-			low, at = cur, i
-		}
-	}
-	return at, rounds
+	return valley(events, lastPrefill, decode), rounds
 }
 
 // kvLine returns the innermost frame of stack id in cache_utils.py.
@@ -190,4 +186,52 @@ func kvLine(st *snapshot.Stacks, k *kinds, id snapshot.StackID) snapshot.FrameID
 		}
 	}
 	return 0
+}
+
+// forwardSplit ends the prefill of a step (events first to last) at the
+// lowest allocated point between its first model forward and its second;
+// -1 when it has no second.
+func forwardSplit(events []snapshot.Event, k *kinds, first, last int) int {
+	state, lastFwd, second := 0, -1, -1 // state: before, in, after the first forward
+	for i := first; i <= last && second < 0; i++ {
+		ev := &events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		fw := k.event(ev)&kindForward != 0
+		switch {
+		case state == 0 && fw:
+			state, lastFwd = 1, i
+		case state == 1 && fw:
+			lastFwd = i
+		case state == 1:
+			state = 2
+		case state == 2 && fw:
+			second = i
+		}
+	}
+	if second < 0 {
+		return -1
+	}
+	return valley(events, lastFwd, second)
+}
+
+// valley returns the event after which allocated bytes are lowest
+// between events from and to (both excluded; from when nothing is lower),
+// the latest of equals.
+func valley(events []snapshot.Event, from, to int) int {
+	var cur, low int64
+	at := from
+	for i := from + 1; i < to; i++ {
+		switch events[i].Action {
+		case snapshot.ActionAlloc:
+			cur += events[i].Size
+		case snapshot.ActionFreeCompleted:
+			cur -= events[i].Size
+		}
+		if cur <= low {
+			low, at = cur, i
+		}
+	}
+	return at
 }

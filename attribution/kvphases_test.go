@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/memscope/memscope/snapshot"
@@ -16,6 +17,13 @@ import (
 // is followed by backward work on the engine's thread instead of decode
 // steps.
 func generateRun(calls, layers, prompt, steps int, keep, train bool) *snapshot.Snapshot {
+	return generateCache(calls, layers, prompt, steps, keep, train, false)
+}
+
+// generateCache is generateRun; with static, the cache is allocated once,
+// at its full length, in the prefill's layers (StaticCache's
+// lazy_initialization), and decode steps allocate none of it.
+func generateCache(calls, layers, prompt, steps int, keep, train, static bool) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Stacks: snapshot.NewStacks(), HasTraces: true}
 	st := s.Stacks
 	fr := func(name, file string, line int64) snapshot.FrameID {
@@ -35,6 +43,11 @@ func generateRun(calls, layers, prompt, steps int, keep, train bool) *snapshot.S
 	logits := gen(fr("forward", sp+"transformers/models/llama/modeling_llama.py", 480), fwd)
 	key := gen(fr("update", sp+"transformers/cache_utils.py", 146), fwd)
 	val := gen(fr("update", sp+"transformers/cache_utils.py", 147), fwd)
+	if static {
+		key = gen(fr("lazy_initialization", sp+"transformers/cache_utils.py", 434), fwd)
+		val = gen(fr("lazy_initialization", sp+"transformers/cache_utils.py", 439), fwd)
+	}
+	sample := gen(fr("_sample", sp+"transformers/generation/utils.py", 3042))
 	var ev []snapshot.Event
 	tm, addr := int64(1_000_000), uint64(1<<32)
 	add := func(a snapshot.Action, stack snapshot.StackID, size int64, at uint64) uint64 {
@@ -60,6 +73,12 @@ func generateRun(calls, layers, prompt, steps int, keep, train bool) *snapshot.S
 			for l := range layers {
 				a := add(snapshot.ActionAlloc, act, int64(tokens)<<14, 0)
 				for j, stack := range []snapshot.StackID{key, val} {
+					if static {
+						if cache[2*l+j] == 0 {
+							cache[2*l+j] = add(snapshot.ActionAlloc, stack, int64((prompt+steps)*perToken), 0)
+						}
+						continue
+					}
 					nw := add(snapshot.ActionAlloc, stack, int64(length*perToken), 0)
 					if old := cache[2*l+j]; old != 0 {
 						add(snapshot.ActionFreeRequested, stack, int64((length-tokens)*perToken), old)
@@ -70,6 +89,8 @@ func generateRun(calls, layers, prompt, steps int, keep, train bool) *snapshot.S
 			}
 			lg := add(snapshot.ActionAlloc, logits, int64(tokens)<<18, 0)
 			add(snapshot.ActionFreeRequested, logits, int64(tokens)<<18, lg)
+			smp := add(snapshot.ActionAlloc, sample, 1<<10, 0)
+			add(snapshot.ActionFreeRequested, sample, 1<<10, smp)
 		}
 		forward(prompt, prompt)
 		if train {
@@ -164,5 +185,43 @@ func TestWeightsInAPhase(t *testing.T) {
 	d := Analyze(s, Options{Device: -1}).Devices[0]
 	if got, want := d.End.Categories[Parameter].Bytes, int64(6)<<22; got != want {
 		t.Errorf("parameters at the end = %d, want %d (the .to() weights)", got, want)
+	}
+}
+
+// TestStaticCachePhases: a cache allocated once splits into prefill and
+// decode at the model's forwards (the sampling between them), holds its
+// full length from the prefill on, and does not grow; with one forward
+// only, the step is one generate phase.
+func TestStaticCachePhases(t *testing.T) {
+	const layers, prompt, steps = 3, 64, 5
+	for _, c := range []struct {
+		name  string
+		steps int
+		want  []string
+	}{{"decode steps", steps, []string{"prefill", "decode"}}, {"prefill only", 0, []string{"generate"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := Analyze(generateCache(1, layers, prompt, c.steps, true, false, true), Options{Device: -1}).Devices[0]
+			p := d.Phases
+			if p.Source != "kv cache" || len(p.Steps) != 1 {
+				t.Fatalf("%d steps from %s, want 1 from the kv cache", len(p.Steps), p.Source)
+			}
+			var names []string
+			for _, pi := range p.Steps[0].Phases {
+				names = append(names, p.List[pi].Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(c.want) {
+				t.Errorf("phases %v, want %v", names, c.want)
+			}
+			inf := d.Inference
+			if inf == nil || inf.Growing || inf.DecodeSteps != 0 {
+				t.Fatalf("Inference %+v, want a cache that does not grow", inf)
+			}
+			if want := int64(2 * layers * (prompt + c.steps) << 12); inf.KVRequested != want {
+				t.Errorf("kv cache = %d, want %d", inf.KVRequested, want)
+			}
+			if want := int64(prompt) << 18; inf.Activations != want {
+				t.Errorf("activations at the %s peak = %d, want the logits' %d", inf.PeakPhase, inf.Activations, want)
+			}
+		})
 	}
 }

@@ -67,19 +67,22 @@ type FindingJSON struct {
 // InferenceJSON is attribution.Inference: where an inference run's memory
 // is. Bytes are raw.
 type InferenceJSON struct {
-	Calls            int    `json:"calls"`
-	Weights          int64  `json:"weights"`
-	KVCache          int64  `json:"kv_cache"`
-	KVCacheBlocks    int    `json:"kv_cache_blocks"`
-	KVCacheRequested int64  `json:"kv_cache_requested"`
-	Growing          bool   `json:"growing"`
-	KVAfterPrefill   int64  `json:"kv_after_prefill"`
-	DecodeSteps      int    `json:"decode_steps"`
-	GrowthPerStep    int64  `json:"growth_per_step"`
-	PeakPhase        string `json:"peak_phase"`
-	PeakIndex        int    `json:"peak_index"`
-	Peak             int64  `json:"peak"`
-	Activations      int64  `json:"activations"`
+	Calls             int    `json:"calls"`
+	Weights           int64  `json:"weights"`
+	KVCache           int64  `json:"kv_cache"`
+	KVCacheBlocks     int    `json:"kv_cache_blocks"`
+	KVCacheRequested  int64  `json:"kv_cache_requested"`
+	Growing           bool   `json:"growing"`
+	KVAfterPrefill    int64  `json:"kv_after_prefill"`
+	DecodeSteps       int    `json:"decode_steps"`
+	GrowthPerStep     int64  `json:"growth_per_step"`
+	PeakPhase         string `json:"peak_phase"`
+	PeakIndex         int    `json:"peak_index"`
+	Peak              int64  `json:"peak"`
+	Activations       int64  `json:"activations"`
+	DecodePeakIndex   int    `json:"decode_peak_index"`
+	DecodePeak        int64  `json:"decode_peak"`
+	DecodeActivations int64  `json:"decode_activations"`
 }
 
 type SummaryDevice struct {
@@ -142,7 +145,8 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			sd.Inference = &InferenceJSON{Calls: inf.Calls, Weights: inf.Weights.Bytes, KVCache: inf.KVCache.Bytes,
 				KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
 				KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
-				PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations}
+				PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
+				DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations}
 		}
 		if d.Joined {
 			sd.Ops, sd.OpsCovered = opRowsJSON(d.Ops, -1), &d.OpsCovered

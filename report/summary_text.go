@@ -307,9 +307,12 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	switch inf.PeakPhase {
 	case "prefill":
 		row("prefill", inf.Activations, what+" at the prefill's peak ("+units.Bytes(inf.Peak)+" allocated)")
+		if inf.DecodePeakIndex >= 0 {
+			row("decode", inf.DecodeActivations, "activations and temporaries at the decode steps' peak ("+units.Bytes(inf.DecodePeak)+" allocated)")
+		}
 	case "generate":
 		row("peak", inf.Activations, what+" at generate()'s peak ("+units.Bytes(inf.Peak)+
-			" allocated); the prefill is not told apart from the decode steps: the cache does not grow")
+			" allocated); the prefill is not told apart from the decode steps: the cache does not grow and one forward was seen")
 	default:
 		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
 	}
