@@ -17,8 +17,9 @@ import (
 //
 // By site: an allocation under transformers/cache_utils.py is the cache's
 // when it lives to the end of the recording (StaticCache's preallocated
-// keys and values, made once in lazy_initialization; the last token's
-// DynamicCache tensors), or when it is replaced: the last allocation from
+// keys and values; the last token's DynamicCache tensors), when a cache
+// class preallocates it (lazy_initialization, early_initialization: kept
+// or dropped when the call returns), or when it is replaced: the last allocation from
 // the same line before it is freed is larger (DynamicLayer.update grows
 // each layer by one torch.cat per token and drops the old tensor once the
 // new one is made), and so is the tensor that replaced it.
@@ -64,7 +65,7 @@ func (c *classifier) findKVCache() {
 	for _, allocs := range bySite {
 		for j, i := range allocs {
 			d := int(c.life.death[i])
-			if d < 0 {
+			if d < 0 || preallocates(c.st.Frame(kvLine(c.st, c.kinds, c.events[i].Stack))) {
 				kv[i] = true
 				continue
 			}
@@ -126,4 +127,10 @@ func (c *classifier) poolsByShape(kv map[int]bool) {
 		}
 	}
 	flush()
+}
+
+// preallocates reports whether a cache_utils.py frame is one of the
+// functions that allocate a cache's tensors ahead of use.
+func preallocates(fr *snapshot.Frame) bool {
+	return fr.Name == "lazy_initialization" || fr.Name == "early_initialization"
 }

@@ -18,7 +18,9 @@ import "github.com/memscope/memscope/snapshot"
 // allocations under a module's forward or a compiled region, up to the
 // first allocation outside one: the sampling) and the second. With no
 // second forward the step is one "generate" phase. Each cache made after
-// the last one was freed is a step of its own.
+// the last one was freed is a step of its own. A cache that neither grows,
+// nor is preallocated, nor outlives the recording (one made and dropped in
+// each forward of an eval loop with use_cache) makes no steps.
 
 // kvRun is what kvPhases learns of one cache's life, for Inference.
 type kvRun struct {
@@ -33,6 +35,7 @@ type kvRun struct {
 // has no transformers cache allocation or holds training work.
 func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, []kvRun) {
 	lastLoad := -1
+	prealloc := false // a cache class preallocated a tensor
 	// Each life's first and last cache event, its last cache allocation,
 	// and the first cache free after that (-1: none).
 	var lives [][4]int
@@ -49,6 +52,7 @@ func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, 
 				lastLoad = i
 			}
 			if kd&kindKV != 0 {
+				prealloc = prealloc || (ev.Size > 0 && preallocates(st.Frame(kvLine(st, k, ev.Stack))))
 				if len(live) == 0 {
 					lives = append(lives, [4]int{i, i, i, -1})
 				}
@@ -66,7 +70,9 @@ func kvPhases(st *snapshot.Stacks, events []snapshot.Event, k *kinds) (*Phases, 
 			}
 		}
 	}
-	if len(lives) == 0 {
+	if len(lives) == 0 || !(len(live) > 0 || prealloc || grows(st, events, k, lives)) {
+		// A cache made and dropped inside each forward (an eval loop
+		// with use_cache) is no generate() call.
 		return nil, nil
 	}
 	if len(live) > 0 {
@@ -234,4 +240,14 @@ func valley(events []snapshot.Event, from, to int) int {
 		}
 	}
 	return at
+}
+
+// grows reports whether some cache life's first line grows.
+func grows(st *snapshot.Stacks, events []snapshot.Event, k *kinds, lives [][4]int) bool {
+	for _, lf := range lives {
+		if end, _ := prefillEnd(st, events, k, lf[0], lf[1]); end >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -225,3 +225,19 @@ func TestStaticCachePhases(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalLoopCache: an eval loop of forwards with use_cache, each making
+// a DynamicCache of one size and dropping it, holds no kv cache and makes
+// no generate() steps; a StaticCache dropped at each call's return is
+// still the cache, and each call a step.
+func TestEvalLoopCache(t *testing.T) {
+	d := Analyze(generateRun(4, 3, 64, 0, false, false), Options{Device: -1}).Devices[0]
+	if d.Phases.Source == "kv cache" || d.Inference != nil || d.Peak.Categories[KVCache].Count > 0 {
+		t.Errorf("eval loop: steps from %s, kv cache at the peak %d B; want no generate steps and no kv cache", d.Phases.Source, d.Peak.Categories[KVCache].Bytes)
+	}
+	d = Analyze(generateCache(3, 3, 64, 5, false, false, true), Options{Device: -1}).Devices[0]
+	if d.Phases.Source != "kv cache" || len(d.Phases.Steps) != 3 || d.Peak.Categories[KVCache].Bytes != 2*3*(64+5)<<12 {
+		t.Errorf("dropped static caches: %d steps from %s, kv cache at the peak %d B; want 3 from the kv cache, %d B",
+			len(d.Phases.Steps), d.Phases.Source, d.Peak.Categories[KVCache].Bytes, 2*3*(64+5)<<12)
+	}
+}
