@@ -51,6 +51,9 @@ type Device struct {
 	Lost *Lost
 	// Warnings are the replay's.
 	Warnings []snapshot.Warning
+	// Inference says where an inference run's memory is; nil unless a KV
+	// cache was recognised.
+	Inference *Inference
 
 	an    *Analysis
 	class *classifier
@@ -160,6 +163,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		allocSizes: sizes, series: series, seriesPoints: a.opt.SeriesPoints}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)
+	dev.class.findKVCache()
 	<-warm
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")
@@ -171,6 +175,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.Frag = append(dev.Frag, o.Frag)
 	}
 	dev.Leak = dev.findLeak()
+	dev.Inference = dev.inference()
 	dev.Lost = dev.lostHistory()
 	dev.Warnings = append([]snapshot.Warning(nil), t.Warnings...)
 	return dev

@@ -22,10 +22,13 @@ const (
 	// BeforeRecording is memory that predates the recording and that
 	// neither its sizes nor its lifetime assign to a category.
 	BeforeRecording
+	// KVCache is the key and value tensors an inference run's attention
+	// cache holds (kvcache.go).
+	KVCache
 	NumCategories
 )
 
-var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary", "before recording"}
+var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary", "before recording", "kv cache"}
 
 func (c Category) String() string {
 	if c < NumCategories {
@@ -73,6 +76,11 @@ type classifier struct {
 	// freed, which are parameters and which optimizer state (see
 	// splitPreexisting).
 	pre map[uint64]Category
+	// training is set when the recording holds a backward or an
+	// optimizer; kv holds the alloc events of KV cache blocks
+	// (findKVCache), nil when there are none.
+	training bool
+	kv       map[int]bool
 }
 
 func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snapshot.Range, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
@@ -83,6 +91,15 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 			c.steps = append(c.steps, r)
 		case strings.HasPrefix(r.Name, "Optimizer.zero_grad#"):
 			c.zeros = append(c.zeros, r)
+		}
+	}
+	c.training = len(c.steps) > 0 || len(c.zeros) > 0
+	for _, ph := range p.List {
+		c.training = c.training || ph.Name == "backward" || ph.Name == "optimizer"
+	}
+	for i := range events {
+		if !c.training && events[i].Action == snapshot.ActionAlloc && events[i].Stack != 0 && k.stack(events[i].Stack)&kindOptimizer != 0 {
+			c.training = true
 		}
 	}
 	c.firstModule = make([]int, len(p.List))
@@ -159,7 +176,11 @@ func (c *classifier) timeOf(i int) int64 {
 // backward and outliving it is a gradient. Born in forward before the
 // step's first call of an nn.Module is the batch (input); born in forward
 // and freed later an activation; never freed unknown (a workspace, a cache
-// or a leak). Born in setup and kept is a parameter.
+// or a leak). Kept and made by code that builds, loads or moves weights
+// (.to(), from_pretrained, a module's __init__) is a parameter in any
+// phase; born in setup, or outside phases, and kept is a parameter too,
+// unless a module's forward made it (a cuBLAS workspace, a cache: unknown).
+// A KV cache's keys and values are kv cache first (findKVCache).
 //
 // Blocks that predate the recording: never freed, parameters or optimizer
 // state by sizes (splitPreexisting), else before recording; freed inside
@@ -188,8 +209,12 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		}
 		return BeforeRecording
 	}
+	if c.kv[b.AllocIndex] {
+		return KVCache
+	}
 	born, bornPhase := c.phaseName(b.AllocIndex)
 	died, diedPhase := c.phaseName(death)
+	kd := c.kinds.stack(b.Stack)
 	// A block born in a step that an out-of-memory error cut short, and
 	// still live (the snapshot was taken while the failed step's frames
 	// held it), is what that step was building, not a leak.
@@ -205,10 +230,17 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Temporary
 	case born == "optimizer" && death < 0,
 		born == "optimizer" && died == "optimizer" && inRange(c.steps, c.timeOf(b.AllocIndex)),
-		death < 0 && c.kinds.stack(b.Stack)&kindOptimizer != 0:
+		death < 0 && kd&kindOptimizer != 0:
 		return OptimizerState
 	case born == "optimizer":
 		return Temporary
+	case death < 0 && kd&kindLoad != 0:
+		return Parameter // the model's weights, built, loaded or moved (.to()) and kept
+	case born == "prefill" || born == "decode" || born == "generate":
+		if death >= 0 {
+			return Activation // made by one phase of generate() and freed in a later one
+		}
+		return Unknown // kept, and not the cache: a workspace, the output, or a leak
 	case born == "backward":
 		return Gradient
 	case born == "forward" && bornPhase >= 0 && b.AllocIndex < c.firstModule[bornPhase]:
@@ -221,6 +253,8 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Input
 	case born == "after":
 		return Unknown
+	case death < 0 && kd&kindForward != 0:
+		return Unknown // made by the model's forward and kept: a workspace (cuBLAS'), a cache, or a leak
 	case death < 0:
 		return Parameter // built before the first step and kept
 	}
@@ -270,13 +304,9 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		}
 		bySize[b.Requested] = append(bySize[b.Requested], b.Addr)
 	}
-	training := len(c.steps) > 0
-	for _, ph := range c.phases.List {
-		training = training || ph.Name == "backward" || ph.Name == "optimizer"
-	}
 	for size, addrs := range bySize {
 		g := grads[size]
-		if !training {
+		if !c.training {
 			// No backward and no optimizer: what lives from before the
 			// recording to its end is the model's weights and buffers.
 			g = len(addrs)

@@ -27,6 +27,13 @@
 // of each stack table (Filter.For, sites.go), so that grouping millions of
 // live blocks by site costs a slice lookup each.
 //
+// An inference run has a shape of its own (kvcache.go, kvphases.go,
+// inference.go): the weights are the floor, a KV cache grows per token
+// (transformers' DynamicCache) or is allocated once (StaticCache, a pool),
+// and the prefill's activations peak above both. Its cache is the kv cache
+// category, its generate() calls the steps (prefill, decode), and
+// Device.Inference says where its memory is.
+//
 // Results hold IDs into the snapshot's stack table; the snapshot must stay
 // alive as long as the results are used. A Filter keeps its decisions about
 // every stack table it was used with for as long as it lives.

@@ -12,8 +12,11 @@ import (
 // Phase is one phase of one training step (or a stretch outside steps) as a
 // range of a device's events.
 type Phase struct {
-	Step int    // -1 outside any step (setup)
-	Name string // data, forward, backward, optimizer, setup, or an annotation's
+	Step int // -1 outside any step (setup)
+	// Name is data, forward, backward, optimizer, setup, an annotation's,
+	// or for generate(): prefill, decode, or generate when the two are not
+	// told apart.
+	Name string
 	// First and Last are the event indexes inside the phase; Last < First
 	// when no event fell inside.
 	First, Last    int
@@ -42,7 +45,8 @@ type Phases struct {
 	// (Optimizer.step ranges, by their times), "profiler" (ProfilerStep#N
 	// ranges), "record_function" (a repeated user range), "dataloader"
 	// (DataLoader fetches), "pattern" (the period of the allocation stream
-	// itself) or "none"; Range is the repeated range's name for
+	// itself), "kv cache" (generate() calls, told by their KV cache:
+	// kvphases.go) or "none"; Range is the repeated range's name for
 	// record_function.
 	Source string
 	Range  string
@@ -51,6 +55,8 @@ type Phases struct {
 	// PeakPhase indexes List: the phase holding the device's allocated
 	// peak; -1 when the peak predates the trace or no phase holds it.
 	PeakPhase int
+
+	kv []kvRun // the generate() calls, with Source "kv cache"
 }
 
 var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
@@ -75,6 +81,12 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, range
 		return p
 	}
 	spans, src := findSteps(s, device, events, ranges)
+	if src.key == "pattern" || src.key == "none" {
+		if p, runs := kvPhases(s.Stacks, events, k); p != nil {
+			p.kv = runs
+			return p
+		}
+	}
 	p := &Phases{Source: src.key, Range: src.rangeName, PeakPhase: -1}
 	if len(spans) == 0 {
 		return p

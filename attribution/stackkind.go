@@ -9,7 +9,7 @@ import (
 // kind says what an event's stack tells of the work that made it, for the
 // phase and category rules. The bits are decided once per frame and once
 // per stack (kinds), never per event.
-type kind uint8
+type kind uint16
 
 const (
 	// kindBackward: autograd's backward. The engine's own thread runs no
@@ -29,16 +29,33 @@ const (
 	kindModule
 	// kindPython: the stack has a Python frame.
 	kindPython
+	// kindForward: runs inside a module's forward (nn.Module's
+	// _call_impl) or a compiled region (torch/_dynamo): model work, not
+	// the building or moving of the model.
+	kindForward
+	// kindLoad: builds, loads or moves a model's weights: nn.Module's
+	// _apply (.to(), .cuda(), .half()), a torch module's __init__ or
+	// reset_parameters, torch/nn/init.py, transformers' from_pretrained
+	// and weight loading (modeling_utils.py), accelerate's
+	// set_module_tensor_to_device, safetensors.
+	kindLoad
+	// kindKV: under transformers/cache_utils.py, the KV cache classes
+	// (DynamicCache's torch.cat per token, StaticCache's preallocated
+	// keys and values).
+	kindKV
 	kindDone // the stack's bits are computed
 )
 
 // frame bits, cached per FrameID.
 const (
-	fPython uint8 = 1 << iota
+	fPython uint16 = 1 << iota
 	fBackward
 	fOptim
 	fClosure
 	fModule
+	fForward
+	fLoad
+	fKV
 	fDone
 )
 
@@ -57,12 +74,12 @@ type kinds struct {
 // devices cost devices × stacks.
 type kindCache struct {
 	st     *snapshot.Stacks
-	frames []uint8
+	frames []uint16
 	stacks []kind
 }
 
 func newKindCache(st *snapshot.Stacks) *kindCache {
-	return &kindCache{st: st, frames: make([]uint8, len(st.Frames)), stacks: make([]kind, st.Len())}
+	return &kindCache{st: st, frames: make([]uint16, len(st.Frames)), stacks: make([]kind, st.Len())}
 }
 
 // newKindsShared returns the kinds of events over an existing cache.
@@ -129,6 +146,15 @@ func (k *kinds) stack(id snapshot.StackID) kind {
 		if f&fModule != 0 {
 			b |= kindModule
 		}
+		if f&fForward != 0 {
+			b |= kindForward
+		}
+		if f&fLoad != 0 {
+			b |= kindLoad
+		}
+		if f&fKV != 0 {
+			b |= kindKV
+		}
 		if !optimDone {
 			switch {
 			case f&fClosure != 0:
@@ -146,7 +172,7 @@ func (k *kinds) stack(id snapshot.StackID) kind {
 	return b
 }
 
-func (k *kinds) frame(id snapshot.FrameID) uint8 {
+func (k *kinds) frame(id snapshot.FrameID) uint16 {
 	if int(id) >= len(k.frames) {
 		return 0
 	}
@@ -162,8 +188,8 @@ func (k *kinds) frame(id snapshot.FrameID) uint8 {
 // backward (non-reentrant recomputation).
 var checkpointRecompute = map[string]bool{"unpack_hook": true, "recompute_fn": true, "unpack": true}
 
-func frameBits(fr *snapshot.Frame) uint8 {
-	var f uint8
+func frameBits(fr *snapshot.Frame) uint16 {
+	var f uint16
 	if isPython(fr) {
 		f |= fPython
 	}
@@ -172,6 +198,7 @@ func frameBits(fr *snapshot.Frame) uint8 {
 		f |= fClosure
 	}
 	torch := inTorch(path)
+	f |= loadOrCacheBits(path, fr.Name, torch)
 	switch {
 	case !torch:
 	case strings.Contains(path, "torch/optim/"):
@@ -184,8 +211,13 @@ func frameBits(fr *snapshot.Frame) uint8 {
 		f |= fBackward
 	case strings.HasSuffix(path, "torch/autograd/__init__.py") && (fr.Name == "grad" || fr.Name == "_make_grads"):
 		f |= fBackward
-	case strings.HasSuffix(path, "torch/nn/modules/module.py"), strings.Contains(path, "torch/_dynamo/"):
+	case strings.HasSuffix(path, "torch/nn/modules/module.py"):
 		f |= fModule
+		if fr.Name == "_call_impl" || fr.Name == "_wrapped_call_impl" {
+			f |= fForward
+		}
+	case strings.Contains(path, "torch/_dynamo/"):
+		f |= fModule | fForward
 	}
 	return f
 }
@@ -194,4 +226,45 @@ func frameBits(fr *snapshot.Frame) uint8 {
 // package.
 func inTorch(path string) bool {
 	return strings.HasPrefix(path, "torch/") || strings.Contains(path, "/torch/")
+}
+
+// moduleLoads names nn.Module's methods that allocate a model's weights:
+// every dtype and device move goes through _apply.
+var moduleLoads = map[string]bool{"_apply": true, "to_empty": true, "_load_from_state_dict": true, "load_state_dict": true}
+
+// hfLoads names transformers' modeling_utils.py functions that build, load
+// or move a model's weights.
+var hfLoads = map[string]bool{
+	"from_pretrained": true, "_from_config": true, "from_config": true, "_load_pretrained_model": true,
+	"load_state_dict": true, "_load_state_dict_into_meta_model": true, "load_shard_file": true,
+	"_init_weights": true, "_initialize_weights": true, "initialize_weights": true, "init_weights": true,
+	"post_init": true, "tie_weights": true, "_tie_or_clone_weights": true, "tie_embeddings_and_encoder_decoder": true,
+	"to": true, "cuda": true, "half": true, "float": true, "resize_token_embeddings": true,
+}
+
+// loadOrCacheBits returns fLoad for a frame that builds, loads or moves
+// weights and fKV for one of transformers' KV cache classes, from the
+// normalised path and the function's name.
+func loadOrCacheBits(path, name string, torch bool) uint16 {
+	switch {
+	case torch && strings.HasSuffix(path, "torch/nn/modules/module.py"):
+		if moduleLoads[name] {
+			return fLoad
+		}
+	case torch && strings.HasSuffix(path, "torch/nn/init.py"):
+		return fLoad
+	case torch && strings.Contains(path, "torch/nn/modules/"):
+		if name == "__init__" || name == "reset_parameters" {
+			return fLoad
+		}
+	case strings.HasSuffix(path, "transformers/modeling_utils.py"):
+		if hfLoads[name] {
+			return fLoad
+		}
+	case strings.HasSuffix(path, "transformers/cache_utils.py"):
+		return fKV
+	case strings.Contains(path, "safetensors/"), name == "set_module_tensor_to_device":
+		return fLoad
+	}
+	return 0
 }

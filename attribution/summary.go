@@ -61,6 +61,8 @@ type DeviceSummary struct {
 	// Fixes are the first SummaryFixes of Advise's fixes, cheapest first
 	// (none outside a training step's peak).
 	Fixes []AdviceFix
+	// Inference is the device's Inference (nil for none).
+	Inference *Inference
 
 	// With a joined profiler trace: the peak's bytes by operator (top
 	// rows), and the share of the bytes allocated in the trace's window
@@ -153,6 +155,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 	if ad := dev.Advise(AdviseOptions{}); ad.Training && ad.Step >= 0 {
 		ds.Fixes = ad.Fixes[:min(SummaryFixes, len(ad.Fixes))]
 	}
+	ds.Inference = dev.Inference
 	return ds
 }
 

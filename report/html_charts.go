@@ -64,6 +64,9 @@ var bandColors = map[string]string{
 	"backward":  "rgba(225,87,89,0.08)",
 	"optimizer": "rgba(89,161,79,0.12)",
 	"setup":     "rgba(0,0,0,0.04)",
+	"prefill":   "rgba(47,111,219,0.08)",
+	"decode":    "rgba(176,122,161,0.10)",
+	"generate":  "rgba(47,111,219,0.08)",
 }
 
 // xOf is a point's x: ms after the first event when times were recorded,

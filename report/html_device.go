@@ -122,6 +122,7 @@ var categoryColors = [attribution.NumCategories]string{
 	attribution.Input:           "#59a14f",
 	attribution.Temporary:       "#edc948",
 	attribution.BeforeRecording: "#9c755f",
+	attribution.KVCache:         "#b07aa1",
 }
 
 func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *deviceSection {

@@ -64,6 +64,27 @@ type FindingJSON struct {
 	Text    string `json:"text"`
 }
 
+// InferenceJSON is attribution.Inference: where an inference run's memory
+// is. Bytes are raw.
+type InferenceJSON struct {
+	Calls             int    `json:"calls"`
+	Weights           int64  `json:"weights"`
+	KVCache           int64  `json:"kv_cache"`
+	KVCacheBlocks     int    `json:"kv_cache_blocks"`
+	KVCacheRequested  int64  `json:"kv_cache_requested"`
+	Growing           bool   `json:"growing"`
+	KVAfterPrefill    int64  `json:"kv_after_prefill"`
+	DecodeSteps       int    `json:"decode_steps"`
+	GrowthPerStep     int64  `json:"growth_per_step"`
+	PeakPhase         string `json:"peak_phase"`
+	PeakIndex         int    `json:"peak_index"`
+	Peak              int64  `json:"peak"`
+	Activations       int64  `json:"activations"`
+	DecodePeakIndex   int    `json:"decode_peak_index"`
+	DecodePeak        int64  `json:"decode_peak"`
+	DecodeActivations int64  `json:"decode_activations"`
+}
+
 type SummaryDevice struct {
 	Device           int                 `json:"device"`
 	Start            Numbers             `json:"start"`
@@ -79,7 +100,7 @@ type SummaryDevice struct {
 	PeakStep         *int                `json:"peak_step"`
 	PeakPhase        string              `json:"peak_phase"`
 	Steps            int                 `json:"steps"`
-	StepsSource      string              `json:"steps_source"` // harness, optimizer, profiler, record_function, dataloader, pattern, none
+	StepsSource      string              `json:"steps_source"` // harness, optimizer, profiler, record_function, dataloader, pattern, kv cache, none
 	StepsFrom        string              `json:"steps_from"`   // the same in words
 	TopSites         []SiteJSON          `json:"top_sites"`
 	LiveBlocksAtPeak int                 `json:"live_blocks_at_peak"`
@@ -90,7 +111,8 @@ type SummaryDevice struct {
 	OOMs             int                 `json:"ooms"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
 	Findings         []FindingJSON       `json:"findings"`
-	Fixes            []AdviceFixJSON     `json:"fixes"` // advise's first three, cheapest first
+	Fixes            []AdviceFixJSON     `json:"fixes"`     // advise's first three, cheapest first
+	Inference        *InferenceJSON      `json:"inference"` // null unless a KV cache was recognised
 	Ops              []OpBytesJSON       `json:"ops_at_peak,omitempty"`
 	OpsCovered       *float64            `json:"ops_covered,omitempty"`
 	TimelineAtPeak   *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
@@ -119,6 +141,13 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		sd.Categories = map[string]int64{}
 		for c := attribution.Category(0); c < attribution.NumCategories; c++ {
 			sd.Categories[c.String()] = d.Categories[c].Bytes
+		}
+		if inf := d.Inference; inf != nil {
+			sd.Inference = &InferenceJSON{Calls: inf.Calls, Weights: inf.Weights.Bytes, KVCache: inf.KVCache.Bytes,
+				KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
+				KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
+				PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
+				DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations}
 		}
 		if d.Joined {
 			sd.Ops, sd.OpsCovered = opRowsJSON(d.Ops, -1), &d.OpsCovered

@@ -141,6 +141,9 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if len(cats) > 0 {
 		ew.printf("\n%s\n", wrap("at peak by category: "+strings.Join(cats, ", "), 98, "  "))
 	}
+	if d.Inference != nil {
+		inferenceText(ew, d.Inference)
+	}
 	if len(d.Findings) > 0 {
 		ew.printf("\nfindings:\n")
 		for _, f := range d.Findings {
@@ -255,6 +258,8 @@ func stepsFromText(source, rangeName string, events int) string {
 		return "DataLoader fetches"
 	case "pattern":
 		return "the allocation pattern, which repeats"
+	case "kv cache":
+		return "generate() calls, told by their KV cache"
 	}
 	if events == 0 {
 		return "no events"
@@ -276,4 +281,46 @@ func stepsLine(n int, from string) string {
 		return "1 step, from " + from
 	}
 	return fmt.Sprintf("%d steps, from %s", n, from)
+}
+
+// inferenceText says where an inference run's memory is: weights, the KV
+// cache and its growth, the prefill's activations.
+func inferenceText(ew *errWriter, inf *attribution.Inference) {
+	head := "inference"
+	switch {
+	case inf.Calls == 1:
+		head += " (1 generate() call)"
+	case inf.Calls > 1:
+		head += fmt.Sprintf(" (%d generate() calls; the first is described)", inf.Calls)
+	}
+	ew.printf("\n%s:\n", head)
+	row := func(name string, b int64, text string) {
+		// The name and size lead the first line; the text wraps under
+		// itself (a placeholder word holds their columns).
+		lead := fmt.Sprintf("  %-9s %12s  ", name, units.Bytes(b))
+		w := string(wrap(strings.Repeat("#", len(lead)-1)+" "+text, 98, strings.Repeat(" ", len(lead))))
+		ew.printf("%s%s\n", lead, safeText(w[len(lead):]))
+	}
+	row("weights", inf.Weights.Bytes, "parameters at the end: the floor under every token")
+	kv := fmt.Sprintf("at the end in %d blocks, %s of tensors; ", inf.KVCache.Count, units.Bytes(inf.KVRequested))
+	if inf.Growing {
+		kv += fmt.Sprintf("%s after the prefill, then %s more per decode step over %d steps (a torch.cat per token)",
+			units.Bytes(inf.KVAfterPrefill), units.Bytes(inf.GrowthPerStep), inf.DecodeSteps)
+	} else {
+		kv += "allocated once, it does not grow (a static cache or a pool)"
+	}
+	row("kv cache", inf.KVCache.Bytes, kv)
+	what := "activations, temporaries and logits"
+	switch inf.PeakPhase {
+	case "prefill":
+		row("prefill", inf.Activations, what+" at the prefill's peak ("+units.Bytes(inf.Peak)+" allocated)")
+		if inf.DecodePeakIndex >= 0 {
+			row("decode", inf.DecodeActivations, "activations and temporaries at the decode steps' peak ("+units.Bytes(inf.DecodePeak)+" allocated)")
+		}
+	case "generate":
+		row("peak", inf.Activations, what+" at generate()'s peak ("+units.Bytes(inf.Peak)+
+			" allocated); the prefill is not told apart from the decode steps: the cache does not grow and one forward was seen")
+	default:
+		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
+	}
 }

@@ -62,6 +62,9 @@ type File struct {
 	ParamBytes          int64 `json:"param_bytes"`           // Σ numel × element_size over model.parameters()
 	OptimizerStateBytes int64 `json:"optimizer_state_bytes"` // Σ bytes of the device tensors in optimizer.state
 	LogitsBytesFP32     int64 `json:"logits_bytes_fp32"`     // batch × seq × vocab × 4: one fp32 logits tensor
+	// KVCacheBytes: Σ bytes of every device tensor an inference run's KV
+	// cache holds at the end (kept alive through the dump); 0 elsewhere.
+	KVCacheBytes int64 `json:"kv_cache_bytes"`
 
 	Leak  *Leak           `json:"leak"`  // the leak a fixture was made with; nil for none
 	Sites map[string]Site `json:"sites"` // source lines of named allocations (lm_head, cross_entropy…)
