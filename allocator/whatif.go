@@ -15,7 +15,9 @@ type WhatIfOptions struct {
 	// Capacity is the memory in bytes the device grants the allocator
 	// (cudaMalloc and page maps succeed while reserved + size ≤ Capacity).
 	// 0: the recorded oom's (reserved at that moment plus its
-	// device_free), else the per-process cap (MemoryFraction ×
+	// device_free; when device_free had room for the segment the request
+	// needed, a per-process cap refused it: the cap given, else one just
+	// below reserved plus that segment), else the per-process cap (MemoryFraction ×
 	// DeviceTotal), else unlimited.
 	Capacity int64
 	// DeviceTotal and MemoryFraction are the device's memory and the
@@ -23,6 +25,11 @@ type WhatIfOptions struct {
 	// they apply to the what-if's settings too, unless those set their own.
 	DeviceTotal    int64
 	MemoryFraction float64
+	// MemoryLimit is a per-process cap in bytes for the what-if (as
+	// set_per_process_memory_fraction sets one: alloc_block refuses a new
+	// segment past it, before asking the device), unless the settings set
+	// their own.
+	MemoryLimit int64
 	// Timeline, when set, is the device's snapshot.Replay already made.
 	Timeline *snapshot.Timeline
 }
@@ -31,6 +38,7 @@ type WhatIfOptions struct {
 const (
 	CapacityGiven     = "given"     // WhatIfOptions.Capacity
 	CapacityOOM       = "oom"       // the recorded oom: reserved + device_free
+	CapacityOOMCap    = "oom-cap"   // the recorded oom under a cap: below reserved + the segment it needed; the what-if sets that cap
 	CapacityCap       = "cap"       // the per-process cap
 	CapacityUnlimited = "unlimited" // nothing known: every cudaMalloc succeeds
 )
@@ -125,11 +133,14 @@ func WhatIf(s *snapshot.Snapshot, device int, set Settings, opt WhatIfOptions) (
 	if set.MemoryFraction == 0 {
 		set.MemoryFraction = opt.MemoryFraction
 	}
+	if set.MemoryLimit == 0 {
+		set.MemoryLimit = opt.MemoryLimit
+	}
 	w := &whatIf{evs: s.Traces[device], rec: r, blocks: map[uint64]*block{},
 		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
-	w.a = New(set, w.dev)
+	w.a = New(w.out.Settings, w.dev)
 	_, live, ranges := tl.At(-1)
 	if len(ranges) > 0 || len(live) > 0 {
 		if err := w.a.load(live, ranges, r.info); err != nil {
@@ -194,9 +205,27 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	}
 	for _, i := range tl.OOMs {
 		n, _, _ := tl.At(i)
-		if c := n.Reserved + w.evs[i].DeviceFree(); c > 0 && (o.Capacity == 0 || c < o.Capacity) {
-			o.Capacity, o.CapacityFrom = c, CapacityOOM
+		ev := &w.evs[i]
+		c, from := n.Reserved+ev.DeviceFree(), CapacityOOM
+		// The device had room for the segment the request needed: a
+		// per-process cap refused it, below reserved + that segment.
+		if need := w.rec.set.AllocationSize(ev.Size); ev.DeviceFree() >= need {
+			c, from = n.Reserved+need-MinBlockSize, CapacityOOMCap
 		}
+		if c > 0 && (o.Capacity == 0 || c < o.Capacity) {
+			o.Capacity, o.CapacityFrom = c, from
+		}
+	}
+	if o.CapacityFrom == CapacityOOMCap {
+		// A cap acts before the device is asked (alloc_block's check of
+		// allowed_memory_maximum, with the whole segment's size), so the
+		// what-if gets one, unless the caller gave it.
+		if lim, ok := o.Settings.allowedMax(); ok {
+			o.Capacity, o.CapacityFrom = lim, CapacityCap
+		} else {
+			o.Settings.MemoryLimit = o.Capacity
+		}
+		return
 	}
 	if o.Capacity > 0 {
 		return
