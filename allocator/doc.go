@@ -89,8 +89,11 @@
 // check that the model and torch agree on this trace, and its refusals
 // are WhatIf's). Its Device has a capacity: cudaMalloc and page maps
 // succeed while reserved + size fits; the capacity is the caller's, else
-// the recorded oom's (reserved then plus its device_free), else the
-// per-process cap, else unlimited. New segments are placed downwards from
+// the per-process cap given, else the recorded oom's (reserved then plus
+// its device_free); where the oom had room on the device (a cap refused
+// it), or failed cudaMallocs show with no oom, the what-if runs under a
+// cap just below the least reserved + size of those failures; else
+// unlimited. New segments are placed downwards from
 // a high address, as the driver placed them in the fixtures: under torch
 // 2.11's address tie-break a later segment wins ties, and the what-if
 // under the recorded settings then reproduces each fixture's peak. The

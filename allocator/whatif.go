@@ -14,11 +14,13 @@ import (
 type WhatIfOptions struct {
 	// Capacity is the memory in bytes the device grants the allocator
 	// (cudaMalloc and page maps succeed while reserved + size ≤ Capacity).
-	// 0: the recorded oom's (reserved at that moment plus its
-	// device_free; when device_free had room for the segment the request
-	// needed, a per-process cap refused it: the cap given, else one just
-	// below reserved plus that segment), else the per-process cap (MemoryFraction ×
-	// DeviceTotal), else unlimited.
+	// 0: the per-process cap when one is given (MemoryFraction ×
+	// DeviceTotal, or MemoryLimit); else the recorded oom's: reserved at
+	// that moment plus its device_free, or, when device_free had room for
+	// the segment the request needed (a per-process cap refused it), a
+	// cap just below the least reserved + size of the recording's failed
+	// cudaMallocs; without an oom, the same cap from the failures (the
+	// retries); else unlimited.
 	Capacity int64
 	// DeviceTotal and MemoryFraction are the device's memory and the
 	// per-process cap the recorded run set (a snapshot records neither);
@@ -38,7 +40,8 @@ type WhatIfOptions struct {
 const (
 	CapacityGiven     = "given"     // WhatIfOptions.Capacity
 	CapacityOOM       = "oom"       // the recorded oom: reserved + device_free
-	CapacityOOMCap    = "oom-cap"   // the recorded oom under a cap: below reserved + the segment it needed; the what-if sets that cap
+	CapacityOOMCap    = "oom-cap"   // the recorded oom had room on the device: a cap below every recorded failure (reserved + the size asked for); the what-if sets that cap
+	CapacityFailures  = "failures"  // no oom, but failed cudaMallocs (retries): a cap below every one of them, set likewise
 	CapacityCap       = "cap"       // the per-process cap
 	CapacityUnlimited = "unlimited" // nothing known: every cudaMalloc succeeds
 )
@@ -196,45 +199,49 @@ func skipped(s *snapshot.Snapshot, device int) string {
 	return ""
 }
 
-// capacity chooses the device's capacity (see WhatIfOptions.Capacity).
+// capacity chooses the device's capacity and, where the recording shows
+// that a cap refused memory the device had, the cap (see
+// WhatIfOptions.Capacity).
 func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	o := w.out
 	if opt.Capacity > 0 {
 		o.Capacity, o.CapacityFrom = opt.Capacity, CapacityGiven
 		return
 	}
+	lim, capped := o.Settings.allowedMax()
+	// The recorded failures (cudaMalloc or page maps the recording shows
+	// failed, the ooms' included) bound the memory the process could get:
+	// less than reserved then plus the size asked for.
+	failed := w.rec.dev.limit
+	room := len(tl.OOMs) == 0
 	for _, i := range tl.OOMs {
 		n, _, _ := tl.At(i)
 		ev := &w.evs[i]
-		c, from := n.Reserved+ev.DeviceFree(), CapacityOOM
-		// The device had room for the segment the request needed: a
-		// per-process cap refused it, below reserved + that segment.
 		if need := w.rec.set.AllocationSize(ev.Size); ev.DeviceFree() >= need {
-			c, from = n.Reserved+need-MinBlockSize, CapacityOOMCap
+			room = true // the device had room: a cap refused it
+			continue
 		}
-		if c > 0 && (o.Capacity == 0 || c < o.Capacity) {
-			o.Capacity, o.CapacityFrom = c, from
+		if c := n.Reserved + ev.DeviceFree(); c > 0 && (o.Capacity == 0 || c < o.Capacity) {
+			o.Capacity, o.CapacityFrom = c, CapacityOOM
 		}
 	}
-	if o.CapacityFrom == CapacityOOMCap {
+	switch {
+	case capped:
+		if o.Capacity == 0 || lim < o.Capacity {
+			o.Capacity, o.CapacityFrom = lim, CapacityCap
+		}
+	case o.Capacity == 0 && room && failed > 0:
 		// A cap acts before the device is asked (alloc_block's check of
 		// allowed_memory_maximum, with the whole segment's size), so the
-		// what-if gets one, unless the caller gave it.
-		if lim, ok := o.Settings.allowedMax(); ok {
-			o.Capacity, o.CapacityFrom = lim, CapacityCap
-		} else {
-			o.Settings.MemoryLimit = o.Capacity
+		// what-if gets one: the largest below every recorded failure.
+		o.Capacity, o.CapacityFrom = failed-MinBlockSize, CapacityFailures
+		if len(tl.OOMs) > 0 {
+			o.CapacityFrom = CapacityOOMCap
 		}
-		return
+		o.Settings.MemoryLimit = o.Capacity
+	case o.Capacity == 0:
+		o.CapacityFrom = CapacityUnlimited
 	}
-	if o.Capacity > 0 {
-		return
-	}
-	if lim, ok := o.Settings.allowedMax(); ok {
-		o.Capacity, o.CapacityFrom = lim, CapacityCap
-		return
-	}
-	o.CapacityFrom = CapacityUnlimited
 }
 
 // whatIf holds one what-if's state.

@@ -132,7 +132,9 @@ func capacityWords(from string) string {
 	case allocator.CapacityOOM:
 		return "from the recorded OOM: reserved then plus the device's free memory"
 	case allocator.CapacityOOMCap:
-		return "a per-process cap, from the recorded OOM: the device had room, so a cap refused the request; at most reserved then plus the segment it needed"
+		return "a per-process cap, from the recorded OOM: the device had room, so a cap refused the request; just below every failed cudaMalloc's reserved plus size"
+	case allocator.CapacityFailures:
+		return "a per-process cap, from the recorded retries: just below every failed cudaMalloc's reserved plus size"
 	case allocator.CapacityCap:
 		return "the per-process cap"
 	}

@@ -142,15 +142,16 @@ string) adds a column beside the recorded settings.
 The limit is --memory-limit, a per-process cap as
 set_per_process_memory_fraction sets (a snapshot does not record one), else
 what the recorded OOM shows: reserved then plus the device's free memory,
-or, when the device had room, a cap just below reserved plus the segment the
-request needed; else unlimited. It is "same requests, different allocator":
-a program whose requests depend on the allocator (cuDNN workspaces sized by
-the largest free block, code that catches an OOM and retries smaller) or
-whose side-stream frees complete at other times would ask otherwise. When
-recording began late the what-if starts from the state rebuilt at the first
-entry and covers the recorded window only. Private pools (CUDA graphs),
-cudaMallocAsync, torch ≤ 2.0 snapshots and traces recorded with skip_actions
-are refused, with the reason.`,
+or, when the device had room, a cap just below every failed cudaMalloc's
+reserved plus size (also when retries show failures with no OOM); else
+unlimited. It is "same requests, different allocator": a program whose
+requests depend on the allocator (cuDNN workspaces sized by the largest free
+block, code that catches an OOM and retries smaller) or whose side-stream
+frees complete at other times would ask otherwise. When recording began late
+the what-if starts from the state rebuilt at the first entry and covers the
+recorded window only. Private pools (CUDA graphs), cudaMallocAsync, torch ≤
+2.0 snapshots and traces recorded with skip_actions are refused, with the
+reason.`,
 			flags: whatifFlags,
 		},
 		{
