@@ -268,6 +268,7 @@ func TestWhatIfRefuses(t *testing.T) {
 		{"legacy", legacy, "", "torch ≤ 2.0"},
 		{"private pool", private, "", "private pool"},
 		{"async", generate(t, 1), "backend:cudaMallocAsync", "cudaMallocAsync"},
+		{"wrapped, expandable", wrapped(t, "expandable_segments:True"), "", "mapped before the first entry"},
 	} {
 		set, err := ParseConf(c.conf)
 		if err != nil {
@@ -282,6 +283,15 @@ func TestWhatIfRefuses(t *testing.T) {
 			t.Errorf("WhatIf(%s) error = %v, want a refusal naming %q", c.name, err, c.want)
 		}
 	}
+}
+
+// wrapped returns a generated trace whose first half is lost, as a ring
+// buffer that wrapped loses it.
+func wrapped(t *testing.T, conf string) *snapshot.Snapshot {
+	s := generateWith(t, 2, genOptions{conf: conf})
+	evs := s.Traces[0]
+	s.Traces[0] = evs[len(evs)/2:]
+	return s
 }
 
 // TestWhatIfWindow: a recording that began late starts from the rebuilt
@@ -304,6 +314,16 @@ func TestWhatIfWindow(t *testing.T) {
 	if !o.Window || o.PeakReserved != tl.PeakReserved.Bytes || o.OOM != nil || o.Unmatched != 0 {
 		t.Errorf("WhatIf(plain-trainer-late) = window %v, peak reserved %d, OOM %v, %d unmatched; want the window, %d, no OOM, 0",
 			o.Window, o.PeakReserved, o.OOM, o.Unmatched, tl.PeakReserved.Bytes)
+	}
+	// A ring buffer that lost its first half: the window, from the state
+	// rebuilt at its first entry.
+	w := wrapped(t, "")
+	o, err = WhatIf(w, 0, DefaultSettings(), WhatIfOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Window || o.OOM != nil || o.Requests != o.Total || o.Requests == 0 {
+		t.Errorf("WhatIf(wrapped) = window %v, OOM %v, %d of %d requests; want the window, every request served", o.Window, o.OOM, o.Requests, o.Total)
 	}
 }
 
