@@ -188,7 +188,7 @@ func TestReplayGenerated(t *testing.T) {
 	}
 }
 
-// BenchmarkWhatIf drives generated snapshots of 4 and 16 repetitions of a
+// BenchmarkWhatIf drives generated snapshots of 4, 16 and 64 repetitions of a
 // training step under expandable segments (the replay under the recorded
 // settings included, as WhatIf makes it): ns/event must stay flat across
 // the sizes (linear).
@@ -197,7 +197,7 @@ func BenchmarkWhatIf(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, reps := range []int{4, 16} {
+	for _, reps := range []int{4, 16, 64} {
 		s := generate(b, reps)
 		tl := snapshot.Replay(s, 0, snapshot.ReplayOptions{})
 		b.Run(fmt.Sprintf("repeats=%d", reps), func(b *testing.B) {
