@@ -187,3 +187,29 @@ func TestReplayGenerated(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWhatIf drives generated snapshots of 4, 16 and 64 repetitions of a
+// training step under expandable segments (the replay under the recorded
+// settings included, as WhatIf makes it): ns/event must stay flat across
+// the sizes (linear).
+func BenchmarkWhatIf(b *testing.B) {
+	set, err := ParseConf("expandable_segments:True")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, reps := range []int{4, 16, 64} {
+		s := generate(b, reps)
+		tl := snapshot.Replay(s, 0, snapshot.ReplayOptions{})
+		b.Run(fmt.Sprintf("repeats=%d", reps), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				o, err := WhatIf(s, 0, set, WhatIfOptions{Timeline: tl})
+				if err != nil || o.OOM != nil {
+					b.Fatalf("what-if: %v %v", o, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(s.Traces[0])), "ns/event")
+			b.ReportMetric(float64(len(s.Traces[0])), "events")
+		})
+	}
+}

@@ -76,6 +76,37 @@
 // mapped before the first entry (their reservation is unknown); after a
 // divergence with expandable segments it stops checking (LostAt).
 //
+// # What-if
+//
+// WhatIf drives a fresh Allocator under other settings by the same
+// recorded requests: each alloc with its size and stream, each
+// free_requested and free_completed at its recorded place (a deferred
+// free keeps its place; those just before a release are held for the
+// next request, as Replay holds them), each recorded oom as a request of
+// its size (rounded under the recorded settings: the entry keeps no
+// other), and each empty_cache() at the place the replay under the
+// recorded settings found it (WhatIf runs that replay first: it is the
+// check that the model and torch agree on this trace, and its refusals
+// are WhatIf's). Its Device has a capacity: cudaMalloc and page maps
+// succeed while reserved + size fits; the capacity is the caller's, else
+// the per-process cap given, else the recorded oom's (reserved then plus
+// its device_free); where the oom had room on the device (a cap refused
+// it), or failed cudaMallocs show with no oom, the what-if runs under a
+// cap just below the least reserved + size of those failures; else
+// unlimited. New segments are placed downwards from
+// a high address, as the driver placed them in the fixtures: under torch
+// 2.11's address tie-break a later segment wins ties, and the what-if
+// under the recorded settings then reproduces each fixture's peak. The
+// first request the what-if cannot serve ends it (the program would have
+// raised there); a recorded oom it serves is reported, since what the
+// program did after that point is not in the recording. The Outcome holds
+// the peaks (reserved, allocated, segments, inactive_split at the peak of
+// reserved), the end, the retries, the OOM and, for a recording that
+// began late, that it covers the recorded window only. TestWhatIfTruth
+// holds it against torch on the what-if fixtures, every pair of settings,
+// with its misses and their causes (GPU timing of record_stream frees; an
+// oom entry's rounded size).
+//
 // # What cannot be known
 //
 // From ALLOCATOR.md §3.11: whether a cudaMalloc succeeds depends on the

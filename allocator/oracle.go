@@ -14,6 +14,17 @@ type replayDevice struct {
 	seen   int    // model records looked at
 	synth  uint64 // next made-up address for an unrecorded reservation
 	failed int    // failures answered
+	// limit is the least reserved + size over the failures answered (0:
+	// none): the memory the device or a cap would not give.
+	limit int64
+}
+
+// fail answers a failure for size more bytes.
+func (d *replayDevice) fail(size int64) {
+	d.failed++
+	if l := d.a.Reserved + size; d.limit == 0 || l < d.limit {
+		d.limit = l
+	}
 }
 
 func (d *replayDevice) start(q []int) {
@@ -43,7 +54,7 @@ func (d *replayDevice) Malloc(size, stream int64) (uint64, bool) {
 		d.cur++
 		return e.Addr, true
 	}
-	d.failed++
+	d.fail(size)
 	return 0, false
 }
 
@@ -64,7 +75,7 @@ func (d *replayDevice) Map(addr uint64, size int64) bool {
 		d.cur++
 		return true
 	}
-	d.failed++
+	d.fail(size)
 	return false
 }
 

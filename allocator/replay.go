@@ -48,21 +48,30 @@ func ReplayWith(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayRep
 
 // replay is ReplayWith, also returning the model in its final state.
 func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport, *Allocator, error) {
+	r, err := runReplay(s, device, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.rep, r.a, nil
+}
+
+// runReplay is ReplayWith, returning the replayer when done.
+func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
 	}
 	if s.Legacy {
-		return nil, nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
+		return nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
 	}
 	if device < 0 || device >= len(s.Traces) || len(s.Traces[device]) == 0 {
-		return nil, nil, refuse("no recorded trace")
+		return nil, refuse("no recorded trace")
 	}
 	set, err := SettingsFromSnapshot(s.Settings)
 	if err != nil {
-		return nil, nil, fmt.Errorf("device %d: %w", device, err)
+		return nil, fmt.Errorf("device %d: %w", device, err)
 	}
 	if set.Async {
-		return nil, nil, refuse("backend cudaMallocAsync has no caching allocator")
+		return nil, refuse("backend cudaMallocAsync has no caching allocator")
 	}
 	set.TieBreak = opt.TieBreak
 	set.DeviceTotal = opt.DeviceTotal
@@ -73,14 +82,14 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
-			return nil, nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
+			return nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
 		}
 	}
 	info := map[uint64]segInfo{}
 	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
 		if !seg.Pool.IsDefault() {
-			return nil, nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
+			return nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
 		}
 		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true}
 	}
@@ -98,7 +107,7 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
 	}
 	if tl.NPURounding {
-		return nil, nil, refuse("torch_npu's rounding: not CUDA's allocator")
+		return nil, refuse("torch_npu's rounding: not CUDA's allocator")
 	}
 	r := &replayer{evs: evs, tl: tl, info: info, set: set,
 		rep: &ReplayReport{Device: device, Settings: set, Events: len(evs), LostAt: -1}}
@@ -108,7 +117,7 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 	_, live, ranges := tl.At(-1)
 	if len(ranges) > 0 || len(live) > 0 {
 		if err := r.a.load(live, ranges, info); err != nil {
-			return nil, nil, refuse("%v", err)
+			return nil, refuse("%v", err)
 		}
 		r.rep.StartFromState = true
 		r.rep.StartSegments, r.rep.StartBlocks = len(ranges), len(live)
@@ -124,7 +133,7 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 	if r.rep.LostAt < 0 {
 		r.compareEnd(s, device)
 	}
-	return r.rep, r.a, nil
+	return r, nil
 }
 
 // replayer holds one replay's state.
@@ -143,6 +152,10 @@ type replayer struct {
 	// (synchronize_and_free_events) after get_free_block failed, so they
 	// are applied by the model's release, not before the request.
 	held []int
+	// emptyAt holds, for each release run checked as an empty_cache()
+	// call, the index of its first entry: where the program called it
+	// (WhatIf calls it there too).
+	emptyAt []int
 }
 
 // beforeRelease reports whether the free_completed at i is one of a run
@@ -268,6 +281,7 @@ func (r *replayer) request(i int) {
 // empty_cache() and reports whether it matched.
 func (r *replayer) release(run []int, at int) bool {
 	r.rep.EmptyCaches++
+	r.emptyAt = append(r.emptyAt, run[0])
 	r.a.EmptyCache()
 	r.want = append(r.want[:0], run...)
 	ok := r.compare(r.want, at)

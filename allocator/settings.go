@@ -60,6 +60,10 @@ type Settings struct {
 	// MemoryFraction is torch.cuda.set_per_process_memory_fraction (0: not
 	// set, no limit). With DeviceTotal it gives allowed_memory_maximum.
 	MemoryFraction float64
+	// MemoryLimit is the same cap in bytes (0: none); it wins over
+	// MemoryFraction. A what-if uses it where the device's size is not
+	// known.
+	MemoryLimit int64
 	// DeviceTotal is the device's total memory in bytes (0: unknown). It
 	// sizes an expandable segment's address space (1.125 × total) and the
 	// memory fraction.
@@ -78,9 +82,12 @@ func DefaultSettings() Settings {
 	}
 }
 
-// allowedMax is allowed_memory_maximum: set only for a fraction below 1 of
+// allowedMax is allowed_memory_maximum: MemoryLimit, else set only for a fraction below 1 of
 // a known device size.
 func (s *Settings) allowedMax() (int64, bool) {
+	if s.MemoryLimit > 0 {
+		return s.MemoryLimit, true
+	}
 	if s.MemoryFraction <= 0 || s.MemoryFraction >= 1 || s.DeviceTotal <= 0 {
 		return 0, false
 	}

@@ -43,6 +43,7 @@ func fixtureCases(t *testing.T, dir, tmp string) []cliCase {
 		both(0, "leaks", "leaks", s)
 		both(0, "frag", "frag", s)
 		both(0, "oom", "oom", s)
+		both(0, "whatif", "whatif", "--conf", "expandable_segments:True", s)
 		both(0, "diff", "diff", s, s)
 		check := 0
 		if r := runMemscope("summary", "--json", s); r.err == nil {

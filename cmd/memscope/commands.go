@@ -124,6 +124,37 @@ Sites are chosen as 'memscope help peak' says (--focus, --ignore).`,
 			flags: oomFlags,
 		},
 		{
+			name:  "whatif",
+			short: "the recorded requests under other allocator settings: peak reserved, segments, OOM",
+			args:  "SNAP",
+			long: `Whatif drives a model of torch 2.11's caching allocator by the requests a
+snapshot recorded (every alloc with its size and stream, every free at its
+recorded place, every empty_cache() call) under other allocator settings,
+and prints each one's peak and end of reserved memory, peak allocated,
+segments, inactive_split blocks at the peak, OOM retries, and whether and
+at which request it runs out of memory (the what-if stops there: the
+program would have raised). With no --conf it runs the recorded settings
+only, after the replay check: how many of the recording's decisions the
+model matched, and the first it did not. Each --conf
+"expandable_segments:True,max_split_size_mb:128" (a PYTORCH_CUDA_ALLOC_CONF
+string) adds a column beside the recorded settings.
+
+The limit is --memory-limit, a per-process cap as
+set_per_process_memory_fraction sets (a snapshot does not record one), else
+what the recorded OOM shows: reserved then plus the device's free memory,
+or, when the device had room, a cap just below every failed cudaMalloc's
+reserved plus size (also when retries show failures with no OOM); else
+unlimited. It is "same requests, different allocator": a program whose
+requests depend on the allocator (cuDNN workspaces sized by the largest free
+block, code that catches an OOM and retries smaller) or whose side-stream
+frees complete at other times would ask otherwise. When recording began late
+the what-if starts from the state rebuilt at the first entry and covers the
+recorded window only. Private pools (CUDA graphs), cudaMallocAsync, torch ≤
+2.0 snapshots and traces recorded with skip_actions are refused, with the
+reason.`,
+			flags: whatifFlags,
+		},
+		{
 			name:  "diff",
 			short: "what grew between two snapshots, by site, category and phase",
 			args:  "A B",

@@ -122,6 +122,7 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
 		"ops":     {{"ops", profiled + "trace.json.gz"}, {"ops", "--by", "module", profiled + "trace.json.gz"}},
 		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}},
+		"whatif":  {{"whatif", "--conf", "expandable_segments:True", oomSnap}, {"whatif", "../../fixtures/advise/infer-static/snapshot.pickle"}},
 	}
 	kinds := make([]string, 0, len(runs))
 	for k := range runs {
@@ -182,6 +183,7 @@ func init() {
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 		report.AdviceFileJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.BudgetFitJSON{},
+		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t

@@ -1,0 +1,436 @@
+package allocator
+
+import (
+	"fmt"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// This file is the what-if: one device's recorded requests driven through
+// a fresh Allocator under other settings, over a device of a given
+// capacity (ALLOCATOR.md §3.12: "same requests, different allocator").
+
+// WhatIfOptions tune WhatIf.
+type WhatIfOptions struct {
+	// Capacity is the memory in bytes the device grants the allocator
+	// (cudaMalloc and page maps succeed while reserved + size ≤ Capacity).
+	// 0: the per-process cap when one is given (MemoryFraction ×
+	// DeviceTotal, or MemoryLimit); else the recorded oom's: reserved at
+	// that moment plus its device_free, or, when device_free had room for
+	// the segment the request needed (a per-process cap refused it), a
+	// cap just below the least reserved + size of the recording's failed
+	// cudaMallocs; without an oom, the same cap from the failures (the
+	// retries); else unlimited.
+	Capacity int64
+	// DeviceTotal and MemoryFraction are the device's memory and the
+	// per-process cap the recorded run set (a snapshot records neither);
+	// they apply to the what-if's settings too, unless those set their own.
+	DeviceTotal    int64
+	MemoryFraction float64
+	// MemoryLimit is a per-process cap in bytes for the what-if (as
+	// set_per_process_memory_fraction sets one: alloc_block refuses a new
+	// segment past it, before asking the device), unless the settings set
+	// their own.
+	MemoryLimit int64
+	// Timeline, when set, is the device's snapshot.Replay already made.
+	Timeline *snapshot.Timeline
+}
+
+// Capacity sources, for Outcome.CapacityFrom.
+const (
+	CapacityGiven     = "given"     // WhatIfOptions.Capacity
+	CapacityOOM       = "oom"       // the recorded oom: reserved + device_free
+	CapacityOOMCap    = "oom-cap"   // the recorded oom had room on the device: a cap below every recorded failure (reserved + the size asked for); the what-if sets that cap
+	CapacityFailures  = "failures"  // no oom, but failed cudaMallocs (retries): a cap below every one of them, set likewise
+	CapacityCap       = "cap"       // the per-process cap
+	CapacityUnlimited = "unlimited" // nothing known: every cudaMalloc succeeds
+)
+
+// Outcome is what the recorded requests do under other settings.
+type Outcome struct {
+	Device   int
+	Settings Settings
+	// Capacity is the device's memory the what-if grants (0: unlimited),
+	// CapacityFrom where it comes from.
+	Capacity     int64
+	CapacityFrom string
+	// Requests counts the requests driven (allocs and recorded ooms) of
+	// Total in the trace.
+	Requests, Total int
+
+	PeakReserved, EndReserved int64
+	PeakReservedAt            int // event index after which the peak was first reached; -1 at the start
+	PeakAllocated             int64
+	PeakSegments, EndSegments int // cudaMalloc'd segments (torch's "segment" stat: expandable memory is not counted)
+	// InactiveSplit and InactiveSplitBytes are the free blocks of split
+	// segments (inactive_split) at the peak of reserved.
+	InactiveSplit      int
+	InactiveSplitBytes int64
+	Retries            int // num_alloc_retries
+	// EmptyCaches counts the empty_cache() calls of the recording, made
+	// at their places.
+	EmptyCaches int
+
+	// OOM is the request the what-if could not serve, nil when every
+	// request was served; the what-if stops there (the program would have
+	// raised).
+	OOM *WhatIfOOM
+	// ServedOOMs are the recorded ooms the what-if served: the recorded run
+	// raised there and went on differently (or stopped), so what follows
+	// in the trace is not what this program would have done.
+	ServedOOMs []int
+
+	// Window is true when the recording began late (or its ring buffer
+	// wrapped) and the what-if starts from the rebuilt state: it covers
+	// the recorded window only.
+	Window bool
+	// Unmatched counts frees of blocks the what-if did not hold (a
+	// damaged start state): they are skipped.
+	Unmatched int
+
+	// Replay is the check of the recording under its own settings
+	// (ReplayWith): how far the model and torch agree on this trace.
+	Replay *ReplayReport
+}
+
+// WhatIfOOM is the request a what-if fails.
+type WhatIfOOM struct {
+	Index    int   // event index in the device's trace
+	Size     int64 // bytes requested
+	Stream   int64
+	Reserved int64 // reserved when it failed
+}
+
+// WhatIf drives a fresh Allocator under set by device's recorded requests
+// (each alloc with its size and stream, each free_requested and
+// free_completed at its recorded place, each recorded oom as a request of
+// its size, each empty_cache() the replay found at its place) over a
+// device of a capacity (WhatIfOptions.Capacity), and reports the peaks,
+// the end state, the retries and the first request it cannot serve. It
+// starts as Replay does (empty, or from the rebuilt state when recording
+// began late), and refuses (ErrNotReplayable) what Replay refuses and a
+// trace whose allocs or frees were dropped (skip_actions).
+func WhatIf(s *snapshot.Snapshot, device int, set Settings, opt WhatIfOptions) (*Outcome, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
+	}
+	if set.Async {
+		return nil, refuse("backend cudaMallocAsync has no caching allocator")
+	}
+	if device >= 0 && device < len(s.Traces) {
+		if why := skipped(s, device); why != "" {
+			return nil, refuse("%s", why)
+		}
+	}
+	tl := opt.Timeline
+	if tl == nil && device >= 0 && device < len(s.Traces) && len(s.Traces[device]) > 0 {
+		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
+	}
+	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl})
+	if err != nil {
+		return nil, err
+	}
+	if set.DeviceTotal == 0 {
+		set.DeviceTotal = opt.DeviceTotal
+	}
+	if set.MemoryFraction == 0 {
+		set.MemoryFraction = opt.MemoryFraction
+	}
+	if set.MemoryLimit == 0 {
+		set.MemoryLimit = opt.MemoryLimit
+	}
+	w := &whatIf{evs: s.Traces[device], rec: r, blocks: map[uint64]*block{},
+		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1}}
+	w.capacity(tl, opt)
+	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
+	w.a = New(w.out.Settings, w.dev)
+	_, live, ranges := tl.At(-1)
+	if len(ranges) > 0 || len(live) > 0 {
+		if err := w.a.load(live, ranges, r.info); err != nil {
+			return nil, refuse("%v", err)
+		}
+		w.out.Window = true
+		w.dev.used = w.a.Reserved
+		for addr, b := range w.a.live {
+			w.blocks[addr] = b
+			if b.allocated {
+				w.allocated += b.size
+			}
+		}
+		w.segs = len(w.a.segs)
+		w.out.PeakReserved, w.out.PeakAllocated, w.out.PeakSegments = w.a.Reserved, w.allocated, w.segs
+		w.out.InactiveSplit, w.out.InactiveSplitBytes = w.a.inactiveSplit()
+	}
+	w.run()
+	return w.out, nil
+}
+
+// skipped returns why a trace looks recorded with skip_actions (allocs or
+// frees left out), or "".
+func skipped(s *snapshot.Snapshot, device int) string {
+	var n [snapshot.ActionAnnotate + 1]int
+	for i := range s.Traces[device] {
+		if a := s.Traces[device][i].Action; int(a) < len(n) {
+			n[a]++
+		}
+	}
+	allocs, req, done := n[snapshot.ActionAlloc], n[snapshot.ActionFreeRequested], n[snapshot.ActionFreeCompleted]
+	segs := n[snapshot.ActionSegmentAlloc] + n[snapshot.ActionSegmentMap]
+	switch {
+	case allocs == 0 && req+done+segs > 0:
+		return "the trace has frees or segments but no alloc entry: recorded with skip_actions leaving allocs out"
+	case req == 0 && done > 0:
+		return "the trace has free_completed but no free_requested entry: recorded with skip_actions leaving them out"
+	case done == 0 && req > 0:
+		return "the trace has free_requested but no free_completed entry: recorded with skip_actions leaving them out"
+	case req == 0 && allocs > 0:
+		active := 0
+		for _, si := range s.SegmentsOf(device) {
+			for _, b := range s.Segments[si].Blocks {
+				if b.State.Active() {
+					active++
+				}
+			}
+		}
+		if allocs > active {
+			return fmt.Sprintf("the trace has %d allocs and no free, but only %d blocks are live at the end: recorded with skip_actions leaving frees out", allocs, active)
+		}
+	}
+	return ""
+}
+
+// capacity chooses the device's capacity and, where the recording shows
+// that a cap refused memory the device had, the cap (see
+// WhatIfOptions.Capacity).
+func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
+	o := w.out
+	if opt.Capacity > 0 {
+		o.Capacity, o.CapacityFrom = opt.Capacity, CapacityGiven
+		return
+	}
+	lim, capped := o.Settings.allowedMax()
+	// The recorded failures (cudaMalloc or page maps the recording shows
+	// failed, the ooms' included) bound the memory the process could get:
+	// less than reserved then plus the size asked for.
+	failed := w.rec.dev.limit
+	room := len(tl.OOMs) == 0
+	for _, i := range tl.OOMs {
+		n, _, _ := tl.At(i)
+		ev := &w.evs[i]
+		if need := w.rec.set.AllocationSize(ev.Size); ev.DeviceFree() >= need {
+			room = true // the device had room: a cap refused it
+			continue
+		}
+		if c := n.Reserved + ev.DeviceFree(); c > 0 && (o.Capacity == 0 || c < o.Capacity) {
+			o.Capacity, o.CapacityFrom = c, CapacityOOM
+		}
+	}
+	switch {
+	case capped:
+		if o.Capacity == 0 || lim < o.Capacity {
+			o.Capacity, o.CapacityFrom = lim, CapacityCap
+		}
+	case o.Capacity == 0 && room && failed > 0:
+		// A cap acts before the device is asked (alloc_block's check of
+		// allowed_memory_maximum, with the whole segment's size), so the
+		// what-if gets one: the largest below every recorded failure.
+		o.Capacity, o.CapacityFrom = failed-MinBlockSize, CapacityFailures
+		if len(tl.OOMs) > 0 {
+			o.CapacityFrom = CapacityOOMCap
+		}
+		o.Settings.MemoryLimit = o.Capacity
+	case o.Capacity == 0:
+		o.CapacityFrom = CapacityUnlimited
+	}
+}
+
+// whatIf holds one what-if's state.
+type whatIf struct {
+	evs    []snapshot.Event
+	rec    *replayer // the replay under the recorded settings
+	a      *Allocator
+	dev    *capacityDevice
+	out    *Outcome
+	blocks map[uint64]*block // recorded address → the model's block, while live
+	held   []int             // free_completed entries held for the next request (as Replay holds them)
+
+	allocated int64 // allocated_bytes
+	segs      int   // cudaMalloc'd segments
+}
+
+func (w *whatIf) run() {
+	o := w.out
+	empty := w.rec.emptyAt
+	collects := w.rec.collects()
+	queued := false // segment entries since the last request or free
+	for i := range w.evs {
+		ev := &w.evs[i]
+		for len(empty) > 0 && empty[0] < i {
+			empty = empty[1:]
+		}
+		switch ev.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree,
+			snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			if len(empty) > 0 && empty[0] == i {
+				o.EmptyCaches++
+				w.a.EmptyCache()
+				w.account()
+				w.flushHeld()
+			}
+			queued = true
+			continue
+		case snapshot.ActionAlloc, snapshot.ActionOOM:
+			o.Total++
+			if o.OOM != nil {
+				continue
+			}
+			w.request(i)
+		case snapshot.ActionFreeRequested:
+			if o.OOM == nil {
+				w.free(ev.Addr)
+			}
+		case snapshot.ActionFreeCompleted:
+			if o.OOM != nil {
+				break
+			}
+			// As Replay: a free_completed just before a release is the
+			// release's own (synchronize_and_free_events), completed
+			// after get_free_block failed.
+			if !queued && !(collects && w.rec.immediate(i)) && w.rec.beforeRelease(i) {
+				w.held = append(w.held, i)
+				continue
+			}
+			w.complete(ev.Addr)
+		}
+		queued = false
+	}
+	if o.OOM == nil {
+		w.flushHeld()
+	}
+	o.EndReserved, o.EndSegments, o.Retries = w.a.Reserved, w.segs, w.a.Retries
+}
+
+// request serves the alloc or recorded oom at i.
+func (w *whatIf) request(i int) {
+	ev := &w.evs[i]
+	o := w.out
+	o.Requests++
+	addr, ok := w.a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{})
+	w.account()
+	if !ok {
+		o.OOM = &WhatIfOOM{Index: i, Size: ev.Size, Stream: ev.Stream, Reserved: w.a.Reserved}
+		return
+	}
+	b := w.a.live[addr]
+	w.allocated += b.size
+	if ev.Action == snapshot.ActionOOM {
+		o.ServedOOMs = append(o.ServedOOMs, i)
+	} else {
+		w.blocks[ev.Addr] = b
+	}
+	o.PeakAllocated = max(o.PeakAllocated, w.allocated)
+	o.PeakSegments = max(o.PeakSegments, w.segs)
+	if w.a.Reserved > o.PeakReserved {
+		o.PeakReserved, o.PeakReservedAt = w.a.Reserved, i
+		o.InactiveSplit, o.InactiveSplitBytes = w.a.inactiveSplit()
+	}
+	w.flushHeld()
+}
+
+// account reads the records of the last step: the segment count.
+func (w *whatIf) account() {
+	for _, r := range w.a.Drain() {
+		switch r.Action {
+		case snapshot.ActionSegmentAlloc:
+			w.segs++
+		case snapshot.ActionSegmentFree:
+			w.segs--
+		}
+	}
+}
+
+// free is a free_requested: the block stops being allocated; its memory
+// stays in use until its free_completed.
+func (w *whatIf) free(addr uint64) {
+	b := w.blocks[addr]
+	if b == nil || !b.allocated {
+		w.out.Unmatched++
+		return
+	}
+	w.allocated -= b.size
+	w.a.Free(b.addr, true)
+	w.a.Drain()
+}
+
+// complete is a free_completed.
+func (w *whatIf) complete(addr uint64) {
+	b := w.blocks[addr]
+	delete(w.blocks, addr)
+	if b == nil {
+		w.out.Unmatched++
+		return
+	}
+	if b.pending {
+		w.a.FreeCompleted(b.addr)
+	}
+	w.a.Drain()
+}
+
+func (w *whatIf) flushHeld() {
+	for _, i := range w.held {
+		w.complete(w.evs[i].Addr)
+	}
+	w.held = w.held[:0]
+}
+
+// inactiveSplit is inactive_split and inactive_split_bytes: the free
+// blocks of split segments (expandable segments are not counted).
+func (a *Allocator) inactiveSplit() (int, int64) {
+	n, bytes := 0, int64(0)
+	for _, p := range a.poolList {
+		for _, b := range p.free.blocks {
+			if !b.seg.expandable && b.isSplit() {
+				n++
+				bytes += b.size
+			}
+		}
+	}
+	return n, bytes
+}
+
+// capacityDevice is a device of a fixed capacity (0: unlimited): cudaMalloc
+// and page maps succeed while the memory in use plus the request fits.
+// Addresses are handed out upwards from a base above any recorded one, so
+// new segments never meet the start state's.
+type capacityDevice struct {
+	capacity, used int64
+	next           uint64
+}
+
+func (d *capacityDevice) fits(size int64) bool {
+	return d.capacity <= 0 || d.used+size <= d.capacity
+}
+
+func (d *capacityDevice) Malloc(size, stream int64) (uint64, bool) {
+	if !d.fits(size) {
+		return 0, false
+	}
+	d.used += size
+	return d.Reserve(size, stream), true
+}
+
+func (d *capacityDevice) Reserve(size, stream int64) uint64 {
+	d.next -= uint64(size+RoundLarge-1) / RoundLarge * RoundLarge
+	return d.next
+}
+
+func (d *capacityDevice) Map(addr uint64, size int64) bool {
+	if !d.fits(size) {
+		return false
+	}
+	d.used += size
+	return true
+}
+
+func (d *capacityDevice) Free(addr uint64, size int64)  { d.used -= size }
+func (d *capacityDevice) Unmap(addr uint64, size int64) { d.used -= size }

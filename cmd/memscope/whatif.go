@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/allocator"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// whatifOptions are the flags of 'memscope whatif'.
+type whatifOptions struct {
+	json        bool
+	device      int
+	confs       []string
+	memoryLimit string
+}
+
+func whatifFlags(fs *pflag.FlagSet) runFunc {
+	var o whatifOptions
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVar(&o.device, "device", -1, "model only CUDA device `N`; -1 for every device with recorded events")
+	fs.StringArrayVar(&o.confs, "conf", nil, "drive the recorded requests under the PYTORCH_CUDA_ALLOC_CONF `STRING` (e.g. expandable_segments:True); repeat for several, side by side")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "cap the process at `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction would, instead of the limit the recorded OOM shows")
+	memoryFlag(fs)
+	return func(cc *cmdContext, paths []string) error {
+		if o.device < -1 {
+			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
+		}
+		sets := make([]allocator.Settings, len(o.confs))
+		for i, c := range o.confs {
+			s, err := allocator.ParseConf(c)
+			if err != nil {
+				return usageErrorf("--conf %q: %v", c, err)
+			}
+			sets[i] = s
+		}
+		var limit int64
+		if o.memoryLimit != "" {
+			n, err := units.ParseBytes(o.memoryLimit)
+			if err != nil || n <= 0 {
+				return usageErrorf("--memory-limit %q: want a size such as 24GiB", o.memoryLimit)
+			}
+			limit = n
+		}
+		snaps, err := snapshotPaths(paths)
+		if err != nil {
+			return err
+		}
+		if len(snaps) > 1 {
+			return usageErrorf("%s holds %d snapshots (one per rank); give one: %s", paths[0], len(snaps), strings.Join(snaps, ", "))
+		}
+		s, err := openSnapshot(cc, snaps[0])
+		if err != nil {
+			return err
+		}
+		res, err := whatifOf(s, snaps[0], o, sets, limit)
+		if err != nil {
+			return err
+		}
+		f := report.Text
+		if o.json {
+			f = report.JSON
+		}
+		return report.Write(cc.stdout, f, res)
+	}
+}
+
+// whatifOf runs the what-ifs of every device asked for.
+func whatifOf(s *snapshot.Snapshot, path string, o whatifOptions, sets []allocator.Settings, limit int64) (*report.WhatIf, error) {
+	res := &report.WhatIf{Source: path}
+	var devs []int
+	for _, d := range s.Devices() {
+		if (o.device < 0 && d < len(s.Traces) && len(s.Traces[d]) > 0) || d == o.device {
+			devs = append(devs, d)
+		}
+	}
+	if o.device >= 0 && len(devs) == 0 {
+		return nil, badInput(fmt.Errorf("--device %d: %s has no such device; it has %s", o.device, path, deviceList(s.Devices())))
+	}
+	if len(devs) == 0 {
+		return nil, badInput(fmt.Errorf("%s: no device has recorded events: a what-if needs the trace (record with torch.cuda.memory._record_memory_history)", path))
+	}
+	recorded, err := allocator.SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s: %w", path, err))
+	}
+	for _, d := range devs {
+		wd := report.WhatIfDevice{Device: d, Confs: o.confs, RecordedOOM: -1}
+		if d >= len(s.Traces) || len(s.Traces[d]) == 0 {
+			wd.Refused = "no recorded trace"
+			res.Devices = append(res.Devices, wd)
+			continue
+		}
+		tl := snapshot.Replay(s, d, snapshot.ReplayOptions{})
+		wd.RecordedPeak, wd.RecordedEnd = tl.PeakReserved.Bytes, tl.End.Reserved
+		if len(tl.OOMs) > 0 {
+			wd.RecordedOOM = tl.OOMs[0]
+		}
+		opt := allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl}
+		for i, set := range append([]allocator.Settings{recorded}, sets...) {
+			out, err := allocator.WhatIf(s, d, set, opt)
+			if err != nil && i == 0 {
+				if !errors.Is(err, allocator.ErrNotReplayable) {
+					return nil, badInput(fmt.Errorf("%s: %w", path, err))
+				}
+				wd.Refused = strings.TrimPrefix(err.Error(), fmt.Sprintf("device %d: %s: ", d, allocator.ErrNotReplayable))
+				break
+			}
+			if err != nil {
+				return nil, usageErrorf("--conf %q: %v", o.confs[i-1], err)
+			}
+			wd.Runs = append(wd.Runs, out)
+		}
+		res.Devices = append(res.Devices, wd)
+	}
+	return res, nil
+}

@@ -1,0 +1,229 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/memscope/memscope/allocator"
+	"github.com/memscope/memscope/internal/textsafe"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// WhatIf is 'memscope whatif' of one snapshot: per device, the recorded
+// requests under the recorded settings (with the replay's check of the
+// model against the recording) and under each setting asked for.
+type WhatIf struct {
+	Source  string
+	Devices []WhatIfDevice
+}
+
+// WhatIfDevice is one device's what-ifs.
+type WhatIfDevice struct {
+	Device int
+	// Refused says why the device's requests cannot be modelled ("" when
+	// they can); nothing else is set then.
+	Refused string
+	// Recorded is what the recording itself shows: its peak and end of
+	// reserved, and its first oom (event index, -1 for none).
+	RecordedPeak, RecordedEnd int64
+	RecordedOOM               int
+	// Runs are the what-ifs: the first under the recorded settings, then
+	// one per Confs entry, in order.
+	Runs  []*allocator.Outcome
+	Confs []string // PYTORCH_CUDA_ALLOC_CONF of Runs[1:]
+}
+
+func (*WhatIf) Kind() string { return "whatif" }
+
+func (r *WhatIf) writeText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("%s\n", r.Source)
+	for _, d := range r.Devices {
+		ew.printf("\ndevice %d: ", d.Device)
+		if d.Refused != "" {
+			ew.printf("cannot model the allocator: %s\n", d.Refused)
+			continue
+		}
+		rec := d.Runs[0]
+		rep := rec.Replay
+		t := rep.Total()
+		ew.printf("the model matched %d of %d recorded decisions (%s)", t.Matched, t.Checked, percent(t.Matched, t.Checked))
+		if rep.First != nil {
+			ew.printf("; first divergence at %s", rep.First)
+		}
+		ew.printf("\n")
+		recOOM := "no"
+		if d.RecordedOOM >= 0 {
+			recOOM = fmt.Sprintf("yes, at event %d", d.RecordedOOM)
+		}
+		ew.printf("recorded: peak reserved %s, at end %s, OOM %s\n", units.Bytes(d.RecordedPeak), units.Bytes(d.RecordedEnd), recOOM)
+		cap := "unlimited"
+		if rec.Capacity > 0 {
+			cap = fmt.Sprintf("%s (%s)", units.Bytes(rec.Capacity), capacityWords(rec.CapacityFrom))
+		}
+		ew.printf("device capacity: %s\n", cap)
+		if rec.Window {
+			ew.printf("recording began late: the what-if covers the recorded window only, from the state rebuilt at its start\n")
+		}
+		ew.printf("\n")
+		tw := newTable(ew, 0)
+		head := []string{"", "recorded settings"}
+		for _, c := range d.Confs {
+			head = append(head, textsafe.Escape(c))
+		}
+		fmt.Fprintf(tw, "%s\n", strings.Join(head, "\t"))
+		row := func(name string, f func(o *allocator.Outcome) string) {
+			cells := []string{name}
+			for _, o := range d.Runs {
+				cells = append(cells, f(o))
+			}
+			fmt.Fprintf(tw, "%s\n", strings.Join(cells, "\t"))
+		}
+		row("peak reserved", func(o *allocator.Outcome) string { return units.Bytes(o.PeakReserved) })
+		row("reserved at end", func(o *allocator.Outcome) string { return units.Bytes(o.EndReserved) })
+		row("peak allocated", func(o *allocator.Outcome) string { return units.Bytes(o.PeakAllocated) })
+		row("segments (peak/end)", func(o *allocator.Outcome) string { return fmt.Sprintf("%d/%d", o.PeakSegments, o.EndSegments) })
+		row("inactive_split at peak", func(o *allocator.Outcome) string {
+			return fmt.Sprintf("%d (%s)", o.InactiveSplit, units.Bytes(o.InactiveSplitBytes))
+		})
+		row("retries", func(o *allocator.Outcome) string { return fmt.Sprint(o.Retries) })
+		row("OOM", func(o *allocator.Outcome) string {
+			if o.OOM == nil {
+				return "no"
+			}
+			return fmt.Sprintf("yes: event %d, %s", o.OOM.Index, units.Bytes(o.OOM.Size))
+		})
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for i, o := range d.Runs {
+			name := "the recorded settings"
+			if i > 0 {
+				name = d.Confs[i-1]
+			}
+			if o.OOM != nil {
+				ew.printf("%s: out of memory at event %d (a request of %s on stream %d, %s reserved); the program would have raised there, so the what-if stops\n",
+					name, o.OOM.Index, units.Bytes(o.OOM.Size), o.OOM.Stream, units.Bytes(o.OOM.Reserved))
+			}
+			if len(o.ServedOOMs) > 0 && i > 0 {
+				ew.printf("%s: serves the request the recorded run failed at event %d; the recording has nothing of what the program would have done after it\n",
+					name, o.ServedOOMs[0])
+			}
+			if o.Unmatched > 0 {
+				ew.printf("%s: %d frees of blocks the what-if did not hold were skipped\n", name, o.Unmatched)
+			}
+		}
+	}
+	return ew.err
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "no checks"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+func capacityWords(from string) string {
+	switch from {
+	case allocator.CapacityGiven:
+		return "given"
+	case allocator.CapacityOOM:
+		return "from the recorded OOM: reserved then plus the device's free memory"
+	case allocator.CapacityOOMCap:
+		return "a per-process cap, from the recorded OOM: the device had room, so a cap refused the request; just below every failed cudaMalloc's reserved plus size"
+	case allocator.CapacityFailures:
+		return "a per-process cap, from the recorded retries: just below every failed cudaMalloc's reserved plus size"
+	case allocator.CapacityCap:
+		return "the per-process cap"
+	}
+	return from
+}
+
+// WhatIfFileJSON is the entry of one file in the whatif document.
+type WhatIfFileJSON struct {
+	Source  string             `json:"source"`
+	Devices []WhatIfDeviceJSON `json:"devices"`
+}
+
+// WhatIfDeviceJSON is one device's what-ifs.
+type WhatIfDeviceJSON struct {
+	Device       int    `json:"device"`
+	Refused      string `json:"refused,omitempty"`
+	RecordedPeak int64  `json:"recorded_peak_reserved"`
+	RecordedEnd  int64  `json:"recorded_end_reserved"`
+	RecordedOOM  int    `json:"recorded_oom_event"`
+	// Replay is the check of the model against the recording.
+	Replay *WhatIfReplayJSON `json:"replay,omitempty"`
+	Runs   []WhatIfRunJSON   `json:"runs"`
+}
+
+// WhatIfReplayJSON is the replay check under the recorded settings.
+type WhatIfReplayJSON struct {
+	Checked         int    `json:"checked"`
+	Matched         int    `json:"matched"`
+	Exact           bool   `json:"exact"`
+	FirstDivergence string `json:"first_divergence,omitempty"`
+}
+
+// WhatIfRunJSON is one what-if: the recorded requests under one setting.
+type WhatIfRunJSON struct {
+	Conf               string `json:"conf"`
+	Recorded           bool   `json:"recorded_settings"`
+	Capacity           int64  `json:"capacity"`
+	CapacityFrom       string `json:"capacity_from"`
+	Window             bool   `json:"window_only"`
+	Requests           int    `json:"requests"`
+	TotalRequests      int    `json:"total_requests"`
+	PeakReserved       int64  `json:"peak_reserved"`
+	PeakReservedEvent  int    `json:"peak_reserved_event"`
+	EndReserved        int64  `json:"end_reserved"`
+	PeakAllocated      int64  `json:"peak_allocated"`
+	PeakSegments       int    `json:"peak_segments"`
+	EndSegments        int    `json:"end_segments"`
+	InactiveSplit      int    `json:"inactive_split"`
+	InactiveSplitBytes int64  `json:"inactive_split_bytes"`
+	Retries            int    `json:"retries"`
+	EmptyCaches        int    `json:"empty_caches"`
+	OOM                bool   `json:"oom"`
+	OOMEvent           int    `json:"oom_event"`
+	OOMSize            int64  `json:"oom_size"`
+	ServedOOMs         []int  `json:"served_ooms"`
+	Unmatched          int    `json:"unmatched_frees"`
+}
+
+func (r *WhatIf) fileEntry() any {
+	f := WhatIfFileJSON{Source: r.Source, Devices: []WhatIfDeviceJSON{}}
+	for _, d := range r.Devices {
+		dj := WhatIfDeviceJSON{Device: d.Device, Refused: d.Refused, RecordedPeak: d.RecordedPeak,
+			RecordedEnd: d.RecordedEnd, RecordedOOM: d.RecordedOOM, Runs: []WhatIfRunJSON{}}
+		if d.Refused == "" && len(d.Runs) > 0 {
+			rep := d.Runs[0].Replay
+			t := rep.Total()
+			rj := &WhatIfReplayJSON{Checked: t.Checked, Matched: t.Matched, Exact: rep.Exact()}
+			if rep.First != nil {
+				rj.FirstDivergence = rep.First.String()
+			}
+			dj.Replay = rj
+		}
+		for i, o := range d.Runs {
+			run := WhatIfRunJSON{Recorded: i == 0, Capacity: o.Capacity, CapacityFrom: o.CapacityFrom,
+				Window: o.Window, Requests: o.Requests, TotalRequests: o.Total,
+				PeakReserved: o.PeakReserved, PeakReservedEvent: o.PeakReservedAt, EndReserved: o.EndReserved,
+				PeakAllocated: o.PeakAllocated, PeakSegments: o.PeakSegments, EndSegments: o.EndSegments,
+				InactiveSplit: o.InactiveSplit, InactiveSplitBytes: o.InactiveSplitBytes, Retries: o.Retries,
+				EmptyCaches: o.EmptyCaches, OOMEvent: -1, ServedOOMs: []int{}, Unmatched: o.Unmatched}
+			if i > 0 {
+				run.Conf = d.Confs[i-1]
+			}
+			if o.OOM != nil {
+				run.OOM, run.OOMEvent, run.OOMSize = true, o.OOM.Index, o.OOM.Size
+			}
+			run.ServedOOMs = append(run.ServedOOMs, o.ServedOOMs...)
+			dj.Runs = append(dj.Runs, run)
+		}
+		f.Devices = append(f.Devices, dj)
+	}
+	return f
+}
