@@ -308,6 +308,16 @@ func (st *adviseStep) scaled(keep func(*adviseBlock) bool, num, den int64) []del
 // first event and those allocated inside it, each with its lifetime and
 // category, and the allocated bytes after each of its events. It returns
 // nil when no event falls in the step.
+// stepWindow returns the blocks live before event first and the sizes of
+// the allocs in [first, last] (sizes[i−first]): from the analysis's kept
+// sizes when it has them, else from one replay up to last.
+func (d *Device) stepWindow(first, last int) ([]snapshot.LiveBlock, []int64) {
+	if d.allocSizes != nil {
+		return d.Timeline.LiveAt(first - 1), d.allocSizes[first : last+1]
+	}
+	return d.Timeline.Window(first, last)
+}
+
 func (d *Device) adviseStep(step int) *adviseStep {
 	st := &adviseStep{first: -1}
 	for _, ph := range d.Phases.List {
@@ -329,22 +339,23 @@ func (d *Device) adviseStep(step int) *adviseStep {
 		}
 		return death
 	}
-	for _, b := range d.Timeline.LiveAt(st.first - 1) {
+	live, sizes := d.stepWindow(st.first, st.last)
+	for _, b := range live {
 		death := d.class.life.deathOf(&b)
 		born, _ := d.class.phaseName(b.AllocIndex)
 		st.blocks = append(st.blocks, adviseBlock{start: st.first - 1, end: endOf(death), size: b.Size, req: b.Requested,
 			stack: b.Stack, alloc: b.AllocIndex, cat: d.class.Classify(&b), born: born, toEnd: death < 0})
 	}
-	sizes := d.AllocSizes()
 	for i := st.first; i <= st.last; i++ {
 		ev := &events[i]
 		if ev.Action != snapshot.ActionAlloc {
 			continue
 		}
-		lb := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS}
+		size := sizes[i-st.first]
+		lb := snapshot.LiveBlock{Addr: ev.Addr, Size: size, Requested: ev.Size, Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS}
 		born, _ := d.class.phaseName(i)
 		death := d.class.life.deathOf(&lb)
-		st.blocks = append(st.blocks, adviseBlock{start: i, end: endOf(death), size: sizes[i], req: ev.Size,
+		st.blocks = append(st.blocks, adviseBlock{start: i, end: endOf(death), size: size, req: ev.Size,
 			stack: ev.Stack, alloc: i, cat: d.class.Classify(&lb), born: born, toEnd: death < 0})
 	}
 	ds := make([]delta, len(st.blocks))

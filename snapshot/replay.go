@@ -264,6 +264,43 @@ func (t *Timeline) AllocSizes() []int64 {
 	return sizes
 }
 
+// Window returns the blocks live before event first (sorted by address)
+// and the block size of every alloc event in [first, last] (sizes[i−first];
+// 0 for other events): one replay up to last, continuing the timeline's
+// cursor when it has one, instead of a replay of the whole trace.
+func (t *Timeline) Window(first, last int) (live []LiveBlock, sizes []int64) {
+	first, last = max(first, 0), min(last, len(t.Events)-1)
+	sizes = make([]int64, max(last-first+1, 0))
+	walk := func(e *engine, at int) {
+		for i := at + 1; i < first; i++ {
+			e.apply(i, &t.Events[i])
+		}
+		live = e.liveBlocks()
+		for i := first; i <= last; i++ {
+			ev := &t.Events[i]
+			e.apply(i, ev)
+			if ev.Action == ActionAlloc {
+				if j, ok := e.live.get(ev.Addr); ok {
+					sizes[i-first] = e.slab[j].Size
+				}
+			}
+		}
+	}
+	c := t.cur
+	if c == nil {
+		walk(t.newEngine(), -1)
+		return live, sizes
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.e == nil || c.at >= first {
+		c.e, c.at = t.newEngine(), -1
+	}
+	walk(c.e, c.at)
+	c.at = max(c.at, last, first-1)
+	return live, sizes
+}
+
 // StateAt returns the four numbers after event index (-1: the start).
 func (t *Timeline) StateAt(index int) (n Numbers) {
 	t.upTo(index, func(e *engine) { n = e.n })
