@@ -42,7 +42,11 @@ type Device struct {
 	Peak     *Moment // at the allocated peak
 	End      *Moment // after the last event
 	OOMs     []*OOM
-	Leak     *Leak
+	// OOMSettings, on a device with an OOM, are what the allocator model
+	// says other settings would have done with the same requests under
+	// the same capacity.
+	OOMSettings []OOMSetting
+	Leak        *Leak
 	// Frag is fragmentation at the peak, at the end and at each OOM.
 	Frag []*Fragmentation
 	// Lost estimates what a wrapped ring buffer dropped; nil when it did
@@ -173,6 +177,9 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		o := dev.oom(i, k)
 		dev.OOMs = append(dev.OOMs, o)
 		dev.Frag = append(dev.Frag, o.Frag)
+	}
+	if len(dev.OOMs) > 0 {
+		dev.OOMSettings = dev.simulateOOMs()
 	}
 	dev.Leak = dev.findLeak()
 	dev.Inference = dev.inference()

@@ -199,6 +199,17 @@ type OOMJSON struct {
 	Verdict      string          `json:"verdict"`
 	Frag         FragJSON        `json:"fragmentation"`
 	Live         MomentJSON      `json:"live"`
+	// Simulated: other allocator settings over the device's same requests
+	// and capacity (the allocator model); [] when it cannot run the trace.
+	Simulated []OOMSettingJSON `json:"simulated"`
+}
+
+// OOMSettingJSON is one simulated setting of an OOM's device.
+type OOMSettingJSON struct {
+	Conf         string `json:"conf"`
+	Served       bool   `json:"served"`
+	FailsAt      int    `json:"fails_at"` // event index of the request it could not serve; -1 when served
+	PeakReserved int64  `json:"peak_reserved"`
 }
 
 // RequestSiteJSON is the site of a failed request, named like a Site.
@@ -232,6 +243,12 @@ func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top
 	j.Phase = o.Phase
 	if o.Cap != nil {
 		j.Cap = &CapJSON{o.Cap.Low, o.Cap.High}
+	}
+	j.Simulated = []OOMSettingJSON{}
+	for _, s := range d.OOMSettings {
+		if s.Err == nil {
+			j.Simulated = append(j.Simulated, OOMSettingJSON{s.Conf, s.Served, s.FailsAt, s.PeakReserved})
+		}
 	}
 	return j
 }

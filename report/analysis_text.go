@@ -276,6 +276,9 @@ func oomText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
 		ew.printf("  verdict: %s\n", wrap(oomVerdictText(o.Verdict), 88, "    "))
+		if o.N == len(d.OOMs) {
+			oomSettingsText(ew, d.OOMSettings)
+		}
 		sitesText(ew, an, o.At.Sites, o.Allocated, top, "live at the OOM by site")
 		categoriesText(ew, o.At.Categories, o.Allocated)
 		ew.printf("\n")
@@ -387,4 +390,26 @@ func oomStepPhase(o *attribution.OOM) string {
 		return " in " + o.Phase + ","
 	}
 	return ""
+}
+
+// oomSettingsText says what the allocator model says other settings would
+// have done with the same requests under the same capacity.
+func oomSettingsText(ew *errWriter, sims []attribution.OOMSetting) {
+	var lines []string
+	for _, s := range sims {
+		switch {
+		case s.Err != nil:
+		case s.Served:
+			lines = append(lines, fmt.Sprintf("    %s: every request served, reserved peak %s", s.Conf, units.Bytes(s.PeakReserved)))
+		default:
+			lines = append(lines, fmt.Sprintf("    %s: still out of memory (at event %d)", s.Conf, s.FailsAt))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	ew.printf("  simulated, the same requests under the same capacity (memscope whatif):\n")
+	for _, l := range lines {
+		ew.printf("%s\n", l)
+	}
 }

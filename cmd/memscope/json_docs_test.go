@@ -179,7 +179,7 @@ func init() {
 		report.FindingJSON{}, report.SiteJSON{}, report.FrameJSON{}, report.OpBytesJSON{}, report.TimelineSampleJSON{},
 		report.Numbers{}, report.PeakFileJSON{}, report.MomentJSON{}, report.StreamJSON{}, report.LeaksFileJSON{},
 		report.LeakJSON{}, report.LeakSiteJSON{}, report.FragFileJSON{}, report.DeviceFragJSON{}, report.FragJSON{},
-		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.DiffResultJSON{},
+		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.OOMSettingJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 		report.AdviceFileJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.BudgetFitJSON{},

@@ -1,0 +1,58 @@
+package attribution
+
+import "github.com/memscope/memscope/allocator"
+
+// OOMSetting is what the allocator model says one setting would have done
+// with the device's recorded requests, under the same capacity as the
+// recorded run (allocator.WhatIf): whether the out-of-memory events would
+// have been served, and the reserved peak.
+type OOMSetting struct {
+	Conf string // the PYTORCH_CUDA_ALLOC_CONF tried, on top of the recorded settings
+	// Served is true when every request up to and including the device's
+	// last recorded OOM was served; FailsAt is the event the what-if could
+	// not serve otherwise (-1 when served).
+	Served  bool
+	FailsAt int
+	// PeakReserved is the reserved peak of the what-if up to where it
+	// stopped.
+	PeakReserved int64
+	// Err is set when the model cannot run the trace (a private pool,
+	// skip_actions…): nothing is said for this setting then.
+	Err error
+}
+
+// oomSettings are the allocator settings the OOM post-mortem simulates.
+var oomSettings = []string{"expandable_segments:True", "max_split_size_mb:128", "roundup_power2_divisions:4"}
+
+// simulateOOMs runs the device's recorded requests under each setting of
+// oomSettings, with the capacity taken from the recorded OOM, for the OOM
+// post-mortem. It is run only for devices with an OOM.
+func (d *Device) simulateOOMs() []OOMSetting {
+	s := d.an.Snapshot
+	base, err := allocator.SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		return nil
+	}
+	last := d.OOMs[len(d.OOMs)-1].Index
+	var out []OOMSetting
+	for _, conf := range oomSettings {
+		set := base
+		if err := set.ApplyConf(conf); err != nil {
+			continue
+		}
+		os := OOMSetting{Conf: conf, FailsAt: -1}
+		res, err := allocator.WhatIf(s, d.Device, set, allocator.WhatIfOptions{Timeline: d.Timeline})
+		switch {
+		case err != nil:
+			os.Err = err
+		default:
+			os.PeakReserved = res.PeakReserved
+			os.Served = res.OOM == nil || res.OOM.Index > last
+			if !os.Served {
+				os.FailsAt = res.OOM.Index
+			}
+		}
+		out = append(out, os)
+	}
+	return out
+}
