@@ -56,3 +56,39 @@ func TestAdviceForms(t *testing.T) {
 		t.Errorf("Advice JSON of an inference device = %+v, want training false and empty lists", inf)
 	}
 }
+
+// TestAdviceCombinationForms: a run of fixes is worded with the fixes'
+// numbers in the list, the combined new peak and the verdict, and the JSON
+// carries the positions, the names and the raw bytes.
+func TestAdviceCombinationForms(t *testing.T) {
+	miss := budget.FitNeed("H100", 80<<30, 90<<30)
+	a := &attribution.Advice{Training: true, Peak: 100 << 30, Reserved: 100 << 30, PeakIndex: 12, Step: 1, Phase: "backward"}
+	a.Fixes = []attribution.AdviceFix{
+		{Kind: budget.FixFusedLoss, Term: attribution.TermLogits, NewPeak: 90 << 30, NewPeakIndex: 12, Fit: &miss},
+		{Kind: budget.FixFullCkpt, Term: attribution.TermActivations, NewPeak: 95 << 30, NewPeakIndex: 12, Fit: &miss},
+		{Kind: budget.FixMicroBatch, Term: attribution.TermActivations, NewPeak: 92 << 30, NewPeakIndex: 12, Fit: &miss},
+	}
+	a.Combination = &attribution.AdviceCombination{Fixes: []int{0, 2}, Kinds: []budget.FixKind{budget.FixFusedLoss, budget.FixMicroBatch},
+		NewPeak: 60 << 30, NewPeakIndex: 9, Fit: budget.FitNeed("H100", 80<<30, 60<<30)}
+	r := &Advice{Source: "s.pickle", Devices: []AdviceDevice{{Device: 0, Advice: a}}}
+	var text bytes.Buffer
+	if err := Write(&text, Text, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "no single fix fits H100 (80.00 GiB): together, 1 + 3 → new peak 60.00 GiB (−40.0%), fits"; !strings.Contains(text.String(), want) {
+		t.Errorf("Advice text lacks %q:\n%s", want, text.String())
+	}
+	var js bytes.Buffer
+	if err := Write(&js, JSON, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc FilesDoc[AdviceFileJSON]
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := doc.Files[0].Devices[0].Combination
+	if c == nil || len(c.Fixes) != 2 || c.Fixes[1] != 2 || len(c.Names) != 2 || !strings.Contains(c.Names[1], "micro-batch") ||
+		c.NewPeak != 60<<30 || c.NewPeakEventIndex != 9 || c.Fit.Verdict != "fits" {
+		t.Errorf("Advice JSON combination = %+v, want fixes [0 2], the micro-batch second, new peak %d after event 9, fits", c, int64(60<<30))
+	}
+}
