@@ -3,11 +3,14 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // TestAdviceForms: the text names each fix in budget's words with its new
@@ -90,5 +93,52 @@ func TestAdviceCombinationForms(t *testing.T) {
 	if c == nil || len(c.Fixes) != 2 || c.Fixes[1] != 2 || len(c.Names) != 2 || !strings.Contains(c.Names[1], "micro-batch") ||
 		c.NewPeak != 60<<30 || c.NewPeakEventIndex != 9 || c.Fit.Verdict != "fits" {
 		t.Errorf("Advice JSON combination = %+v, want fixes [0 2], the micro-batch second, new peak %d after event 9, fits", c, int64(60<<30))
+	}
+}
+
+// TestHTMLFixes: the page shows advise's first three fixes of a training
+// peak, each named in budget's words with its new peak, and no fix table
+// for an inference recording.
+func TestHTMLFixes(t *testing.T) {
+	for _, c := range []struct {
+		fixture string
+		fixes   int
+	}{
+		{"train-none", 3},
+		{"infer-dynamic", 0},
+	} {
+		t.Run(c.fixture, func(t *testing.T) {
+			s, err := snapshot.Open("../fixtures/advise/" + c.fixture + "/snapshot.pickle")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := string(pageFor(t, s))
+			if got := strings.Count(page, "<h3>What to change</h3>"); got != min(c.fixes, 1) {
+				t.Errorf("%s: the page has %d fix tables, want %d", c.fixture, got, min(c.fixes, 1))
+			}
+			ad := attribution.Analyze(s, attribution.Options{Device: -1}).Primary().Advise(attribution.AdviseOptions{})
+			if c.fixes == 0 {
+				if ad.Training {
+					t.Fatalf("Advise(%s).Training = true, want an inference fixture", c.fixture)
+				}
+				return
+			}
+			if len(ad.Fixes) < c.fixes {
+				t.Fatalf("Advise(%s) has %d fixes, want %d or more", c.fixture, len(ad.Fixes), c.fixes)
+			}
+			rows := page[strings.Index(page, "<h3>What to change</h3>"):]
+			rows = rows[:strings.Index(rows, "</table>")]
+			if got := strings.Count(rows, "<tr><td>"); got != c.fixes {
+				t.Errorf("%s: the fix table has %d rows, want %d", c.fixture, got, c.fixes)
+			}
+			for i, f := range ad.Fixes[:c.fixes] {
+				name := html.EscapeString(adviceFixWords(f).name)
+				want := "<tr><td>" + name + "</td>"
+				peak := ">" + units.Bytes(f.NewPeak) + " ("
+				if k := strings.Index(rows, want); k < 0 || !strings.Contains(rows[k:], peak) {
+					t.Errorf("%s: fix %d %q with new peak %s not on the page:\n%s", c.fixture, i+1, name, units.Bytes(f.NewPeak), rows)
+				}
+			}
+		})
 	}
 }
