@@ -266,3 +266,55 @@ func TestAdviseCombination(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviseCombineOverlap: the fused loss and the smaller micro-batch both
+// shrink the logits, and both make the output projection's gradient early;
+// composed, each logits block goes once (the fused loss takes it all, the
+// micro-batch's half of it is nothing more) and each block has at most one
+// change of each kind, so the peak differs from the one of adding the two
+// fixes' bytes (which removes the logits twice and the gradient comes twice).
+func TestAdviseCombineOverlap(t *testing.T) {
+	d := fixtureAnalysis(t, "../fixtures/advise/train-none").Primary()
+	ad, st, dss := d.advise(AdviseOptions{})
+	fused, micro := -1, -1
+	for i, f := range ad.Fixes {
+		switch f.Kind {
+		case budget.FixFusedLoss:
+			fused = i
+		case budget.FixMicroBatch:
+			micro = i
+		}
+	}
+	if fused < 0 || micro < 0 {
+		t.Fatalf("Advise(train-none) lacks the fused loss (%d) or the micro-batch (%d)", fused, micro)
+	}
+	ds := st.combine([][]delta{dss[fused], dss[micro]})
+	logits := 0
+	seen := map[[2]int]bool{}
+	for _, x := range ds {
+		if x.block >= 0 && x.op != opDrop {
+			if key := [2]int{x.block, int(x.op)}; seen[key] {
+				t.Errorf("block %d has two composed changes of op %d", x.block, x.op)
+			} else {
+				seen[key] = true
+			}
+		}
+		if x.block < 0 || !st.blocks[x.block].logits || x.op != opShrink {
+			continue
+		}
+		logits++
+		if b := &st.blocks[x.block]; x.bytes != -b.size {
+			t.Errorf("logits block %d (%d B): composed shrink %d, want −%d (gone once)", x.block, b.size, x.bytes, b.size)
+		}
+	}
+	if logits == 0 {
+		t.Fatal("the composed deltas shrink no logits block")
+	}
+	composed, _ := st.peakWith(ds)
+	added, _ := st.peakWith(append(append([]delta{}, dss[fused]...), dss[micro]...))
+	t.Logf("fused + micro-batch: composed %d, bytes added %d, fused alone %d, micro alone %d",
+		composed, added, ad.Fixes[fused].NewPeak, ad.Fixes[micro].NewPeak)
+	if composed == added {
+		t.Errorf("composed peak %d = the peak of the bytes added, want the overlap counted once", composed)
+	}
+}
