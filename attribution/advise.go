@@ -60,6 +60,9 @@ type Advice struct {
 	// Fixes are ranked cheapest first (budget.FixKind.CostRank), then by
 	// bytes removed; only those that lower the peak by 1% or more.
 	Fixes []AdviceFix
+	// Combination is, with DeviceMemory, when no fix alone fits the
+	// device, the cheapest run of fixes that does (nil otherwise).
+	Combination *AdviceCombination
 	// Fit holds the peak against the device (nil without DeviceMemory).
 	Fit *budget.Fit
 	// Frag is the verdict on the reserved-but-free memory at the peak, with
@@ -107,10 +110,48 @@ type adviseStep struct {
 
 func (st *adviseStep) pos(i int) int { return i - (st.first - 1) }
 
-// delta is a change of bytes after events start … end−1.
+// delta is a change of bytes after events start … end−1. A fix's deltas
+// say which block each changes and how (op), so that fixes combine by
+// composing what they do to each block (combine) rather than by adding
+// bytes: two fixes that shrink the same block do not remove it twice.
 type delta struct {
 	start, end int
 	bytes      int64
+	block      int     // the block's position in adviseStep.blocks; −1: bytes of no block (a new buffer)
+	op         deltaOp // what the delta does to the block
+	num, den   int64   // opShrink: num/den of the block goes
+}
+
+// deltaOp is what a delta does to its block.
+type deltaOp uint8
+
+const (
+	opAdd    deltaOp = iota // bytes of no block: a buffer the fix makes
+	opShrink                // num/den of the block goes over its whole life
+	opDrop                  // the block is not there after events start … end−1
+	opEarly                 // the block is there from start, before its alloc
+)
+
+// added is a buffer of bytes after events start … end−1.
+func added(start, end int, bytes int64) delta {
+	return delta{start: start, end: end, bytes: bytes, block: -1}
+}
+
+// shrink is num/den of block k going over its life.
+func (st *adviseStep) shrink(k int, num, den int64) delta {
+	b := &st.blocks[k]
+	return delta{start: b.start, end: b.end, bytes: -b.size * num / den, block: k, op: opShrink, num: num, den: den}
+}
+
+// drop is block k not there after events start … end−1.
+func (st *adviseStep) drop(k, start, end int) delta {
+	return delta{start: start, end: end, bytes: -st.blocks[k].size, block: k, op: opDrop}
+}
+
+// early is block k there from event start on, before its alloc.
+func (st *adviseStep) early(k, start int) delta {
+	b := &st.blocks[k]
+	return delta{start: start, end: b.start, bytes: b.size, block: k, op: opEarly}
 }
 
 // sum returns, at each position of the step, the sum of the deltas there.
@@ -157,7 +198,14 @@ func (st *adviseStep) peakWith(ds []delta) (int64, int) {
 
 // Advise attributes d's allocated peak to terms and computes the fixes.
 func (d *Device) Advise(opt AdviseOptions) *Advice {
-	ad := &Advice{Peak: d.Peak.Allocated, PeakIndex: d.Peak.Index, Step: -1}
+	ad, _, _ := d.advise(opt)
+	return ad
+}
+
+// advise is Advise, with the peak's step and each fix's deltas (in
+// ad.Fixes' order) for tests; nil when there are no fixes.
+func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDeltas [][]delta) {
+	ad = &Advice{Peak: d.Peak.Allocated, PeakIndex: d.Peak.Index, Step: -1}
 	ad.Reserved = d.Peak.Reserved
 	if len(d.Frag) > 0 && d.Frag[0] != nil {
 		ad.Frag = &d.Frag[0].Verdict
@@ -173,11 +221,11 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
 	}
 	if !ad.Training || ad.Step < 0 {
-		return ad // no backward, or a peak outside the steps: no step to advise on
+		return ad, nil, nil // no backward, or a peak outside the steps: no step to advise on
 	}
-	st := d.adviseStep(ad.Step)
+	st = d.adviseStep(ad.Step)
 	if st == nil {
-		return ad
+		return ad, nil, nil
 	}
 	var chunkedAlready bool
 	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
@@ -206,6 +254,7 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	ad.Holders[TermFragmentation].Bytes = max(ad.Reserved-ad.Peak, 0)
 
 	var fixes []AdviceFix
+	var dss [][]delta // each fix's deltas
 	add := func(kind budget.FixKind, term AdviseTerm, ds []delta, f AdviceFix) {
 		if len(ds) == 0 {
 			return
@@ -227,7 +276,7 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 			fit := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, f.NewPeak)
 			f.Fit = &fit
 		}
-		fixes = append(fixes, f)
+		fixes, dss = append(fixes, f), append(dss, ds)
 	}
 	chunks := opt.LossChunks
 	if chunks <= 0 {
@@ -275,20 +324,31 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 	var ld []delta
 	for k := range st.blocks {
 		if leak[k] {
-			b := &st.blocks[k]
-			ld = append(ld, delta{b.start, b.end, -b.size})
+			ld = append(ld, st.drop(k, st.blocks[k].start, st.blocks[k].end))
 		}
 	}
 	add(budget.FixReleaseLeak, TermLeak, ld, AdviceFix{})
 	add(budget.FixMicroBatch, TermActivations, d.microBatchDeltas(st, ad.Step), AdviceFix{})
-	sort.SliceStable(fixes, func(i, j int) bool {
-		if fixes[i].CostRank != fixes[j].CostRank {
-			return fixes[i].CostRank < fixes[j].CostRank
+	order := make([]int, len(fixes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := &fixes[order[i]], &fixes[order[j]]
+		if a.CostRank != b.CostRank {
+			return a.CostRank < b.CostRank
 		}
-		return fixes[i].NewPeak < fixes[j].NewPeak
+		return a.NewPeak < b.NewPeak
 	})
-	ad.Fixes = fixes
-	return ad
+	sorted, sortedDeltas := make([]AdviceFix, len(fixes)), make([][]delta, len(fixes))
+	for i, o := range order {
+		sorted[i], sortedDeltas[i] = fixes[o], dss[o]
+	}
+	if len(sorted) > 0 {
+		ad.Fixes = sorted
+	}
+	ad.Combination = st.combination(ad.Fixes, sortedDeltas, opt)
+	return ad, st, sortedDeltas
 }
 
 // scaled returns, for each block keep chooses, the delta that removes
@@ -298,7 +358,7 @@ func (st *adviseStep) scaled(keep func(*adviseBlock) bool, num, den int64) []del
 	for k := range st.blocks {
 		b := &st.blocks[k]
 		if keep(b) && num > 0 {
-			ds = append(ds, delta{b.start, b.end, -b.size * num / den})
+			ds = append(ds, st.shrink(k, num, den))
 		}
 	}
 	return ds
@@ -360,7 +420,7 @@ func (d *Device) adviseStep(step int) *adviseStep {
 	}
 	ds := make([]delta, len(st.blocks))
 	for k, b := range st.blocks {
-		ds[k] = delta{b.start, b.end, b.size}
+		ds[k] = added(b.start, b.end, b.size)
 	}
 	st.base = st.sum(ds, st.last-st.first+2)
 	return st

@@ -60,7 +60,7 @@ func (st *adviseStep) markLogits(d *Device) (int64, bool) {
 		b := &st.blocks[k]
 		b.logits = !modelState(b.cat) && (near(b.req, L) || near(b.req, L/2))
 		if b.logits && b.alloc >= st.first && near(b.req, L) && lossStack(b.stack) {
-			made = append(made, delta{b.start, b.end, 1})
+			made = append(made, added(b.start, b.end, 1))
 		}
 	}
 	most, _ := st.peakWithout(made)
@@ -92,9 +92,9 @@ func (st *adviseStep) lossDeltas() (fused, chunked []delta) {
 	}
 	g := &st.blocks[grad]
 	if fwd >= 0 {
-		fused = []delta{{st.blocks[fwd].start, g.start, g.size}}
+		fused = []delta{st.early(grad, st.blocks[fwd].start)}
 	}
-	chunked = []delta{{st.blocks[bwd].start, g.start, 2 * g.size}}
+	chunked = []delta{st.early(grad, st.blocks[bwd].start), added(st.blocks[bwd].start, g.start, g.size)}
 	return fused, chunked
 }
 
@@ -220,8 +220,7 @@ func (d *Device) checkpointDeltas(st *adviseStep, step int) ([]delta, int) {
 			recompute = min(recompute, st.blocks[k].end)
 		}
 		for _, k := range saved {
-			b := &st.blocks[k]
-			ds = append(ds, delta{b.start, max(recompute, b.start), -b.size})
+			ds = append(ds, st.drop(k, st.blocks[k].start, max(recompute, st.blocks[k].start)))
 		}
 	}
 	return ds, len(layers)
@@ -255,11 +254,11 @@ func (d *Device) microBatchDeltas(st *adviseStep, step int) []delta {
 		switch b.cat {
 		case Activation, Temporary, Input:
 			if !weights[b.req] || b.logits {
-				ds = append(ds, delta{b.start, b.end, -b.size / 2})
+				ds = append(ds, st.shrink(k, 1, 2))
 			}
 		case Gradient:
 			if b.born == "backward" && b.end > bwdLast {
-				ds = append(ds, delta{st.first, b.start, b.size})
+				ds = append(ds, st.early(k, st.first))
 			}
 		}
 	}

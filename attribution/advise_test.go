@@ -165,3 +165,156 @@ func TestSummaryCarriesAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseCombination: on the plain run of fixtures/advise, on a device
+// smaller than the best single fix's new peak needs, no fix fits alone and
+// the cheapest run that fits is given; its new peak is the step's peak
+// recomputed event by event from the base and the composed deltas, and
+// the composed deltas never take more than a block's size from it (the
+// fused loss and the smaller micro-batch both shrink the logits).
+func TestAdviseCombination(t *testing.T) {
+	// The best fix alone (the fused loss) peaks at 2.74 GiB; with
+	// sharding 1.80 GiB, then with bf16 moments too 1.73 GiB (checkpointing
+	// and the micro-batch take a few KiB more: the logits hold the peak).
+	d := fixtureAnalysis(t, "../fixtures/advise/train-none").Primary()
+	const GiB = 1 << 30
+	for _, c := range []struct {
+		name    string
+		memory  int64
+		fixes   int // fixes in the run, 0: no combination
+		verdict budget.FitVerdict
+	}{
+		{"fused-fits", 3 * GiB, 0, 0},
+		{"2.7GiB", 27 * GiB / 10, 2, budget.Fits},
+		{"1.85GiB", 185 * GiB / 100, 3, budget.Fits}, // 1.80 GiB is tight there
+		{"1.5GiB", 15 * GiB / 10, 5, budget.DoesNotFit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ad, st, dss := d.advise(AdviseOptions{DeviceMemory: c.memory})
+			for i, f := range ad.Fixes {
+				// One fix composed alone is that fix.
+				if p, _ := st.peakWith(st.combine([][]delta{dss[i]})); p != f.NewPeak {
+					t.Errorf("combine(fix %d alone) peak = %d, want its NewPeak %d", i, p, f.NewPeak)
+				}
+			}
+			cb := ad.Combination
+			if c.fixes == 0 {
+				if cb != nil {
+					t.Errorf("Advise(%d B).Combination = %+v, want nil (a fix fits alone)", c.memory, cb)
+				}
+				return
+			}
+			if cb == nil {
+				t.Fatalf("Advise(%d B).Combination = nil, want a run of %d fixes", c.memory, c.fixes)
+			}
+			for _, f := range ad.Fixes {
+				if f.Fit == nil || f.Fit.Verdict == budget.Fits || f.Fit.Memory != c.memory {
+					t.Errorf("fix %d alone: Fit = %+v, want it not to fit %d B", f.Kind, f.Fit, c.memory)
+				}
+			}
+			t.Logf("%d B: fixes %v (kinds %v) → new peak %d at event %d, %+v", c.memory, cb.Fixes, cb.Kinds, cb.NewPeak, cb.NewPeakIndex, cb.Fit)
+			if len(cb.Fixes) != c.fixes || cb.Fit.Verdict != c.verdict || len(cb.Kinds) != len(cb.Fixes) {
+				t.Errorf("Advise(%d B).Combination: %d fixes, verdict %d; want %d, verdict %d", c.memory, len(cb.Fixes), cb.Fit.Verdict, c.fixes, c.verdict)
+			}
+			for _, k := range cb.Kinds {
+				if k == budget.FixChunkedLoss {
+					t.Errorf("Combination %v has the chunked loss with the fused one", cb.Kinds)
+				}
+			}
+			var run [][]delta
+			for _, i := range cb.Fixes {
+				run = append(run, dss[i])
+			}
+			ds := st.combine(run)
+			// The peak, event by event, with no prefix sums.
+			var want int64
+			at := -1
+			for p := range st.base {
+				v := st.base[p]
+				for _, x := range ds {
+					if st.pos(x.start) <= p && p < st.pos(x.end) {
+						v += x.bytes
+					}
+				}
+				if at < 0 || v > want {
+					want, at = v, p+st.first-1
+				}
+			}
+			if cb.NewPeak != want || cb.NewPeakIndex != at {
+				t.Errorf("Combination new peak = %d after event %d, want %d after %d recomputed from the deltas", cb.NewPeak, cb.NewPeakIndex, want, at)
+			}
+			// No block loses more than itself anywhere.
+			byBlock := map[int][]delta{}
+			for _, x := range ds {
+				if x.block >= 0 {
+					byBlock[x.block] = append(byBlock[x.block], x)
+				}
+			}
+			for k, xs := range byBlock {
+				for _, at := range xs {
+					var v int64
+					for _, x := range xs {
+						if x.start <= at.start && at.start < x.end {
+							v += x.bytes
+						}
+					}
+					if v < -st.blocks[k].size {
+						t.Fatalf("block %d (%d B): the composed deltas take %d B after event %d", k, st.blocks[k].size, -v, at.start)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAdviseCombineOverlap: the fused loss and the smaller micro-batch both
+// shrink the logits, and both make the output projection's gradient early;
+// composed, each logits block goes once (the fused loss takes it all, the
+// micro-batch's half of it is nothing more) and each block has at most one
+// change of each kind, so the peak differs from the one of adding the two
+// fixes' bytes (which removes the logits twice and the gradient comes twice).
+func TestAdviseCombineOverlap(t *testing.T) {
+	d := fixtureAnalysis(t, "../fixtures/advise/train-none").Primary()
+	ad, st, dss := d.advise(AdviseOptions{})
+	fused, micro := -1, -1
+	for i, f := range ad.Fixes {
+		switch f.Kind {
+		case budget.FixFusedLoss:
+			fused = i
+		case budget.FixMicroBatch:
+			micro = i
+		}
+	}
+	if fused < 0 || micro < 0 {
+		t.Fatalf("Advise(train-none) lacks the fused loss (%d) or the micro-batch (%d)", fused, micro)
+	}
+	ds := st.combine([][]delta{dss[fused], dss[micro]})
+	logits := 0
+	seen := map[[2]int]bool{}
+	for _, x := range ds {
+		if x.block >= 0 && x.op != opDrop {
+			if key := [2]int{x.block, int(x.op)}; seen[key] {
+				t.Errorf("block %d has two composed changes of op %d", x.block, x.op)
+			} else {
+				seen[key] = true
+			}
+		}
+		if x.block < 0 || !st.blocks[x.block].logits || x.op != opShrink {
+			continue
+		}
+		logits++
+		if b := &st.blocks[x.block]; x.bytes != -b.size {
+			t.Errorf("logits block %d (%d B): composed shrink %d, want −%d (gone once)", x.block, b.size, x.bytes, b.size)
+		}
+	}
+	if logits == 0 {
+		t.Fatal("the composed deltas shrink no logits block")
+	}
+	composed, _ := st.peakWith(ds)
+	added, _ := st.peakWith(append(append([]delta{}, dss[fused]...), dss[micro]...))
+	t.Logf("fused + micro-batch: composed %d, bytes added %d, fused alone %d, micro alone %d",
+		composed, added, ad.Fixes[fused].NewPeak, ad.Fixes[micro].NewPeak)
+	if composed == added {
+		t.Errorf("composed peak %d = the peak of the bytes added, want the overlap counted once", composed)
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
@@ -117,8 +118,27 @@ func (r *Advice) writeText(w io.Writer) error {
 			}
 			ew.printf("\n     cost: %s\n", fw.cost)
 		}
+		if c := a.Combination; c != nil {
+			ew.printf("\n%s\n", adviceCombinationText(a, c))
+		}
 	}
 	return ew.err
+}
+
+// adviceCombinationText words a run of fixes: "no single fix fits H100
+// (80 GiB): together, 1 + 3 + 5 → new peak 61.2 GiB (−38.0%), fits".
+func adviceCombinationText(a *attribution.Advice, c *attribution.AdviceCombination) string {
+	nums := make([]string, len(c.Fixes))
+	for i, f := range c.Fixes {
+		nums[i] = fmt.Sprint(f + 1)
+	}
+	together := "together"
+	if c.Fit.Verdict != budget.Fits {
+		together = "not even all together"
+	}
+	return fmt.Sprintf("no single fix fits %s (%s): %s, %s → new peak %s (%s), %s",
+		fitName(&c.Fit), units.Bytes(c.Fit.Memory), together, strings.Join(nums, " + "), units.Bytes(c.NewPeak),
+		signedPercent(c.NewPeak-a.Peak, a.Peak), fitVerdictText(c.Fit.Verdict))
 }
 
 // fitName is the fit's device name, or "the device" for a size.
@@ -162,9 +182,22 @@ type AdviceJSON struct {
 	Layers      int                `json:"layers"`
 	Fixes       []AdviceFixJSON    `json:"fixes"`
 	Fit         *BudgetFitJSON     `json:"fit,omitempty"`
+	// Combination is, with --device-memory, when no fix alone fits, the
+	// cheapest run of fixes that does (absent otherwise).
+	Combination *AdviceCombinationJSON `json:"combination,omitempty"`
 	// FragVerdict is the verdict on the free memory at the peak, as frag
 	// words it ("" when there is none).
 	FragVerdict string `json:"frag_verdict"`
+}
+
+// AdviceCombinationJSON is a run of fixes applied together
+// (attribution.AdviceCombination).
+type AdviceCombinationJSON struct {
+	Fixes             []int         `json:"fixes"` // positions in the device's fixes, from 0
+	Names             []string      `json:"names"`
+	NewPeak           int64         `json:"new_peak"`
+	NewPeakEventIndex int           `json:"new_peak_event_index"`
+	Fit               BudgetFitJSON `json:"fit"`
 }
 
 // AdviceHolderJSON is one term at the peak.
@@ -205,6 +238,14 @@ func (r *Advice) fileEntry() any {
 			}
 		}
 		j.Fixes = adviceFixesJSON(a.Fixes)
+		if c := a.Combination; c != nil {
+			cj := &AdviceCombinationJSON{Fixes: append([]int{}, c.Fixes...), Names: []string{}, NewPeak: c.NewPeak,
+				NewPeakEventIndex: c.NewPeakIndex, Fit: *budgetFitJSON(&c.Fit)}
+			for _, i := range c.Fixes {
+				cj.Names = append(cj.Names, adviceFixWords(a.Fixes[i]).name)
+			}
+			j.Combination = cj
+		}
 		f.Devices = append(f.Devices, j)
 	}
 	return f

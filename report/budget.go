@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
 )
@@ -25,6 +26,10 @@ type Budget struct {
 	// holds each predicted phase against the measured one.
 	Snapshot, Truth string
 	Measured        []budget.Comparison
+	// Advice is advise on the snapshot (nil without one): its fixes,
+	// computed from the snapshot's blocks, are shown next to the predicted
+	// ones, matched by kind (the catalog both share).
+	Advice *attribution.Advice
 }
 
 func (*Budget) Kind() string { return "budget" }
@@ -166,7 +171,11 @@ type BudgetJSON struct {
 	Fit      *BudgetFitJSON      `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
 	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
-	Notes    []string            `json:"notes"`
+	// SnapshotFixes are advise's fixes of the snapshot's training peak,
+	// as 'memscope advise' writes them; absent without a snapshot, or
+	// when advise finds none (no backward, or no fix lowers the peak).
+	SnapshotFixes []AdviceFixJSON `json:"snapshot_fixes,omitempty"`
+	Notes         []string        `json:"notes"`
 }
 
 // BudgetPartJSON is one line of a term (budget.Part), its lifetime in words.
@@ -291,6 +300,9 @@ func (r *Budget) document() any {
 	}
 	if r.measured() {
 		res.Measured = &BudgetMeasuredJSON{Sources: r.sources(), Phases: r.Measured}
+	}
+	if r.Advice != nil {
+		res.SnapshotFixes = adviceFixesJSON(r.Advice.Fixes)
 	}
 	return ResultDoc[BudgetJSON]{Schema: Schema, Kind: "budget", Result: res}
 }

@@ -99,6 +99,9 @@ func (r *Budget) writeText(w io.Writer) error {
 				i+1, fw.name, fw.change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, fw.cost)
 		}
 	}
+	if r.Advice != nil && ew.err == nil {
+		ew.err = budgetBesideText(w, r)
+	}
 	if r.measured() {
 		budgetMeasuredText(ew, r.sources(), r.Measured)
 	}

@@ -20,6 +20,9 @@ type deviceSection struct {
 	PeakWhen string
 	CatBar   catBar
 	Findings []findingRow
+	// Fixes are advise's first fixes of a training peak (the summary's),
+	// cheapest first; none outside one.
+	Fixes    []fixRow
 	Warnings []string
 	Events   int
 
@@ -100,6 +103,24 @@ type frameRow struct {
 	User  bool
 }
 
+// fixRow is one of advise's fixes, in budget's words.
+type fixRow struct {
+	Name, Term, Cost string
+	Removes, NewPeak int64
+	Change           string // the new peak against the old, "−66.4%"
+}
+
+// newFixRows words a summary's fixes against its allocated peak.
+func newFixRows(fixes []attribution.AdviceFix, peak int64) []fixRow {
+	var out []fixRow
+	for _, f := range fixes {
+		fw := adviceFixWords(f)
+		out = append(out, fixRow{Name: fw.name, Term: adviseTermName(f.Term), Cost: fw.cost, Removes: f.Removes,
+			NewPeak: f.NewPeak, Change: signedPercent(f.NewPeak-peak, peak)})
+	}
+	return out
+}
+
 type stepRow struct {
 	Gap           bool // a run of steps left out
 	Step          int
@@ -132,6 +153,7 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	ds := &deviceSection{ID: id, Device: d.Device, S: s, Findings: boundFindings(s.Findings, notes),
 		Warnings: boundStrings(deviceWarnings(s), notes, 400), Events: s.Events, Leak: d.Leak}
 	ds.PeakWhen = peakWhen(s)
+	ds.Fixes = newFixRows(s.Fixes, s.AtPeak.Allocated)
 	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
 	x := newTimeAxis(dv)
 	// The three timeline charts are the page's largest: rendered on two

@@ -26,7 +26,9 @@ the batch's tensors halved, with the gradients there from the start, for
 half the micro-batch. Each fix's new peak is the highest the peak's step
 would reach with it, event by event, so a fix that moves the peak elsewhere
 is predicted where the peak goes. With --device-memory GPU|SIZE every fix
-says whether it fits.
+says whether it fits, and when none fits alone, the cheapest run of them
+that does: fixes added cheapest first, their changes to each block
+composed (two that shrink the logits do not remove them twice).
 
 The fixes use the words of 'memscope budget', which predicts from a
 config. A recording with no backward (inference) is reported as such:

@@ -133,6 +133,9 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 			var notes []budget.Note
 			ms, notes = attribution.MeasureBudget(d, p)
 			r.Notes = append(r.Notes, notes...)
+			// Advise's fixes of the same run, from the snapshot's blocks,
+			// over the ranks and chunks the predicted fixes use.
+			r.Advice = d.Advise(attribution.AdviseOptions{Ranks: o.ranks, LossChunks: p.Shape.LossChunks})
 		}
 		if tr != nil {
 			var notes []budget.Note

@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // budgetResult is the part of 'memscope budget --json' the tests read.
@@ -170,5 +174,74 @@ func TestBudgetErrors(t *testing.T) {
 			t.Errorf("memscope budget %s = exit %d, %v; want exit %d and an error containing %q",
 				strings.Join(c.args, " "), r.code, r.err, exitError, c.want)
 		}
+	}
+}
+
+// TestBudgetSnapshotFixes: given the plain run of fixtures/advise and a
+// flags-only model matching it (its truth.json "model"), budget puts
+// advise's fixes of the snapshot next to the predicted ones: the JSON's
+// snapshot_fixes are advise's own, in its order, and the text's table
+// gives both new peaks on the rows of the fixes both suggest.
+func TestBudgetSnapshotFixes(t *testing.T) {
+	const dir = "../../fixtures/advise/train-none"
+	flags := []string{"--vocab", "128256", "--hidden", "512", "--layers", "4", "--heads", "8", "--kv-heads", "4",
+		"--intermediate", "1408", "--batch", "4", "--seq", "1024", "--precision", "bf16-autocast", "--optimizer", "adamw"}
+	s, err := snapshot.Open(dir + "/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := attribution.Analyze(s, attribution.Options{Device: -1}).Primary().Advise(attribution.AdviseOptions{})
+	if len(ad.Fixes) == 0 {
+		t.Fatal("Advise(train-none) has no fixes")
+	}
+	r := runMemscope(append(append([]string{"budget", "--json"}, flags...), dir+"/snapshot.pickle")...)
+	if r.err != nil {
+		t.Fatalf("memscope budget --json: %v\n%s", r.err, r.stderr)
+	}
+	var doc struct {
+		Result struct {
+			Fixes []struct {
+				NewPeak int64 `json:"new_peak"`
+			} `json:"fixes"`
+			SnapshotFixes []report.AdviceFixJSON `json:"snapshot_fixes"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := doc.Result.SnapshotFixes
+	if len(got) != len(ad.Fixes) {
+		t.Fatalf("budget snapshot_fixes: %d, want advise's %d", len(got), len(ad.Fixes))
+	}
+	for i, f := range ad.Fixes {
+		if got[i].NewPeak != f.NewPeak || got[i].Removes != f.Removes || got[i].CostRank != f.CostRank {
+			t.Errorf("snapshot_fixes[%d] = %+v, want advise's new peak %d, removes %d", i, got[i], f.NewPeak, f.Removes)
+		}
+	}
+	text := runMemscope(append(append([]string{"budget"}, flags...), dir+"/snapshot.pickle")...)
+	if text.err != nil {
+		t.Fatal(text.err)
+	}
+	if !strings.Contains(text.stdout, "predicted new peak  from the snapshot") {
+		t.Fatalf("budget text has no table of both fixes:\n%s", text.stdout)
+	}
+	for _, f := range ad.Fixes {
+		if f.Kind != budget.FixFusedLoss {
+			continue
+		}
+		// The fused loss is predicted and computed: both peaks on its row.
+		row := ""
+		for _, line := range strings.Split(text.stdout, "\n") {
+			if strings.HasPrefix(line, "  fused linear cross-entropy") && strings.Contains(line, "(−") {
+				row = line
+			}
+		}
+		if !strings.Contains(row, units.Bytes(f.NewPeak)) || strings.Count(row, "(−") != 2 {
+			t.Errorf("budget's fused-loss row = %q, want the predicted new peak and advise's %s", row, units.Bytes(f.NewPeak))
+		}
+	}
+	// Without a snapshot, neither.
+	if r := runMemscope(append([]string{"budget", "--json"}, flags...)...); strings.Contains(r.stdout, "snapshot_fixes") {
+		t.Error("budget without a snapshot writes snapshot_fixes")
 	}
 }

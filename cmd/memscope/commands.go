@@ -240,7 +240,9 @@ name); and fixes ranked cheapest first, each with its predicted new peak.
 With a snapshot (SNAP, --snapshot), a truth.json (--truth) or a directory
 holding them (--run), it puts what was measured next to the prediction,
 phase by phase, by term and by category, with the gap in bytes and percent
-and the term most likely responsible.`,
+and the term most likely responsible. With a snapshot of a training run it
+also puts advise's fixes, computed from the snapshot's blocks, next to the
+predicted ones: fix | predicted new peak | from the snapshot.`,
 			flags: budgetFlags,
 		},
 		{

@@ -121,7 +121,7 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"diff":    {{"diff", mlpSnap, leakSnap}},
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
 		"ops":     {{"ops", profiled + "trace.json.gz"}, {"ops", "--by", "module", profiled + "trace.json.gz"}},
-		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}},
+		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}, {"advise", "--device-memory", "1.85GiB", adviseTrain}},
 		"whatif":  {{"whatif", "--conf", "expandable_segments:True", oomSnap}, {"whatif", "../../fixtures/advise/infer-static/snapshot.pickle"}},
 	}
 	kinds := make([]string, 0, len(runs))
@@ -182,7 +182,7 @@ func init() {
 		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.OOMSettingJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
-		report.AdviceFileJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.BudgetFitJSON{},
+		report.AdviceFileJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{},
 		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
 	} {
 		t := reflect.TypeOf(v)
