@@ -68,6 +68,37 @@ type Advice struct {
 	// Frag is the verdict on the reserved-but-free memory at the peak, with
 	// the allocator settings to try (Device.Frag's first).
 	Frag *FragVerdict
+	// Inference, for a recording with no backward whose KV cache was
+	// recognised: where its memory is, and the headroom on the device.
+	Inference *InferenceAdvice
+}
+
+// InferenceAdvice is an inference run's memory against a device: the
+// weights floor, the KV cache and its growth, the prefill's peak, and, with
+// a device size, what is left at the peak and how many more decode steps of
+// this cache's growth that would hold.
+type InferenceAdvice struct {
+	*Inference
+	// Headroom is the device's memory minus the allocated peak (0 without
+	// a device size; negative when the peak does not fit); MoreSteps the
+	// decode steps of GrowthPerStep it holds (0 for a cache allocated
+	// once, or without a device size).
+	Headroom  int64
+	MoreSteps int64
+}
+
+// inferenceHeadroom is the device's Inference held against memory bytes
+// (0: no device size).
+func (d *Device) inferenceHeadroom(memory int64) *InferenceAdvice {
+	ia := &InferenceAdvice{Inference: d.Inference}
+	if memory <= 0 {
+		return ia
+	}
+	ia.Headroom = memory - d.Peak.Allocated
+	if ia.Growing && ia.GrowthPerStep > 0 && ia.Headroom > 0 {
+		ia.MoreSteps = ia.Headroom / ia.GrowthPerStep
+	}
+	return ia
 }
 
 // AdviceFix is one fix with what it does to the peak.
@@ -219,6 +250,9 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	}
 	if pi := d.Phases.PeakPhase; pi >= 0 {
 		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
+	}
+	if !ad.Training && d.Inference != nil {
+		ad.Inference = d.inferenceHeadroom(opt.DeviceMemory)
 	}
 	if !ad.Training || ad.Step < 0 {
 		return ad, nil, nil // no backward, or a peak outside the steps: no step to advise on

@@ -87,8 +87,8 @@ func TestAdviseTruth(t *testing.T) {
 	}
 }
 
-// TestAdviseInference: a recording with no backward gets no advice.
-func TestAdviseInference(t *testing.T) {
+// TestAdviseNoTrainingFixes: a recording with no backward gets no fixes.
+func TestAdviseNoTrainingFixes(t *testing.T) {
 	d := fixtureAnalysis(t, "../fixtures/advise/infer-dynamic").Primary()
 	ad := d.Advise(AdviseOptions{})
 	if ad.Training || len(ad.Fixes) != 0 {
@@ -316,5 +316,54 @@ func TestAdviseCombineOverlap(t *testing.T) {
 		composed, added, ad.Fixes[fused].NewPeak, ad.Fixes[micro].NewPeak)
 	if composed == added {
 		t.Errorf("composed peak %d = the peak of the bytes added, want the overlap counted once", composed)
+	}
+}
+
+// TestAdviseInference: advise on a generate() recording gives its memory
+// by the inference breakdown, the cache's growth per decode step being
+// 2 × layers × batch × kv heads × head dim × 2 B of the fixture's model,
+// and against a device the headroom at the peak and the decode steps of
+// that growth it holds; a preallocated cache has no growth to count.
+func TestAdviseInference(t *testing.T) {
+	const mem = 8 << 30
+	for _, c := range []struct {
+		dir     string
+		growing bool
+	}{{"../fixtures/advise/infer-dynamic/", true}, {"../fixtures/advise/infer-static/", false}} {
+		s, err := snapshot.Open(c.dir + "snapshot.pickle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr struct {
+			Batch int64 `json:"batch"`
+			Model struct {
+				Layers  int64 `json:"layers"`
+				KVHeads int64 `json:"kv_heads"`
+				HeadDim int64 `json:"head_dim"`
+			} `json:"model"`
+		}
+		b, err := os.ReadFile(c.dir + "truth.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatal(err)
+		}
+		d := Analyze(s, Options{Device: -1}).Devices[0]
+		ad := d.Advise(AdviseOptions{DeviceMemory: mem})
+		ia := ad.Inference
+		if ad.Training || ia == nil {
+			t.Fatalf("%s: training %v, inference %v; want the inference advice", c.dir, ad.Training, ia)
+		}
+		if ia.Headroom != mem-d.Peak.Allocated {
+			t.Errorf("%s: headroom %d, want %d − %d", c.dir, ia.Headroom, int64(mem), d.Peak.Allocated)
+		}
+		want := 2 * tr.Model.Layers * tr.Batch * tr.Model.KVHeads * tr.Model.HeadDim * 2
+		switch {
+		case c.growing && (ia.GrowthPerStep != want || ia.MoreSteps != ia.Headroom/want):
+			t.Errorf("%s: growth %d per step (want %d), %d more steps (want %d)", c.dir, ia.GrowthPerStep, want, ia.MoreSteps, ia.Headroom/want)
+		case !c.growing && ia.MoreSteps != 0:
+			t.Errorf("%s: a preallocated cache counted %d more steps", c.dir, ia.MoreSteps)
+		}
 	}
 }

@@ -67,7 +67,11 @@ func (r *Advice) writeText(w io.Writer) error {
 				fitName(a.Fit), units.Bytes(a.Fit.Memory), budgetFitText(a.Fit))
 		}
 		if !a.Training {
-			ew.printf("no backward in this recording: advise covers training peaks for now (inference advice is to come)\n")
+			if ia := a.Inference; ia != nil {
+				inferenceAdviceText(ew, ia, a.Fit != nil)
+				continue
+			}
+			ew.printf("no backward and no KV cache recognised in this recording: advise covers training peaks and generate()-style inference\n")
 			continue
 		}
 		if a.Step < 0 {
@@ -188,6 +192,17 @@ type AdviceJSON struct {
 	// FragVerdict is the verdict on the free memory at the peak, as frag
 	// words it ("" when there is none).
 	FragVerdict string `json:"frag_verdict"`
+	// Inference, for a recording with no backward whose KV cache was
+	// recognised: summary's inference object, and with --device-memory the
+	// headroom at the peak and the decode steps of cache growth it holds.
+	Inference *AdviceInferenceJSON `json:"inference,omitempty"`
+}
+
+// AdviceInferenceJSON is an inference run's memory against the device.
+type AdviceInferenceJSON struct {
+	InferenceJSON
+	Headroom  int64 `json:"headroom"`
+	MoreSteps int64 `json:"more_decode_steps"`
 }
 
 // AdviceCombinationJSON is a run of fixes applied together
@@ -238,6 +253,9 @@ func (r *Advice) fileEntry() any {
 			}
 		}
 		j.Fixes = adviceFixesJSON(a.Fixes)
+		if ia := a.Inference; ia != nil {
+			j.Inference = &AdviceInferenceJSON{*inferenceJSON(ia.Inference), ia.Headroom, ia.MoreSteps}
+		}
 		if c := a.Combination; c != nil {
 			cj := &AdviceCombinationJSON{Fixes: append([]int{}, c.Fixes...), Names: []string{}, NewPeak: c.NewPeak,
 				NewPeakEventIndex: c.NewPeakIndex, Fit: *budgetFitJSON(&c.Fit)}
@@ -261,4 +279,28 @@ func adviceFixesJSON(fixes []attribution.AdviceFix) []AdviceFixJSON {
 			Ranks: x.Ranks, Chunks: x.Chunks, Fit: budgetFitJSON(x.Fit)})
 	}
 	return out
+}
+
+// inferenceAdviceText writes where an inference run's memory is and, with a
+// device size, the headroom in decode steps.
+func inferenceAdviceText(ew *errWriter, ia *attribution.InferenceAdvice, device bool) {
+	ew.printf("\ninference: weights %s, KV cache %s at the end", units.Bytes(ia.Weights.Bytes), units.Bytes(ia.KVCache.Bytes))
+	if ia.Growing && ia.DecodeSteps > 0 {
+		ew.printf(" (growing %s per decode step)", units.Bytes(ia.GrowthPerStep))
+	} else {
+		ew.printf(" (allocated once)")
+	}
+	ew.printf(", %s of activations at the %s peak\n", units.Bytes(ia.Activations), cmpStr(ia.PeakPhase, "device's"))
+	if !device {
+		return
+	}
+	switch {
+	case ia.Headroom < 0:
+		ew.printf("the peak does not fit: %s short\n", units.Bytes(-ia.Headroom))
+	case ia.MoreSteps > 0:
+		ew.printf("headroom at the peak: %s, about %s more decode steps of this cache's growth (a longer output, or more sequences at once)\n",
+			units.Bytes(ia.Headroom), commas(ia.MoreSteps))
+	default:
+		ew.printf("headroom at the peak: %s\n", units.Bytes(ia.Headroom))
+	}
 }

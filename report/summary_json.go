@@ -143,11 +143,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			sd.Categories[c.String()] = d.Categories[c].Bytes
 		}
 		if inf := d.Inference; inf != nil {
-			sd.Inference = &InferenceJSON{Calls: inf.Calls, Weights: inf.Weights.Bytes, KVCache: inf.KVCache.Bytes,
-				KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
-				KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
-				PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
-				DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations}
+			sd.Inference = inferenceJSON(inf)
 		}
 		if d.Joined {
 			sd.Ops, sd.OpsCovered = opRowsJSON(d.Ops, -1), &d.OpsCovered
@@ -195,4 +191,12 @@ func warningStrings(ws []snapshot.Warning) []string {
 		out = append(out, w.Message)
 	}
 	return out
+}
+
+func inferenceJSON(inf *attribution.Inference) *InferenceJSON {
+	return &InferenceJSON{Calls: inf.Calls, Weights: inf.Weights.Bytes, KVCache: inf.KVCache.Bytes,
+		KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
+		KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
+		PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
+		DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations}
 }

@@ -28,9 +28,9 @@ func TestAdvise(t *testing.T) {
 		t.Errorf("advise train-none: first fix %q on %q, fit %+v, peak's fit %+v; want the loss fixed to fit 8 GiB where the peak does not",
 			f.Name, f.Term, f.Fit, d.Fit)
 	}
-	r = runMemscope("advise", adviseInfer)
-	if r.code != 0 || !strings.Contains(r.stdout, "advise covers training peaks") {
-		t.Errorf("advise infer-dynamic: exit %d, output:\n%s\nwant a note that advise covers training", r.code, r.stdout)
+	r = runMemscope("advise", "--device-memory", "8GiB", adviseInfer)
+	if r.code != 0 || !strings.Contains(r.stdout, "inference: weights ") || !strings.Contains(r.stdout, "more decode steps of this cache's growth") {
+		t.Errorf("advise infer-dynamic: exit %d, output:\n%s\nwant the inference breakdown and the headroom in decode steps", r.code, r.stdout)
 	}
 	if r = runMemscope("advise", "--device-memory", "lots", adviseTrain); r.code != 2 {
 		t.Errorf("advise --device-memory lots: exit %d, want 2", r.code)
