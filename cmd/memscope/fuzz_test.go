@@ -297,6 +297,7 @@ var fuzzCommands = [][]string{
 	{"leaks", "SNAP"}, {"leaks", "--json", "SNAP"}, {"frag", "SNAP"}, {"frag", "--json", "SNAP"},
 	{"oom", "SNAP"}, {"oom", "--json", "SNAP"}, {"diff", "SNAP", "SNAP"}, {"check", "--max-peak", "1MiB", "SNAP"},
 	{"pprof", "-o", "OUT", "SNAP"}, {"report", "-o", "OUT", "SNAP"}, {"advise", "SNAP"}, {"advise", "--json", "SNAP"},
+	{"whatif", "SNAP"}, {"whatif", "--json", "--conf", "expandable_segments:True", "--conf", "max_split_size_mb:128", "SNAP"},
 }
 
 // FuzzPipeline: no command panics on a mutated snapshot, and every error is
