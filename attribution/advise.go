@@ -17,6 +17,10 @@ type AdviseOptions struct {
 	// (budget.FitNeed), called DeviceName ("" for a size).
 	DeviceMemory int64
 	DeviceName   string
+	// Settings runs the allocator model under other allocator settings
+	// (Advice.Settings): a what-if per setting, so off where advise rides
+	// on another command (summary).
+	Settings bool
 }
 
 // AdviseTerm is a term of what holds the peak.
@@ -71,6 +75,9 @@ type Advice struct {
 	// Inference, for a recording with no backward whose KV cache was
 	// recognised: where its memory is, and the headroom on the device.
 	Inference *InferenceAdvice
+	// Settings, with AdviseOptions.Settings, are the allocator settings
+	// the model says lower the reserved peak, largest saving first.
+	Settings []SettingAdvice
 }
 
 // InferenceAdvice is an inference run's memory against a device: the
@@ -250,6 +257,9 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	}
 	if pi := d.Phases.PeakPhase; pi >= 0 {
 		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
+	}
+	if opt.Settings {
+		ad.Settings = d.simulateSettings()
 	}
 	if !ad.Training && d.Inference != nil {
 		ad.Inference = d.inferenceHeadroom(opt.DeviceMemory)

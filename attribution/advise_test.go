@@ -367,3 +367,33 @@ func TestAdviseInference(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseSettingsMatchTorch: the allocator settings advise simulates
+// say what torch reserved when the workload ran under them: on the
+// variable-length workload, expandable segments' reserved peak is torch's
+// (fixtures/whatif-varlen/expandable) within 2%, and the settings torch
+// measured no saving for are not offered.
+func TestAdviseSettingsMatchTorch(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/whatif-varlen/default/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := Analyze(s, Options{Device: -1}).Devices[0].Advise(AdviseOptions{Settings: true})
+	if len(ad.Settings) != 1 || ad.Settings[0].Conf != "expandable_segments:True" {
+		t.Fatalf("settings %+v, want expandable segments alone (torch's maxsplit128 and gc06 runs reserved as the default did)", ad.Settings)
+	}
+	b, err := os.ReadFile("../fixtures/whatif-varlen/expandable/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Stats map[string]int64 `json:"memory_stats_end"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	got, want := ad.Settings[0].PeakReserved, tr.Stats["reserved_bytes.all.peak"]
+	if e := math.Abs(float64(got-want)) / float64(want); e > 0.02 {
+		t.Errorf("expandable segments: reserved peak %d, torch's %d: off by %.1f%%", got, want, 100*e)
+	}
+}

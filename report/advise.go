@@ -66,6 +66,7 @@ func (r *Advice) writeText(w io.Writer) error {
 			ew.printf("on %s (%s), allocated bytes alone (the allocator reserves more; the CUDA context is outside it): %s\n",
 				fitName(a.Fit), units.Bytes(a.Fit.Memory), budgetFitText(a.Fit))
 		}
+		settingsAdviceText(ew, a.Settings)
 		if !a.Training {
 			if ia := a.Inference; ia != nil {
 				inferenceAdviceText(ew, ia, a.Fit != nil)
@@ -196,6 +197,17 @@ type AdviceJSON struct {
 	// recognised: summary's inference object, and with --device-memory the
 	// headroom at the peak and the decode steps of cache growth it holds.
 	Inference *AdviceInferenceJSON `json:"inference,omitempty"`
+	// Settings: the allocator settings the model says lower the reserved
+	// peak over the same requests, largest saving first.
+	Settings []AdviceSettingJSON `json:"settings"`
+}
+
+// AdviceSettingJSON is one simulated allocator setting.
+type AdviceSettingJSON struct {
+	Conf         string `json:"conf"`
+	PeakReserved int64  `json:"peak_reserved"`
+	Recorded     int64  `json:"recorded_peak_reserved"`
+	OOM          bool   `json:"oom"`
 }
 
 // AdviceInferenceJSON is an inference run's memory against the device.
@@ -253,6 +265,10 @@ func (r *Advice) fileEntry() any {
 			}
 		}
 		j.Fixes = adviceFixesJSON(a.Fixes)
+		j.Settings = []AdviceSettingJSON{}
+		for _, x := range a.Settings {
+			j.Settings = append(j.Settings, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
+		}
 		if ia := a.Inference; ia != nil {
 			j.Inference = &AdviceInferenceJSON{*inferenceJSON(ia.Inference), ia.Headroom, ia.MoreSteps}
 		}
@@ -302,5 +318,21 @@ func inferenceAdviceText(ew *errWriter, ia *attribution.InferenceAdvice, device 
 			units.Bytes(ia.Headroom), commas(ia.MoreSteps))
 	default:
 		ew.printf("headroom at the peak: %s\n", units.Bytes(ia.Headroom))
+	}
+}
+
+// settingsAdviceText writes the allocator settings the model says lower
+// the reserved peak.
+func settingsAdviceText(ew *errWriter, sets []attribution.SettingAdvice) {
+	if len(sets) == 0 {
+		return
+	}
+	ew.printf("allocator settings, the same requests simulated (memscope whatif), reserved peak %s as recorded:\n", units.Bytes(sets[0].Recorded))
+	for _, s := range sets {
+		if s.OOM {
+			ew.printf("  %s: runs out of memory under the same capacity\n", s.Conf)
+			continue
+		}
+		ew.printf("  %s: reserved peak %s (%s)\n", s.Conf, units.Bytes(s.PeakReserved), signedPercent(s.PeakReserved-s.Recorded, s.Recorded))
 	}
 }

@@ -44,7 +44,7 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 	ranks := fs.Int64("ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	chunks := fs.Int64("loss-chunks", 8, "slices `N` of the chunked cross-entropy suggested")
 	return func(cc *cmdContext, paths []string) error {
-		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks}
+		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks, Settings: true}
 		if *ranks < 2 {
 			return usageErrorf("--ranks %d: want 2 or more", *ranks)
 		}

@@ -1,0 +1,53 @@
+package attribution
+
+import "github.com/memscope/memscope/allocator"
+
+// SettingAdvice is what the allocator model says one allocator setting
+// would reserve over the device's same requests (allocator.WhatIf, with
+// the capacity the recording shows): a fix of reserved memory, not of
+// allocated bytes.
+type SettingAdvice struct {
+	Conf string // PYTORCH_CUDA_ALLOC_CONF, on top of the recorded settings
+	// PeakReserved is the what-if's reserved peak, Recorded the recorded
+	// one; OOM is true when the what-if ran out of memory where the
+	// recording did not (its peak is then up to there).
+	PeakReserved, Recorded int64
+	OOM                    bool
+}
+
+// adviseSettings are the allocator settings advise simulates.
+var adviseSettings = []string{"expandable_segments:True", "max_split_size_mb:128", "garbage_collection_threshold:0.6,max_split_size_mb:256"}
+
+// simulateSettings runs the device's requests under each of adviseSettings
+// and keeps those that lower the reserved peak by 1% or more, largest
+// saving first; nil when the model cannot run the trace.
+func (d *Device) simulateSettings() []SettingAdvice {
+	s := d.an.Snapshot
+	base, err := allocator.SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		return nil
+	}
+	rec := d.Timeline.PeakReserved.Bytes
+	var out []SettingAdvice
+	for _, conf := range adviseSettings {
+		set := base
+		if err := set.ApplyConf(conf); err != nil {
+			continue
+		}
+		res, err := allocator.WhatIf(s, d.Device, set, allocator.WhatIfOptions{Timeline: d.Timeline})
+		if err != nil {
+			return nil
+		}
+		oom := res.OOM != nil && len(d.OOMs) == 0
+		if !oom && 100*(rec-res.PeakReserved) < rec {
+			continue // saves under 1%
+		}
+		out = append(out, SettingAdvice{Conf: conf, PeakReserved: res.PeakReserved, Recorded: rec, OOM: oom})
+	}
+	for i := 1; i < len(out); i++ { // largest saving first (a handful)
+		for j := i; j > 0 && out[j].PeakReserved < out[j-1].PeakReserved; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
