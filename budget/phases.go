@@ -243,7 +243,7 @@ func (c *calc) inferPhase() PhasePeak {
 	h := c.d.resid * c.h * c.T
 	base := func(m *moment) {
 		c.floor(m)
-		m.addPart(KVCache, "activation", c.kvCache())
+		m.addPart(KVCache, "kv cache", c.kvCache())
 		m.add(Activations, ShareEmbedHeld, Operands{}, "temporary", h)
 		m.add(Activations, ShareRopePositions, Operands{}, "temporary", c.rope()+8*c.S)
 	}

@@ -70,7 +70,7 @@ type Term struct {
 
 // Share is what one term holds at one phase's peak, in the category
 // memscope's attribution should find it under (parameter, optimizer state,
-// gradient, activation, input, temporary, unknown).
+// gradient, activation, input, temporary, kv cache, unknown).
 // Kind and Ops say which tensors, as for a Part.
 type Share struct {
 	Term     TermKey

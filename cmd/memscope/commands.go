@@ -77,10 +77,11 @@ Sizes print in binary units (KiB, MiB, GiB); with --json they are raw bytes.`,
 			long: `Peak attributes the blocks live at one moment — by default the peak of
 allocated bytes — to allocation sites (see below), to categories
 (parameter, optimizer state, gradient, activation, input, temporary,
-unknown, inferred from each block's lifetime across the training phases
-and its stack) and to streams. --tree prints the whole call tree instead.
-At the peak it also prints the per-step phase table: the floor, each
-phase's peak, and which phase holds the device's peak.
+kv cache, unknown, inferred from each block's lifetime across the training
+phases, or generate()'s prefill and decode, and its stack) and to
+streams. --tree prints the whole call tree instead. At the peak it also
+prints the per-step phase table: the floor, each phase's peak, and which
+phase holds the device's peak.
 
 ` + sitesHelp,
 			flags: peakFlags,
