@@ -25,27 +25,37 @@ func MeasureBudget(d *Device, p *budget.Prediction) ([]budget.Measured, []budget
 	// The highest peak of each phase name (the first to reach it), then
 	// what was live there: one moment per name, not one per step of a
 	// rising staircase.
+	// An inference prediction's one phase, "forward", is generate()'s
+	// prefill: the name memscope gives that phase of a generate() step.
+	infer := p.Shape.Mode == budget.Infer
+	name := func(ph *Phase) string {
+		if infer && ph.Name == "prefill" {
+			return "forward"
+		}
+		return ph.Name
+	}
 	var out []budget.Measured
 	best := map[string]int{}
-	for i, ph := range d.Phases.List {
+	for i := range d.Phases.List {
+		ph := &d.Phases.List[i]
 		if !budget.SteadyPhase(ph.Step, last) || ph.Last < ph.First {
 			continue
 		}
-		j, ok := best[ph.Name]
+		j, ok := best[name(ph)]
 		if !ok {
-			out = append(out, budget.Measured{Phase: ph.Name})
+			out = append(out, budget.Measured{Phase: name(ph)})
 		}
 		if !ok || ph.Peak.Allocated > d.Phases.List[j].Peak.Allocated {
-			best[ph.Name] = i
+			best[name(ph)] = i
 		}
 	}
 	for k := range out {
-		ph := d.Phases.List[best[out[k].Phase]]
+		ph := &d.Phases.List[best[out[k].Phase]]
 		if ph.Peak.Allocated <= 0 {
 			continue
 		}
 		mo := d.At(ph.PeakIndex, fmt.Sprintf("step %d %s", ph.Step, ph.Name))
-		m := budget.Measured{Phase: ph.Name, Step: ph.Step, Peak: mo.Allocated, Requested: mo.Requested,
+		m := budget.Measured{Phase: name(ph), Step: ph.Step, Peak: mo.Allocated, Requested: mo.Requested,
 			ByCategory: map[string]int64{}, HasTerms: true}
 		for c := range NumCategories {
 			if mo.Categories[c].Count > 0 {
@@ -54,12 +64,12 @@ func MeasureBudget(d *Device, p *budget.Prediction) ([]budget.Measured, []budget
 		}
 		for i, b := range mo.Live {
 			if !b.PendingFree {
-				m.ByTerm[p.Classify(ph.Name, mo.Category[i].String(), b.Requested)] += b.Size
+				m.ByTerm[p.Classify(name(ph), mo.Category[i].String(), b.Requested)] += b.Size
 			}
 		}
 		out[k] = m
 	}
-	if last == 0 {
+	if last == 0 && !infer { // a generate() call is one step, with no optimizer state to create
 		notes = append(notes, budget.Note{Kind: budget.NoteOnlyStepZero})
 	}
 	return out, notes

@@ -89,3 +89,38 @@ func TestMeasureBudgetMatchesTorch(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasureBudgetInference: an inference prediction's forward phase is
+// measured at generate()'s prefill, its peak torch's max_memory_allocated
+// of the run, and the KV cache term is the kv cache category there.
+func TestMeasureBudgetInference(t *testing.T) {
+	dir := filepath.Join("..", "fixtures", "advise", "infer-dynamic")
+	tr, err := budget.ReadTruth(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := budget.Model{Name: "infer-dynamic", Vocab: 32000, Hidden: 1024, Layers: 4, Heads: 16, KVHeads: 4, Intermediate: 2816,
+		MLP: budget.GatedMLP, Attention: budget.SDPA}
+	s := budget.DefaultShape()
+	s.Mode, s.Precision, s.Batch, s.Seq, s.MaxTokens = budget.Infer, budget.BF16, 4, 512, 4*(512+32)
+	p, err := budget.Predict(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := fixtureAnalysis(t, dir).Primary()
+	ms, notes := MeasureBudget(d, p)
+	if len(ms) == 0 || ms[0].Phase != "forward" {
+		t.Fatalf("measured %+v (notes %v), want the prefill as forward first", ms, notes)
+	}
+	if ms[0].Peak != tr.Window.MaxAllocated {
+		t.Errorf("forward peak %d, torch's max_memory_allocated %d", ms[0].Peak, tr.Window.MaxAllocated)
+	}
+	if got, want := ms[0].ByTerm[budget.KVCache], ms[0].ByCategory["kv cache"]; got != want || want == 0 {
+		t.Errorf("KV cache term %d, kv cache category %d: want them equal and non-zero", got, want)
+	}
+	for _, n := range notes {
+		if n.Kind == budget.NoteOnlyStepZero {
+			t.Errorf("an inference run is noted as only step 0 (no optimizer state to create)")
+		}
+	}
+}

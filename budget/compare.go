@@ -154,6 +154,8 @@ func (p *Prediction) Classify(phase, category string, requested int64) TermKey {
 		return ModelStates
 	case "unknown":
 		return Overhead
+	case "kv cache":
+		return KVCache
 	case "temporary":
 		if phase == "optimizer" {
 			return ModelStates
