@@ -18,6 +18,11 @@ type SettingAdvice struct {
 // adviseSettings are the allocator settings advise simulates.
 var adviseSettings = []string{"expandable_segments:True", "max_split_size_mb:128", "garbage_collection_threshold:0.6,max_split_size_mb:256"}
 
+// SimulateSettings is simulateSettings for a command that asks for it
+// (frag --simulate): the allocator settings that lower the device's
+// reserved peak over the same requests.
+func (d *Device) SimulateSettings() []SettingAdvice { return d.simulateSettings() }
+
 // simulateSettings runs the device's requests under each of adviseSettings
 // and keeps those that lower the reserved peak by 1% or more, largest
 // saving first; nil when the model cannot run the trace.

@@ -165,6 +165,9 @@ type FragJSON struct {
 type DeviceFragJSON struct {
 	Device  int        `json:"device"`
 	Moments []FragJSON `json:"moments"`
+	// Simulated, with --simulate: the allocator settings the model says
+	// lower the reserved peak over the same requests (as advise's).
+	Simulated []AdviceSettingJSON `json:"simulated,omitempty"`
 }
 
 // fragJSON converts one fragmentation result.

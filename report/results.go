@@ -148,6 +148,10 @@ func (r *Leaks) fileEntry() any {
 type Frag struct {
 	Source   string
 	Analysis *attribution.Analysis
+	// Settings, with frag --simulate, are per device (by index in
+	// Analysis.Devices) the allocator settings the model says lower the
+	// reserved peak; nil without.
+	Settings [][]attribution.SettingAdvice
 }
 
 func (*Frag) Kind() string { return "frag" }
@@ -156,9 +160,20 @@ func (r *Frag) writeText(w io.Writer) error {
 	if err := sourceLine(w, r.Source); err != nil {
 		return err
 	}
-	for _, d := range r.Analysis.Devices {
+	for i, d := range r.Analysis.Devices {
 		if err := fragText(w, d); err != nil {
 			return err
+		}
+		if r.Settings != nil {
+			ew := &errWriter{w: w}
+			if len(r.Settings[i]) == 0 {
+				ew.printf("no allocator setting tried lowers the reserved peak by 1%% or more over the same requests (simulated)\n")
+			} else {
+				settingsAdviceText(ew, r.Settings[i])
+			}
+			if ew.err != nil {
+				return ew.err
+			}
 		}
 	}
 	return nil
@@ -172,10 +187,16 @@ type FragFileJSON struct {
 
 func (r *Frag) fileEntry() any {
 	f := FragFileJSON{Source: r.Source, Devices: []DeviceFragJSON{}}
-	for _, d := range r.Analysis.Devices {
+	for i, d := range r.Analysis.Devices {
 		df := DeviceFragJSON{Device: d.Device, Moments: []FragJSON{}}
 		for _, fr := range d.Frag {
 			df.Moments = append(df.Moments, fragJSON(fr))
+		}
+		if r.Settings != nil {
+			df.Simulated = []AdviceSettingJSON{}
+			for _, x := range r.Settings[i] {
+				df.Simulated = append(df.Simulated, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
+			}
 		}
 		f.Devices = append(f.Devices, df)
 	}

@@ -159,9 +159,16 @@ func leaksFlags(fs *pflag.FlagSet) runFunc {
 func fragFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, false)
+	simulate := fs.Bool("simulate", false, "also run the recorded requests under other allocator settings (expandable_segments, max_split_size_mb, garbage_collection_threshold) and say which lower the reserved peak (see memscope whatif)")
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
-			return &report.Frag{Source: path, Analysis: an}, nil
+			r := &report.Frag{Source: path, Analysis: an}
+			if *simulate {
+				for _, d := range an.Devices {
+					r.Settings = append(r.Settings, d.SimulateSettings())
+				}
+			}
+			return r, nil
 		})
 	}
 }

@@ -122,3 +122,16 @@ func TestHelpPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// TestFragSimulate: frag --simulate names the allocator setting that the
+// model says lowers the reserved peak, with torch's peak under it (the
+// variable-length what-if workload: expandable segments, 1.43 GiB).
+func TestFragSimulate(t *testing.T) {
+	r := runMemscope("frag", "--simulate", "../../fixtures/whatif-varlen/default/snapshot.pickle")
+	if r.err != nil || !strings.Contains(r.stdout, "expandable_segments:True: reserved peak 1.43 GiB (−23.6%)") {
+		t.Errorf("frag --simulate: %v\n%s", r.err, r.stdout)
+	}
+	if r := runMemscope("frag", leakSnap); strings.Contains(r.stdout, "simulated") {
+		t.Errorf("frag without --simulate simulates")
+	}
+}

@@ -116,7 +116,7 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"summary": {{"summary", llamaSnap, oomSnap}, {"summary", "--trace", profiled + "trace.json.gz", profiled + "snapshot.pickle"}},
 		"peak":    {{"peak", mlpSnap, oomSnap}, {"peak", "--trace", profiled + "trace.json.gz", profiled + "snapshot.pickle"}},
 		"leaks":   {{"leaks", leakSnap, mlpSnap}},
-		"frag":    {{"frag", oomSnap, leakSnap}},
+		"frag":    {{"frag", oomSnap, leakSnap}, {"frag", "--simulate", "../../fixtures/whatif-varlen/default/snapshot.pickle"}},
 		"oom":     {{"oom", oomSnap}},
 		"diff":    {{"diff", mlpSnap, leakSnap}},
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
