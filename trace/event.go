@@ -228,37 +228,47 @@ func (d *decoder) scanEvent(raw []byte, e *rawEvent) {
 		}
 		end := valueEnd(raw, v0)
 		v := raw[v0:end]
-		switch string(k) {
-		case `"ph"`:
-			if len(v) >= 3 && v[0] == '"' {
-				e.ph = v[1]
-			}
-		case `"cat"`:
-			e.cat = appendString(e.cat[:0], v)
-		case `"name"`:
-			e.name = appendString(e.name[:0], v)
-		case `"pid"`:
-			e.pid = append(e.pid[:0], v...)
-		case `"tid"`:
-			e.tid = append(e.tid[:0], v...)
-		case `"ts"`, `"dur"`:
-			ns, err := parseMicrosNS(v)
-			if err != nil {
-				d.warn("ignoring ts and dur values that are not numbers")
-				break
-			}
-			if k[1] == 't' {
-				e.ts, e.hasTS = ns, true
-			} else {
-				e.dur, e.hasDur = ns, true
-			}
-		case `"id"`:
-			e.id, e.hasID = flowID(v)
-		case `"args"`:
+		if string(k) == `"args"` {
 			scanArgs(v, &e.args)
+		} else if !e.set(k, v) {
+			d.warn("ignoring ts and dur values that are not numbers")
 		}
 		i, more = next(raw, end)
 	}
+}
+
+// set stores the value v of the event's member of quoted key k, for every
+// key but "args" (each scanner reads those its own way); other keys are
+// ignored. It reports false for a ts or dur that is not a number, which is
+// then left unset.
+func (e *rawEvent) set(k, v []byte) bool {
+	switch string(k) {
+	case `"ph"`:
+		if len(v) >= 3 && v[0] == '"' {
+			e.ph = v[1]
+		}
+	case `"cat"`:
+		e.cat = appendString(e.cat[:0], v)
+	case `"name"`:
+		e.name = appendString(e.name[:0], v)
+	case `"pid"`:
+		e.pid = append(e.pid[:0], v...)
+	case `"tid"`:
+		e.tid = append(e.tid[:0], v...)
+	case `"ts"`, `"dur"`:
+		ns, err := parseMicrosNS(v)
+		if err != nil {
+			return false
+		}
+		if k[1] == 't' {
+			e.ts, e.hasTS = ns, true
+		} else {
+			e.dur, e.hasDur = ns, true
+		}
+	case `"id"`:
+		e.id, e.hasID = flowID(v)
+	}
+	return true
 }
 
 // field returns where rawArgs keeps the arg of quoted key k, and its bit;

@@ -225,35 +225,8 @@ func scanEventFast(b []byte, e *rawEvent) (n, st int, badTS bool) {
 		if st != scanOK {
 			return 0, st, false
 		}
-		if !stopped {
-			v := b[v0:end]
-			switch string(k) {
-			case `"ph"`:
-				if len(v) >= 3 && v[0] == '"' {
-					e.ph = v[1]
-				}
-			case `"cat"`:
-				e.cat = appendString(e.cat[:0], v)
-			case `"name"`:
-				e.name = appendString(e.name[:0], v)
-			case `"pid"`:
-				e.pid = append(e.pid[:0], v...)
-			case `"tid"`:
-				e.tid = append(e.tid[:0], v...)
-			case `"ts"`, `"dur"`:
-				ns, err := parseMicrosNS(v)
-				if err != nil {
-					badTS = true
-					break
-				}
-				if k[1] == 't' {
-					e.ts, e.hasTS = ns, true
-				} else {
-					e.dur, e.hasDur = ns, true
-				}
-			case `"id"`:
-				e.id, e.hasID = flowID(v)
-			}
+		if !stopped && string(k) != `"args"` && !e.set(k, b[v0:end]) {
+			badTS = true
 		}
 		i = skipWS(b, end)
 		if i >= len(b) {
