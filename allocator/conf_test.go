@@ -31,14 +31,14 @@ func TestRoundSize(t *testing.T) {
 		}
 	}
 	// The source's own example.
-	if got := RoundupPower2NextDivision(1200, 4); got != 1280 {
+	if got := snapshot.RoundupPower2NextDivision(1200, 4); got != 1280 {
 		t.Errorf("RoundupPower2NextDivision(1200, 4) = %d, want 1280", got)
 	}
-	if got := RoundupPower2NextDivision(1024, 4); got != 1024 {
+	if got := snapshot.RoundupPower2NextDivision(1024, 4); got != 1024 {
 		t.Errorf("RoundupPower2NextDivision(1024, 4) = %d, want 1024", got)
 	}
 	// One division finer than the interval: step 0, the next power of two.
-	if got := RoundupPower2NextDivision(3, 4); got != 4 {
+	if got := snapshot.RoundupPower2NextDivision(3, 4); got != 4 {
 		t.Errorf("RoundupPower2NextDivision(3, 4) = %d, want 4", got)
 	}
 	// Per-interval divisions: [256:1,512:2,1024:4,>:8]; the '>' fill

@@ -2,7 +2,8 @@ package allocator
 
 import (
 	"math"
-	"math/bits"
+
+	"github.com/memscope/memscope/snapshot"
 )
 
 // Constants of c10/core/AllocatorConfig.h and CUDACachingAllocator.cpp.
@@ -94,49 +95,12 @@ func (s *Settings) allowedMax() (int64, bool) {
 	return int64(s.MemoryFraction * float64(s.DeviceTotal)), true
 }
 
-// DivisionsFor returns roundup_power2_divisions(size).
-func (s *Settings) DivisionsFor(size int64) int64 {
-	if size <= 0 {
-		return s.Divisions[0]
-	}
-	logSize := 63 - bits.LeadingZeros64(uint64(size))
-	i := max(logSize-20, 0)
-	return s.Divisions[min(i, len(s.Divisions)-1)]
-}
+// DivisionsFor returns roundup_power2_divisions(size) (snapshot.DivisionsFor).
+func (s *Settings) DivisionsFor(size int64) int64 { return snapshot.DivisionsFor(size, &s.Divisions) }
 
-// RoundSize is round_size: the block size a request of size bytes takes.
-func (s *Settings) RoundSize(size int64) int64 {
-	if size < MinBlockSize {
-		return MinBlockSize
-	}
-	if d := s.DivisionsFor(size); d > 1 && size > MinBlockSize*d {
-		return RoundupPower2NextDivision(size, d)
-	}
-	if size > math.MaxInt64-MinBlockSize {
-		return size // beyond any device; callers refuse it
-	}
-	return (size + MinBlockSize - 1) / MinBlockSize * MinBlockSize
-}
-
-// RoundupPower2NextDivision is roundup_power2_next_division: size rounded
-// up to the next of divisions equal steps between the powers of two around
-// it (1200 with 4 divisions: 1280).
-func RoundupPower2NextDivision(size, divisions int64) int64 {
-	u := uint64(size)
-	if size <= 0 || u&(u-1) == 0 {
-		return size
-	}
-	floor := uint64(1) << (63 - bits.LeadingZeros64(u))
-	step := floor >> (63 - bits.LeadingZeros64(uint64(max(divisions, 1))))
-	if step == 0 {
-		return int64(floor << 1)
-	}
-	low := u &^ (step - 1)
-	if low == u {
-		return size
-	}
-	return int64(low + step)
-}
+// RoundSize is round_size: the block size a request of size bytes takes
+// (snapshot.RoundSize, the rule the replay of snapshot sizes blocks by).
+func (s *Settings) RoundSize(size int64) int64 { return snapshot.RoundSize(size, &s.Divisions) }
 
 // AllocationSize is get_allocation_size: the segment a cudaMalloc for a
 // rounded request of size bytes asks for.

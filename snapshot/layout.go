@@ -66,12 +66,20 @@ func (r *rounding) round(size int64) int64 {
 	return r.cudaRound(size)
 }
 
-func (r *rounding) cudaRound(size int64) int64 {
+func (r *rounding) cudaRound(size int64) int64 { return RoundSize(size, &r.divisions) }
+
+// RoundSize is the CUDA caching allocator's round_size: the block a request
+// of size bytes takes, under roundup_power2_divisions per power-of-two
+// interval (divisions, as DivisionsFor reads them; zeros: none).
+func RoundSize(size int64, divisions *[16]int64) int64 {
 	if size < minBlockSize {
 		return minBlockSize
 	}
-	if d := r.divisionsFor(size); d > 1 && size > minBlockSize*d {
-		return roundPow2Division(size, d)
+	if d := DivisionsFor(size, divisions); d > 1 && size > minBlockSize*d {
+		return RoundupPower2NextDivision(size, d)
+	}
+	if size > math.MaxInt64-minBlockSize {
+		return size // beyond any device; callers refuse it
 	}
 	return (size + minBlockSize - 1) / minBlockSize * minBlockSize
 }
@@ -113,28 +121,27 @@ func (r *rounding) detectNPU(s *Snapshot, device int) bool {
 	return r.npu
 }
 
-func (r *rounding) divisionsFor(size int64) int64 {
-	const start = 20 // log2(1 MiB)
-	const end = 36   // log2(64 GiB)
+// DivisionsFor is roundup_power2_divisions(size): the divisions of the
+// power-of-two interval size falls in, [1, 2) MiB (and below) first,
+// [32, 64) GiB (and above) last.
+func DivisionsFor(size int64, divisions *[16]int64) int64 {
+	if size <= 0 {
+		return divisions[0]
+	}
 	logSize := 63 - bits.LeadingZeros64(uint64(size))
-	i := 0
-	if logSize > start {
-		i = logSize - start
-	}
-	i = min(i, end-start)
-	if i >= len(r.divisions) {
-		return 0
-	}
-	return r.divisions[i]
+	return divisions[min(max(logSize-20, 0), len(divisions)-1)]
 }
 
-func roundPow2Division(size, divisions int64) int64 {
+// RoundupPower2NextDivision is roundup_power2_next_division: size rounded
+// up to the next of divisions equal steps between the powers of two around
+// it (1200 with 4 divisions: 1280); a power of two stays.
+func RoundupPower2NextDivision(size, divisions int64) int64 {
 	u := uint64(size)
-	if u&(u-1) == 0 {
+	if size <= 0 || u&(u-1) == 0 {
 		return size
 	}
 	floor := uint64(1) << (63 - bits.LeadingZeros64(u))
-	step := floor >> (63 - bits.LeadingZeros64(uint64(divisions)))
+	step := floor >> (63 - bits.LeadingZeros64(uint64(max(divisions, 1))))
 	if step == 0 {
 		return int64(floor << 1)
 	}
