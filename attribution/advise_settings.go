@@ -1,6 +1,6 @@
 package attribution
 
-import "github.com/memscope/memscope/allocator"
+import "sort"
 
 // SettingAdvice is what the allocator model says one allocator setting
 // would reserve over the device's same requests (allocator.WhatIf, with
@@ -27,32 +27,18 @@ func (d *Device) SimulateSettings() []SettingAdvice { return d.simulateSettings(
 // and keeps those that lower the reserved peak by 1% or more, largest
 // saving first; nil when the model cannot run the trace.
 func (d *Device) simulateSettings() []SettingAdvice {
-	s := d.an.Snapshot
-	base, err := allocator.SettingsFromSnapshot(s.Settings)
-	if err != nil {
-		return nil
-	}
 	rec := d.Timeline.PeakReserved.Bytes
 	var out []SettingAdvice
-	for _, conf := range adviseSettings {
-		set := base
-		if err := set.ApplyConf(conf); err != nil {
-			continue
-		}
-		res, err := allocator.WhatIf(s, d.Device, set, allocator.WhatIfOptions{Timeline: d.Timeline})
-		if err != nil {
+	for _, w := range d.whatIfs(adviseSettings) {
+		if w.err != nil {
 			return nil
 		}
-		oom := res.OOM != nil && len(d.OOMs) == 0
-		if !oom && 100*(rec-res.PeakReserved) < rec {
+		oom := w.res.OOM != nil && len(d.OOMs) == 0
+		if !oom && 100*(rec-w.res.PeakReserved) < rec {
 			continue // saves under 1%
 		}
-		out = append(out, SettingAdvice{Conf: conf, PeakReserved: res.PeakReserved, Recorded: rec, OOM: oom})
+		out = append(out, SettingAdvice{Conf: w.conf, PeakReserved: w.res.PeakReserved, Recorded: rec, OOM: oom})
 	}
-	for i := 1; i < len(out); i++ { // largest saving first (a handful)
-		for j := i; j > 0 && out[j].PeakReserved < out[j-1].PeakReserved; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].PeakReserved < out[j].PeakReserved }) // largest saving first
 	return out
 }

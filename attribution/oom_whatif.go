@@ -28,31 +28,46 @@ var oomSettings = []string{"expandable_segments:True", "max_split_size_mb:128", 
 // oomSettings, with the capacity taken from the recorded OOM, for the OOM
 // post-mortem. It is run only for devices with an OOM.
 func (d *Device) simulateOOMs() []OOMSetting {
+	last := d.OOMs[len(d.OOMs)-1].Index
+	var out []OOMSetting
+	for _, w := range d.whatIfs(oomSettings) {
+		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
+		if w.err == nil {
+			os.PeakReserved = w.res.PeakReserved
+			os.Served = w.res.OOM == nil || w.res.OOM.Index > last
+			if !os.Served {
+				os.FailsAt = w.res.OOM.Index
+			}
+		}
+		out = append(out, os)
+	}
+	return out
+}
+
+// whatIf is one setting's what-if over a device's recorded requests.
+type whatIf struct {
+	conf string
+	res  *allocator.Outcome
+	err  error
+}
+
+// whatIfs runs the device's recorded requests under each conf applied to
+// the recorded settings (allocator.WhatIf, the capacity the recording
+// shows); nil when the recorded settings cannot be read.
+func (d *Device) whatIfs(confs []string) []whatIf {
 	s := d.an.Snapshot
 	base, err := allocator.SettingsFromSnapshot(s.Settings)
 	if err != nil {
 		return nil
 	}
-	last := d.OOMs[len(d.OOMs)-1].Index
-	var out []OOMSetting
-	for _, conf := range oomSettings {
+	var out []whatIf
+	for _, conf := range confs {
 		set := base
 		if err := set.ApplyConf(conf); err != nil {
 			continue
 		}
-		os := OOMSetting{Conf: conf, FailsAt: -1}
 		res, err := allocator.WhatIf(s, d.Device, set, allocator.WhatIfOptions{Timeline: d.Timeline})
-		switch {
-		case err != nil:
-			os.Err = err
-		default:
-			os.PeakReserved = res.PeakReserved
-			os.Served = res.OOM == nil || res.OOM.Index > last
-			if !os.Served {
-				os.FailsAt = res.OOM.Index
-			}
-		}
-		out = append(out, os)
+		out = append(out, whatIf{conf, res, err})
 	}
 	return out
 }

@@ -265,10 +265,7 @@ func (r *Advice) fileEntry() any {
 			}
 		}
 		j.Fixes = adviceFixesJSON(a.Fixes)
-		j.Settings = []AdviceSettingJSON{}
-		for _, x := range a.Settings {
-			j.Settings = append(j.Settings, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
-		}
+		j.Settings = settingsJSON(a.Settings)
 		if ia := a.Inference; ia != nil {
 			j.Inference = &AdviceInferenceJSON{*inferenceJSON(ia.Inference), ia.Headroom, ia.MoreSteps}
 		}
@@ -335,4 +332,13 @@ func settingsAdviceText(ew *errWriter, sets []attribution.SettingAdvice) {
 		}
 		ew.printf("  %s: reserved peak %s (%s)\n", s.Conf, units.Bytes(s.PeakReserved), signedPercent(s.PeakReserved-s.Recorded, s.Recorded))
 	}
+}
+
+// settingsJSON converts simulated settings, never null.
+func settingsJSON(sets []attribution.SettingAdvice) []AdviceSettingJSON {
+	out := []AdviceSettingJSON{}
+	for _, x := range sets {
+		out = append(out, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
+	}
+	return out
 }

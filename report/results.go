@@ -193,10 +193,7 @@ func (r *Frag) fileEntry() any {
 			df.Moments = append(df.Moments, fragJSON(fr))
 		}
 		if r.Settings != nil {
-			df.Simulated = []AdviceSettingJSON{}
-			for _, x := range r.Settings[i] {
-				df.Simulated = append(df.Simulated, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
-			}
+			df.Simulated = settingsJSON(r.Settings[i])
 		}
 		f.Devices = append(f.Devices, df)
 	}
