@@ -1,9 +1,7 @@
 package attribution
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/memscope/memscope/budget"
@@ -20,12 +18,9 @@ func TestAdviseTruth(t *testing.T) {
 	const dir = "../fixtures/advise/"
 	d := fixtureAnalysis(t, dir+"train-none").Primary()
 	none := readTruth(t, dir+"train-none")
-	var run struct {
-		Batch, Seq int64
-		Model      struct{ Layers int } `json:"model"`
-	}
-	if b, err := os.ReadFile(dir + "train-none/truth.json"); err != nil || json.Unmarshal(b, &run) != nil || run.Batch*run.Seq == 0 {
-		t.Fatalf("reading the run's shape from train-none/truth.json: %v", err)
+	run := none
+	if run.Batch*run.Seq == 0 || run.Model.Layers == 0 {
+		t.Fatal("train-none/truth.json has no run shape (batch, seq, model.layers)")
 	}
 	// The chunked-loss run cut its batch × seq tokens into chunks of 256
 	// (capture/advise/train.py's chunked_backward).
@@ -46,7 +41,7 @@ func TestAdviseTruth(t *testing.T) {
 	if want := none.LogitsBytesFP32; ad.LogitsBytes != want {
 		t.Errorf("Advise(train-none).LogitsBytes = %d, want the script's fp32 logits %d", ad.LogitsBytes, want)
 	}
-	if ad.Layers != run.Model.Layers {
+	if int64(ad.Layers) != run.Model.Layers {
 		t.Errorf("Advise(train-none).Layers = %d, want the script's %d", ad.Layers, run.Model.Layers)
 	}
 	if len(ad.Fixes) == 0 {
@@ -334,21 +329,7 @@ func TestAdviseInference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tr struct {
-			Batch int64 `json:"batch"`
-			Model struct {
-				Layers  int64 `json:"layers"`
-				KVHeads int64 `json:"kv_heads"`
-				HeadDim int64 `json:"head_dim"`
-			} `json:"model"`
-		}
-		b, err := os.ReadFile(c.dir + "truth.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &tr); err != nil {
-			t.Fatal(err)
-		}
+		tr := readTruth(t, c.dir)
 		d := Analyze(s, Options{Device: -1}).Devices[0]
 		ad := d.Advise(AdviseOptions{DeviceMemory: mem})
 		ia := ad.Inference
@@ -382,17 +363,8 @@ func TestAdviseSettingsMatchTorch(t *testing.T) {
 	if len(ad.Settings) != 1 || ad.Settings[0].Conf != "expandable_segments:True" {
 		t.Fatalf("settings %+v, want expandable segments alone (torch's maxsplit128 and gc06 runs reserved as the default did)", ad.Settings)
 	}
-	b, err := os.ReadFile("../fixtures/whatif-varlen/expandable/truth.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
-		Stats map[string]int64 `json:"memory_stats_end"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	got, want := ad.Settings[0].PeakReserved, tr.Stats["reserved_bytes.all.peak"]
+	tr := readTruth(t, "../fixtures/whatif-varlen/expandable")
+	got, want := ad.Settings[0].PeakReserved, tr.MemoryStatsEnd["reserved_bytes.all.peak"]
 	if e := math.Abs(float64(got-want)) / float64(want); e > 0.02 {
 		t.Errorf("expandable segments: reserved peak %d, torch's %d: off by %.1f%%", got, want, 100*e)
 	}

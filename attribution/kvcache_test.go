@@ -1,7 +1,6 @@
 package attribution
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -179,23 +178,7 @@ func TestInferPhases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("../fixtures/advise", name)
 			tr := readTruth(t, dir)
-			var shape struct {
-				Batch     int64 `json:"batch"`
-				Prompt    int64 `json:"prompt"`
-				NewTokens int64 `json:"new_tokens"`
-				Model     struct {
-					Layers  int64 `json:"layers"`
-					KVHeads int64 `json:"kv_heads"`
-					HeadDim int64 `json:"head_dim"`
-				} `json:"model"`
-			}
-			b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &shape); err != nil {
-				t.Fatal(err)
-			}
+			shape := tr
 			d := fixtureAnalysis(t, dir).Devices[0]
 			p := d.Phases
 			if p.Source != "kv cache" || len(p.Steps) != tr.StepsRecorded {

@@ -66,6 +66,15 @@ type File struct {
 	// cache holds at the end (kept alive through the dump); 0 elsewhere.
 	KVCacheBytes int64 `json:"kv_cache_bytes"`
 
+	// Batch, Seq, Prompt and NewTokens are a plain script's run shape
+	// (capture/advise: sequences, tokens per sequence, a generate()'s
+	// prompt and new tokens), Model its model's (0 where not written).
+	Batch  int64 `json:"batch"`
+	Seq    int64 `json:"seq"`
+	Prompt int64 `json:"prompt"`
+	NewTokens          int64    `json:"new_tokens"`
+	Model              RunModel `json:"model"`
+
 	Leak  *Leak           `json:"leak"`  // the leak a fixture was made with; nil for none
 	Sites map[string]Site `json:"sites"` // source lines of named allocations (lm_head, cross_entropy…)
 	OOM   *OOM            `json:"oom"`   // nil when the fixture has no OOM
@@ -88,6 +97,17 @@ type Args struct {
 	// Checkpointing is nonzero for activation checkpointing; nil when the
 	// scenario has no such argument.
 	Checkpointing *int `json:"checkpointing"`
+}
+
+// RunModel is the shape of a plain script's model (capture/advise).
+type RunModel struct {
+	Vocab        int64 `json:"vocab"`
+	Hidden       int64 `json:"hidden"`
+	Layers       int64 `json:"layers"`
+	Heads        int64 `json:"heads"`
+	KVHeads      int64 `json:"kv_heads"`
+	HeadDim      int64 `json:"head_dim"`
+	Intermediate int64 `json:"intermediate"`
 }
 
 // Checkpointed reports whether the harness ran with activation
