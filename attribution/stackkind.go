@@ -125,6 +125,12 @@ func (k *kinds) event(ev *snapshot.Event) kind {
 	return k.stack(ev.Stack)
 }
 
+// frameKinds are the kind bits a stack takes from any one of its frames.
+var frameKinds = [...]struct {
+	frame uint16
+	kind  kind
+}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}}
+
 // stack returns the kind bits of stack id.
 func (k *kinds) stack(id snapshot.StackID) kind {
 	if int(id) >= len(k.stacks) {
@@ -137,23 +143,10 @@ func (k *kinds) stack(id snapshot.StackID) kind {
 	optimDone := false
 	for _, fid := range k.st.Stack(id) { // innermost first
 		f := k.frame(fid)
-		if f&fPython != 0 {
-			b |= kindPython
-		}
-		if f&fBackward != 0 {
-			b |= kindBackward
-		}
-		if f&fModule != 0 {
-			b |= kindModule
-		}
-		if f&fForward != 0 {
-			b |= kindForward
-		}
-		if f&fLoad != 0 {
-			b |= kindLoad
-		}
-		if f&fKV != 0 {
-			b |= kindKV
+		for _, m := range frameKinds {
+			if f&m.frame != 0 {
+				b |= m.kind
+			}
 		}
 		if !optimDone {
 			switch {
