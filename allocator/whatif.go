@@ -111,11 +111,33 @@ type WhatIfOOM struct {
 // began late), and refuses (ErrNotReplayable) what Replay refuses and a
 // trace whose allocs or frees were dropped (skip_actions).
 func WhatIf(s *snapshot.Snapshot, device int, set Settings, opt WhatIfOptions) (*Outcome, error) {
+	if set.Async {
+		return nil, fmt.Errorf("device %d: %w: backend cudaMallocAsync has no caching allocator", device, ErrNotReplayable)
+	}
+	rc, err := NewRecording(s, device, opt)
+	if err != nil {
+		return nil, err
+	}
+	return rc.WhatIf(set)
+}
+
+// Recording is a device's recorded requests, replayed once under the
+// recorded settings (the check, and what the what-ifs take from it: the
+// empty_cache() calls, the failed cudaMallocs), for what-ifs under any
+// number of other settings without replaying the recording again.
+type Recording struct {
+	s      *snapshot.Snapshot
+	device int
+	opt    WhatIfOptions
+	tl     *snapshot.Timeline
+	r      *replayer
+}
+
+// NewRecording replays device's recorded requests for what-ifs; it
+// refuses (ErrNotReplayable) what WhatIf refuses.
+func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recording, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
-	}
-	if set.Async {
-		return nil, refuse("backend cudaMallocAsync has no caching allocator")
 	}
 	if device >= 0 && device < len(s.Traces) {
 		if why := skipped(s, device); why != "" {
@@ -129,6 +151,19 @@ func WhatIf(s *snapshot.Snapshot, device int, set Settings, opt WhatIfOptions) (
 	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl})
 	if err != nil {
 		return nil, err
+	}
+	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r}, nil
+}
+
+// WhatIf drives the recorded requests under set (see the package's WhatIf).
+// The replay it rests on is shared, read only, by every call.
+func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
+	s, device, opt, tl, r := rc.s, rc.device, rc.opt, rc.tl, rc.r
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
+	}
+	if set.Async {
+		return nil, refuse("backend cudaMallocAsync has no caching allocator")
 	}
 	if set.DeviceTotal == 0 {
 		set.DeviceTotal = opt.DeviceTotal

@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -409,5 +410,40 @@ func TestWhatIfRecorded(t *testing.T) {
 	}
 	if n < 40 {
 		t.Fatalf("compared %d devices, want the 40 and more of the fixtures", n)
+	}
+}
+
+// TestRecordingShared: what-ifs run from one Recording, in any order, give
+// what WhatIf gives for each setting alone: the replay they share is read
+// only.
+func TestRecordingShared(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/whatif-fragoom/default/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := NewRecording(s, 0, WhatIfOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	confs := []string{"expandable_segments:True", "", "max_split_size_mb:128", "roundup_power2_divisions:4", "expandable_segments:True"}
+	for _, conf := range confs {
+		set, err := SettingsFromSnapshot(s.Settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.ApplyConf(conf); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rc.WhatIf(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := WhatIf(s, 0, set, WhatIfOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: from the shared recording %+v, alone %+v", conf, got, want)
+		}
 	}
 }

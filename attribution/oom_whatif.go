@@ -60,14 +60,18 @@ func (d *Device) whatIfs(confs []string) []whatIf {
 	if err != nil {
 		return nil
 	}
+	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline}) // replayed once for every conf
 	var out []whatIf
 	for _, conf := range confs {
 		set := base
 		if err := set.ApplyConf(conf); err != nil {
 			continue
 		}
-		res, err := allocator.WhatIf(s, d.Device, set, allocator.WhatIfOptions{Timeline: d.Timeline})
-		out = append(out, whatIf{conf, res, err})
+		w := whatIf{conf: conf, err: rerr}
+		if rerr == nil {
+			w.res, w.err = rc.WhatIf(set)
+		}
+		out = append(out, w)
 	}
 	return out
 }

@@ -102,9 +102,12 @@ func whatifOf(s *snapshot.Snapshot, path string, o whatifOptions, sets []allocat
 		if len(tl.OOMs) > 0 {
 			wd.RecordedOOM = tl.OOMs[0]
 		}
-		opt := allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl}
+		rc, err := allocator.NewRecording(s, d, allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl})
 		for i, set := range append([]allocator.Settings{recorded}, sets...) {
-			out, err := allocator.WhatIf(s, d, set, opt)
+			var out *allocator.Outcome
+			if err == nil {
+				out, err = rc.WhatIf(set) // the recording replayed once, for every setting
+			}
 			if err != nil && i == 0 {
 				if !errors.Is(err, allocator.ErrNotReplayable) {
 					return nil, badInput(fmt.Errorf("%s: %w", path, err))
