@@ -83,8 +83,9 @@
 // free_requested and free_completed at its recorded place (a deferred
 // free keeps its place; those just before a release are held for the
 // next request, as Replay holds them), each recorded oom as a request of
-// its size (rounded under the recorded settings: the entry keeps no
-// other), and each empty_cache() at the place the replay under the
+// its size (the entry holds it rounded under the recorded settings; where
+// roundup_power2_divisions rounded it past 512 bytes, the what-if asks
+// for the middle of the sizes that round to it, Outcome.OOMRequests), and each empty_cache() at the place the replay under the
 // recorded settings found it (WhatIf runs that replay first: it is the
 // check that the model and torch agree on this trace, and its refusals
 // are WhatIf's). Its Device has a capacity: cudaMalloc and page maps
@@ -104,8 +105,9 @@
 // reserved), the end, the retries, the OOM and, for a recording that
 // began late, that it covers the recorded window only. TestWhatIfTruth
 // holds it against torch on the what-if fixtures, every pair of settings,
-// with its misses and their causes (GPU timing of record_stream frees; an
-// oom entry's rounded size).
+// with its misses and their cause (GPU timing of record_stream frees:
+// Outcome.DeferredFrees counts the frees whose completion a what-if takes
+// from the recording).
 //
 // # What cannot be known
 //

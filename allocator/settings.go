@@ -102,6 +102,28 @@ func (s *Settings) DivisionsFor(size int64) int64 { return snapshot.DivisionsFor
 // (snapshot.RoundSize, the rule the replay of snapshot sizes blocks by).
 func (s *Settings) RoundSize(size int64) int64 { return snapshot.RoundSize(size, &s.Divisions) }
 
+// Unround returns the smallest request the settings round to size: a
+// request of size bytes under these settings was one of (lo-1, size]. A
+// size round_size does not return (not a multiple of 512 or of its
+// division) gives lo = size.
+func (s *Settings) Unround(size int64) (lo int64) {
+	if size <= 0 || s.RoundSize(size) != size {
+		return size
+	}
+	// round_size is monotone: the least r in [1, size] with
+	// round_size(r) == size.
+	lo, hi := int64(1), size
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if s.RoundSize(mid) >= size {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
 // AllocationSize is get_allocation_size: the segment a cudaMalloc for a
 // rounded request of size bytes asks for.
 func (s *Settings) AllocationSize(size int64) int64 {

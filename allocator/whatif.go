@@ -80,6 +80,18 @@ type Outcome struct {
 	// in the trace is not what this program would have done.
 	ServedOOMs []int
 
+	// OOMRequests are the recorded ooms whose entry holds the request
+	// rounded under the recorded settings past the 512-byte grain
+	// (roundup_power2_divisions): the program asked for a size in
+	// [From, Recorded], and the what-if asks for Used, the middle.
+	OOMRequests []OOMRequest
+	// DeferredFrees counts the frees that waited for work on other
+	// streams (record_stream): free_completed came after a later request.
+	// They complete at their recorded places; in another run the GPU can
+	// finish them elsewhere (a block reused or not), so a what-if of a
+	// recording with them is exact only for the recorded timing.
+	DeferredFrees int
+
 	// Window is true when the recording began late (or its ring buffer
 	// wrapped) and the what-if starts from the rebuilt state: it covers
 	// the recorded window only.
@@ -96,9 +108,18 @@ type Outcome struct {
 // WhatIfOOM is the request a what-if fails.
 type WhatIfOOM struct {
 	Index    int   // event index in the device's trace
-	Size     int64 // bytes requested
+	Size     int64 // bytes requested, rounded under the settings (as torch's oom entry holds it)
 	Stream   int64
 	Reserved int64 // reserved when it failed
+}
+
+// OOMRequest is a recorded oom's request, known only to within the
+// recorded rounding.
+type OOMRequest struct {
+	Index    int   // event index of the oom entry
+	Recorded int64 // the entry's size: rounded under the recorded settings
+	From     int64 // the smallest request those settings round to Recorded
+	Used     int64 // what the what-if asks for: the middle, a multiple of 512
 }
 
 // WhatIf drives a fresh Allocator under set by device's recorded requests
@@ -131,6 +152,8 @@ type Recording struct {
 	opt    WhatIfOptions
 	tl     *snapshot.Timeline
 	r      *replayer
+
+	deferred int // frees whose free_completed came after a later request
 }
 
 // NewRecording replays device's recorded requests for what-ifs; it
@@ -152,7 +175,31 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if err != nil {
 		return nil, err
 	}
-	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r}, nil
+	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r, deferred: deferredFrees(s.Traces[device])}, nil
+}
+
+// deferredFrees counts the frees of evs whose free_completed came after a
+// request that followed their free_requested: frees that waited for the
+// streams a block was used on (record_stream).
+func deferredFrees(evs []snapshot.Event) int {
+	pending := map[uint64]int{} // address → requests seen before its free_requested
+	requests, n := 0, 0
+	for i := range evs {
+		switch ev := &evs[i]; ev.Action {
+		case snapshot.ActionAlloc, snapshot.ActionOOM:
+			requests++
+		case snapshot.ActionFreeRequested:
+			pending[ev.Addr] = requests
+		case snapshot.ActionFreeCompleted:
+			if at, ok := pending[ev.Addr]; ok {
+				if requests > at {
+					n++
+				}
+				delete(pending, ev.Addr)
+			}
+		}
+	}
+	return n
 }
 
 // WhatIf drives the recorded requests under set (see the package's WhatIf).
@@ -175,7 +222,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		set.MemoryLimit = opt.MemoryLimit
 	}
 	w := &whatIf{evs: s.Traces[device], rec: r, blocks: map[uint64]*block{},
-		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1}}
+		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, DeferredFrees: rc.deferred}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
 	w.a = New(w.out.Settings, w.dev)
@@ -350,10 +397,14 @@ func (w *whatIf) request(i int) {
 	ev := &w.evs[i]
 	o := w.out
 	o.Requests++
-	addr, ok := w.a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{})
+	size := ev.Size
+	if ev.Action == snapshot.ActionOOM {
+		size = w.oomRequest(i)
+	}
+	addr, ok := w.a.Malloc(size, ev.Stream, snapshot.PoolID{})
 	w.account()
 	if !ok {
-		o.OOM = &WhatIfOOM{Index: i, Size: ev.Size, Stream: ev.Stream, Reserved: w.a.Reserved}
+		o.OOM = &WhatIfOOM{Index: i, Size: w.a.set.RoundSize(size), Stream: ev.Stream, Reserved: w.a.Reserved}
 		return
 	}
 	b := w.a.live[addr]
@@ -370,6 +421,23 @@ func (w *whatIf) request(i int) {
 		o.InactiveSplit, o.InactiveSplitBytes = w.a.inactiveSplit()
 	}
 	w.flushHeld()
+}
+
+// oomRequest returns the size the what-if asks for at the recorded oom
+// at i. The entry holds the request rounded under the recorded settings;
+// where they round past the 512-byte grain (roundup_power2_divisions) the
+// request is known only to lie in [From, Recorded], and the what-if asks
+// for the middle of it (an error of at most half the interval either way,
+// where the top end would always err upwards), noting it in OOMRequests.
+func (w *whatIf) oomRequest(i int) int64 {
+	ev := &w.evs[i]
+	from := w.rec.set.Unround(ev.Size)
+	if ev.Size-from < MinBlockSize {
+		return ev.Size
+	}
+	used := (from + (ev.Size-from)/2 + MinBlockSize - 1) &^ (MinBlockSize - 1)
+	w.out.OOMRequests = append(w.out.OOMRequests, OOMRequest{Index: i, Recorded: ev.Size, From: from, Used: used})
+	return used
 }
 
 // account reads the records of the last step: the segment count.

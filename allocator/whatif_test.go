@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -33,11 +34,6 @@ const (
 	// (sizes and streams); only the completion places differ. A what-if
 	// keeps the recorded places (ALLOCATOR.md §3.11 item 3).
 	causeEvents = "event completion: the record_stream frees completed at other places in the target's run"
-	// An oom entry records the request rounded under the recorded
-	// settings: 224 MiB under roundup_power2_divisions:4 for the 200 MiB
-	// the program asked for. Under max_split_size_mb:128 the what-if asks
-	// for 224 MiB and makes a segment 24 MiB larger than torch's.
-	causeOOMSize = "the recorded oom's size is rounded under the recorded settings (224 MiB for a 200 MiB request)"
 )
 
 var whatIfMisses = map[string]whatIfMiss{
@@ -53,7 +49,6 @@ var whatIfMisses = map[string]whatIfMiss{
 	"sidestream pow2div4 default":       {causeEvents},
 	"sidestream pow2div4 expandable":    {causeEvents},
 	"sidestream pow2div4 gc06":          {causeEvents},
-	"fragoom pow2div4 maxsplit128":      {causeOOMSize},
 }
 
 // TestWhatIfTruth runs, for every workload and every pair of settings
@@ -113,7 +108,7 @@ var whatIfMisses = map[string]whatIfMiss{
 // fragoom    gc06        pow2div4       1073741824    1073741824   0.00%  yes/yes
 // fragoom    pow2div4    default        1073741824    1073741824   0.00%  yes/yes
 // fragoom    pow2div4    expandable     1090519040    1090519040   0.00%  no/no
-// fragoom    pow2div4    maxsplit128    1241513984    1216348160   2.07%  no/no
+// fragoom    pow2div4    maxsplit128    1224736768    1216348160   0.69%  no/no
 // fragoom    pow2div4    gc06           1073741824    1073741824   0.00%  no/no
 // fragoom    pow2div4    pow2div4       1073741824    1073741824   0.00%  yes/yes
 // sidestream default     default         165675008     165675008   0.00%  no/no
@@ -195,11 +190,23 @@ func TestWhatIfTruth(t *testing.T) {
 				}
 				// Both out of memory: of the size torch's oom entry gives
 				// (rounded under B), unless A's oom entry already rounded
-				// it up (causeOOMSize: pow2div4's 224 MiB under default).
+				// it up (224 MiB under pow2div4 for 200 MiB: Outcome.OOMRequests).
 				if o.OOM != nil && oomWant && !(a == "pow2div4" && b != a) {
 					if got, want := set.RoundSize(o.OOM.Size), ooms[b]; got != want {
 						t.Errorf("WhatIf(%s) fails a request of %d bytes (rounded), want torch's oom of %d", key, got, want)
 					}
+				}
+				// An oom entry holds the request rounded under A: where A
+				// rounds past 512 bytes the what-if asks for the middle of
+				// what A rounds to it, and the request the program made
+				// (the oom of a run that rounds to 512) lies in that range.
+				for _, r := range o.OOMRequests {
+					if exact := ooms["default"]; exact < r.From || exact > r.Recorded || r.Used < r.From || r.Used > r.Recorded {
+						t.Errorf("WhatIf(%s) oom request %+v: want a range holding the %d bytes the default run's oom asked for", key, r, exact)
+					}
+				}
+				if got, want := len(o.OOMRequests) > 0, a == "pow2div4" && ooms[a] != 0 && ooms[a] != ooms["default"]; got != want {
+					t.Errorf("WhatIf(%s) estimated the oom's request: %v, want %v (%+v)", key, got, want, o.OOMRequests)
 				}
 				if miss, listed := whatIfMisses[key]; listed {
 					if ok {
@@ -446,4 +453,211 @@ func TestRecordingShared(t *testing.T) {
 			t.Errorf("%q: from the shared recording %+v, alone %+v", conf, got, want)
 		}
 	}
+}
+
+// TestWhatIfCompletionTiming shows that the side stream's misses
+// (causeEvents) come from the GPU's timing alone. A what-if takes from a
+// recording the program's requests and the places where frees completed
+// (and the cap, the same in all five runs). The five runs made the same
+// requests: the same allocs (sizes, streams) and frees in the same order.
+// So A's what-if under B's settings and B's own (exact, TestWhatIfTruth)
+// differ in the completion places only. No two runs had them all at the
+// same places (3 to 5 of the 98 frees moved); every miss pair is among
+// those whose places differ.
+func TestWhatIfCompletionTiming(t *testing.T) {
+	dir := filepath.Join("../fixtures", "whatif-sidestream")
+	var program0 []progEntry
+	places := map[string][]int{}
+	for _, name := range whatIfSettings {
+		s, err := snapshot.Open(filepath.Join(dir, name, "snapshot.pickle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, pl := programOf(t, s.Traces[0])
+		places[name] = pl
+		if program0 == nil {
+			program0 = prog
+		} else if !reflect.DeepEqual(prog, program0) {
+			t.Fatalf("%s: the program's requests differ from %s's run", name, whatIfSettings[0])
+		}
+		rc, err := NewRecording(s, 0, WhatIfOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.deferred == 0 {
+			t.Errorf("%s: no deferred frees counted; the workload frees record_stream blocks every step", name)
+		}
+	}
+	for _, a := range whatIfSettings {
+		for _, b := range whatIfSettings {
+			moved := 0
+			for k := range places[a] {
+				if places[a][k] != places[b][k] {
+					moved++
+				}
+			}
+			_, miss := whatIfMisses["sidestream "+a+" "+b]
+			t.Logf("%-11s %-11s %d of %d frees complete elsewhere; what-if misses: %v", a, b, moved, len(places[a]), miss)
+			if miss && moved == 0 {
+				t.Errorf("sidestream %s → %s misses with the same completion places", a, b)
+			}
+		}
+	}
+}
+
+// progEntry is one entry the program made: an alloc (size, stream) or a
+// free_requested or oom (Of: the alloc ordinal of the block freed).
+type progEntry struct {
+	Action       snapshot.Action
+	Size, Stream int64
+	Of           int
+}
+
+// programOf returns the program's entries of evs (streams numbered in the
+// order of their first use) and, per alloc ordinal, after how many of them
+// its free_completed came (-1: never).
+func programOf(t *testing.T, evs []snapshot.Event) ([]progEntry, []int) {
+	t.Helper()
+	var prog []progEntry
+	var places []int
+	live := map[uint64]int{}     // address → alloc ordinal
+	streams := map[int64]int64{} // stream handle (another in each process) → order of first use
+	for i := range evs {
+		ev := evs[i]
+		if _, ok := streams[ev.Stream]; !ok {
+			streams[ev.Stream] = int64(len(streams))
+		}
+		ev.Stream = streams[ev.Stream]
+		switch ev.Action {
+		case snapshot.ActionAlloc:
+			live[ev.Addr] = len(places)
+			prog = append(prog, progEntry{Action: ev.Action, Size: ev.Size, Stream: ev.Stream, Of: len(places)})
+			places = append(places, -1)
+		case snapshot.ActionOOM:
+			prog = append(prog, progEntry{Action: ev.Action, Size: ev.Size, Stream: ev.Stream, Of: -1})
+		case snapshot.ActionFreeRequested:
+			k, ok := live[ev.Addr]
+			if !ok {
+				t.Fatalf("event %d: free_requested of %#x, never allocated", i, ev.Addr)
+			}
+			prog = append(prog, progEntry{Action: ev.Action, Size: ev.Size, Stream: ev.Stream, Of: k})
+		case snapshot.ActionFreeCompleted:
+			k, ok := live[ev.Addr]
+			if !ok {
+				t.Fatalf("event %d: free_completed of %#x, never allocated", i, ev.Addr)
+			}
+			places[k] = len(prog)
+			delete(live, ev.Addr)
+		}
+	}
+	return prog, places
+}
+
+// TestWhatIfRepeats holds the side stream's what-ifs against torch's own
+// spread. The workload ran five times per setting (the fixture's run and
+// fixtures/whatif-sidestream/repeats/SETTING-1..4), and torch's peak
+// reserved differs between runs of one setting by a 20 MiB segment, as the
+// GPU finished the record_stream frees earlier or later (default: 165.7 MB
+// in four runs, 144.7 MB in one). Every recording's what-if under every
+// setting is within 2% of a peak torch measured in some run of that
+// setting but the one repeatMisses lists, and its OOM outcome is torch's.
+func TestWhatIfRepeats(t *testing.T) {
+	dir := filepath.Join("../fixtures", "whatif-sidestream")
+	type run struct {
+		name, setting string
+		s             *snapshot.Snapshot
+		tr            *truth.File
+	}
+	var runs []run
+	measured := map[string][]int64{}
+	for _, set := range whatIfSettings {
+		dirs := []string{filepath.Join(dir, set)}
+		for k := 1; k <= 4; k++ {
+			dirs = append(dirs, filepath.Join(dir, "repeats", fmt.Sprintf("%s-%d", set, k)))
+		}
+		for _, d := range dirs {
+			s, err := snapshot.Open(filepath.Join(d, "snapshot.pickle"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := truth.Read(filepath.Join(d, "truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.AllocConf != runsConf(t, dir, set) {
+				t.Fatalf("%s: PYTORCH_CUDA_ALLOC_CONF %q, want %s's", d, tr.AllocConf, set)
+			}
+			runs = append(runs, run{name: strings.TrimPrefix(d, dir+"/"), setting: set, s: s, tr: tr})
+			measured[set] = append(measured[set], tr.MemoryStatsEnd["reserved_bytes.all.peak"])
+		}
+	}
+	for _, set := range whatIfSettings {
+		t.Logf("torch's peak reserved under %-11s in 5 runs: %v", set, measured[set])
+	}
+	exact := 0
+	for _, a := range runs {
+		for _, b := range whatIfSettings {
+			conf := runsConf(t, dir, b)
+			set, err := ParseConf(conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := WhatIf(a.s, 0, set, WhatIfOptions{DeviceTotal: a.tr.DeviceTotal, MemoryFraction: a.tr.CapFraction})
+			if err != nil {
+				t.Fatalf("%s under %s: %v", a.name, b, err)
+			}
+			best := measured[b][0]
+			for _, m := range measured[b] {
+				if abs64(o.PeakReserved-m) < abs64(o.PeakReserved-best) {
+					best = m
+				}
+			}
+			if best == o.PeakReserved {
+				exact++
+			}
+			errPct := 100 * float64(o.PeakReserved-best) / float64(best)
+			within := errPct >= -2 && errPct <= 2
+			if cause, listed := repeatMisses[a.name+" "+b]; listed {
+				if within {
+					t.Errorf("%s under %s: peak reserved %d, within 2%% of torch's %d; the table says it misses (%s): remove it", a.name, b, o.PeakReserved, best, cause)
+				}
+				continue
+			}
+			if !within {
+				t.Errorf("%s under %s: peak reserved %d, %.2f%% from the nearest of torch's %v", a.name, b, o.PeakReserved, errPct, measured[b])
+			}
+			if o.OOM != nil {
+				t.Errorf("%s under %s: OOM at event %d; no run of torch's ran out of memory", a.name, b, o.OOM.Index)
+			}
+		}
+	}
+	t.Logf("%d of %d what-ifs equal a peak torch measured under the target setting", exact, len(runs)*len(whatIfSettings))
+}
+
+// repeatMisses are the side-stream what-ifs that no run of torch's under
+// the target setting measured, with the cause.
+var repeatMisses = map[string]string{
+	// expandable-3 is the one run of its setting that reserved 20 MiB
+	// less (171,966,464 B): its record_stream frees completed at places
+	// that reuse one more block. Under roundup_power2_divisions:4 those
+	// places give 153,092,096 B, a timing none of the five pow2div4 runs
+	// had (148,897,792 B once, 169,869,312 B four times).
+	"repeats/expandable-3 pow2div4": "event completion seen in 1 of 25 runs, in no pow2div4 run",
+}
+
+// runsConf returns the PYTORCH_CUDA_ALLOC_CONF of the fixture's run of set.
+func runsConf(t *testing.T, dir, set string) string {
+	t.Helper()
+	tr, err := truth.Read(filepath.Join(dir, set, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.AllocConf
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

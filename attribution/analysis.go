@@ -180,6 +180,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	}
 	if len(dev.OOMs) > 0 {
 		dev.OOMSettings = dev.simulateOOMs()
+		dev.simulatedVerdicts()
 	}
 	dev.Leak = dev.findLeak()
 	dev.Inference = dev.inference()

@@ -1,6 +1,11 @@
 package attribution
 
-import "github.com/memscope/memscope/allocator"
+import (
+	"slices"
+	"strings"
+
+	"github.com/memscope/memscope/allocator"
+)
 
 // OOMSetting is what the allocator model says one setting would have done
 // with the device's recorded requests, under the same capacity as the
@@ -16,6 +21,10 @@ type OOMSetting struct {
 	// PeakReserved is the reserved peak of the what-if up to where it
 	// stopped.
 	PeakReserved int64
+	// Window is true when the recording began late: the what-if starts
+	// from the segments rebuilt at the recording's start, laid out as the
+	// recorded settings laid them out, and covers the recorded window only.
+	Window bool
 	// Err is set when the model cannot run the trace (a private pool,
 	// skip_actions…): nothing is said for this setting then.
 	Err error
@@ -33,7 +42,7 @@ func (d *Device) simulateOOMs() []OOMSetting {
 	for _, w := range d.whatIfs(oomSettings) {
 		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
 		if w.err == nil {
-			os.PeakReserved = w.res.PeakReserved
+			os.PeakReserved, os.Window = w.res.PeakReserved, w.res.Window
 			os.Served = w.res.OOM == nil || w.res.OOM.Index > last
 			if !os.Served {
 				os.FailsAt = w.res.OOM.Index
@@ -74,4 +83,65 @@ func (d *Device) whatIfs(confs []string) []whatIf {
 		out = append(out, w)
 	}
 	return out
+}
+
+// simulatedVerdicts decides each OOM's verdict, and the fragmentation
+// verdict of its moment, by the simulation where the model ran
+// expandable_segments:True over the whole run: fragmentation when that
+// defragmented allocator served the request under the same capacity,
+// capacity when it did not. The settings that served it, lowest reserved
+// peak first, are the ones to try. A recording that began late leaves the
+// free blocks to decide: its segments from before the recording keep the
+// layout the recorded settings gave them, so the model cannot say what
+// expandable segments would have made of them.
+func (d *Device) simulatedVerdicts() {
+	i := slices.IndexFunc(d.OOMSettings, func(s OOMSetting) bool { return s.Conf == oomSettings[0] && s.Err == nil && !s.Window })
+	if i < 0 {
+		return
+	}
+	expandable := d.OOMSettings[i]
+	for _, o := range d.OOMs {
+		served := func(s OOMSetting) bool { return s.Err == nil && (s.FailsAt < 0 || s.FailsAt > o.Index) }
+		v := &o.Verdict
+		v.Simulated, v.Arithmetic = true, v.Kind
+		v.Served, v.NotServed, v.Try = nil, nil, nil
+		for _, s := range d.OOMSettings {
+			if s.Err != nil {
+				continue
+			}
+			if served(s) {
+				v.Served = append(v.Served, SimulatedFix{suggestionOf(s.Conf), s.PeakReserved})
+			} else {
+				v.NotServed = append(v.NotServed, suggestionOf(s.Conf))
+			}
+		}
+		slices.SortStableFunc(v.Served, func(a, b SimulatedFix) int { return int(min(max(a.PeakReserved-b.PeakReserved, -1), 1)) })
+		for _, f := range v.Served {
+			v.Try = append(v.Try, f.Suggestion)
+		}
+		v.Kind = OOMCapacity
+		if served(expandable) {
+			v.Kind = OOMFragmentation
+		}
+		fv := &o.Frag.Verdict
+		fv.Simulated, fv.Try = true, v.Try
+		fv.Request, fv.Stranded, fv.Headroom = o.Frag.Request, o.Frag.Stranded, o.Frag.Headroom
+		_, fv.Largest = o.Frag.pool()
+		if v.Kind == OOMFragmentation {
+			fv.Kind, fv.Severity = FragRequestFragmented, SeverityProblem
+		} else {
+			fv.Kind, fv.Severity = FragRequestTooLarge, SeverityOK
+		}
+	}
+}
+
+// suggestionOf reads one of oomSettings as a Suggestion.
+func suggestionOf(conf string) Suggestion {
+	key, val, _ := strings.Cut(conf, ":")
+	for _, s := range []Setting{ExpandableSegments, MaxSplitSize, GarbageCollectionThreshold, RoundupPower2Divisions} {
+		if s.String() == key {
+			return Suggestion{s, val}
+		}
+	}
+	panic("attribution: oomSettings holds an unknown setting " + conf)
 }

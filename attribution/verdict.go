@@ -20,6 +20,7 @@ const (
 	ExpandableSegments         Setting = iota // expandable_segments
 	MaxSplitSize                              // max_split_size_mb
 	GarbageCollectionThreshold                // garbage_collection_threshold
+	RoundupPower2Divisions                    // roundup_power2_divisions
 )
 
 // String is the option's name in PYTORCH_CUDA_ALLOC_CONF.
@@ -31,6 +32,8 @@ func (s Setting) String() string {
 		return "max_split_size_mb"
 	case GarbageCollectionThreshold:
 		return "garbage_collection_threshold"
+	case RoundupPower2Divisions:
+		return "roundup_power2_divisions"
 	}
 	return "unknown setting"
 }
@@ -80,6 +83,10 @@ type FragVerdict struct {
 	Request, Stranded, Headroom int64
 	// Try lists the settings to try, the first the one to try first.
 	Try []Suggestion
+	// Simulated is true at a failed request whose kind the allocator
+	// model decided (OOMVerdict.Simulated); Try is then the settings that
+	// served it.
+	Simulated bool
 }
 
 // Problem reports whether the verdict is a problem: free memory split so
@@ -136,6 +143,26 @@ type OOMVerdict struct {
 	// Try lists the settings to try (fragmentation); a capacity verdict
 	// has none: what is live must shrink or the limit rise.
 	Try []Suggestion
+
+	// Simulated is true when the allocator model decided the kind: the
+	// device's recorded requests re-run under expandable_segments:True (a
+	// defragmented allocator) with the same capacity served this request
+	// (fragmentation) or did not (capacity). Arithmetic is then the kind
+	// the free blocks alone gave; Served the simulated settings that
+	// served it, lowest reserved peak first (Try follows them), NotServed
+	// those that still ran out of memory. Without a simulation (the model
+	// cannot run the trace) the free blocks decide, as Arithmetic.
+	Simulated  bool
+	Arithmetic OOMKind
+	Served     []SimulatedFix
+	NotServed  []Suggestion
+}
+
+// SimulatedFix is a setting the allocator model says serves the requests,
+// with the reserved peak it reached.
+type SimulatedFix struct {
+	Suggestion
+	PeakReserved int64
 }
 
 // LeakReason says why a leak analysis has no verdict either way.

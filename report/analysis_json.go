@@ -199,6 +199,7 @@ type OOMJSON struct {
 	Cap          *CapJSON        `json:"cap"` // null: no per-process cap applied
 	Numbers      Numbers         `json:"numbers"`
 	Capacity     bool            `json:"capacity"`
+	VerdictBy    string          `json:"verdict_by"` // "simulation" or "free blocks"
 	Verdict      string          `json:"verdict"`
 	Frag         FragJSON        `json:"fragmentation"`
 	Live         MomentJSON      `json:"live"`
@@ -228,12 +229,20 @@ type CapJSON struct {
 	High int64 `json:"high"`
 }
 
+// verdictBy says what decided an OOM verdict's kind.
+func verdictBy(v attribution.OOMVerdict) string {
+	if v.Simulated {
+		return "simulation"
+	}
+	return "free blocks"
+}
+
 // oomJSON converts one post-mortem.
 func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
 	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
 		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
 		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
-		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, Verdict: oomVerdictText(o.Verdict), Frag: fragJSON(o.Frag),
+		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, VerdictBy: verdictBy(o.Verdict), Verdict: oomVerdictText(o.Verdict), Frag: fragJSON(o.Frag),
 		Live: momentOf(st, d.Device, o.At, top)}
 	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))

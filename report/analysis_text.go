@@ -404,6 +404,9 @@ func oomSettingsText(ew *errWriter, sims []attribution.OOMSetting) {
 		default:
 			lines = append(lines, fmt.Sprintf("    %s: still out of memory (at event %d)", s.Conf, s.FailsAt))
 		}
+		if s.Err == nil && s.Window {
+			lines[len(lines)-1] += " (from the segments rebuilt at the recording's start, as the recorded settings laid them out)"
+		}
 	}
 	if len(lines) == 0 {
 		return

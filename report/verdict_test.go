@@ -57,12 +57,31 @@ func TestOOMVerdictText(t *testing.T) {
 	}{
 		{"fragmentation, device full", with(attribution.OOMFragmentation, 30*mib, 30*mib, nil,
 			attribution.Suggestion{Setting: attribution.ExpandableSegments, Value: "True"}, attribution.Suggestion{Setting: attribution.MaxSplitSize}),
-			"fragmentation: no free block could take the 64.00 MiB request (the largest in the large pool was 10.00 MiB), but it would have fit in the 50.00 MiB free in split segments (stranded: release cannot return them) plus the 30.00 MiB the allocator could still reserve from the device; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free space stays contiguous (or max_split_size_mb to keep large blocks whole); the device had 30.00 MiB free, less than the 64.00 MiB segment needed: it was full"},
+			"fragmentation, by the free blocks: no free block could take the 64.00 MiB request (the largest in the large pool was 10.00 MiB), but it would have fit in the 50.00 MiB free in split segments (stranded: release cannot return them) plus the 30.00 MiB the allocator could still reserve from the device; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free space stays contiguous (or max_split_size_mb to keep large blocks whole); the device had 30.00 MiB free, less than the 64.00 MiB segment needed: it was full"},
 		{"capacity, device full", with(attribution.OOMCapacity, 5*mib, 5*mib, nil),
-			"capacity: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 5.00 MiB more could be reserved from the device; the device had 5.00 MiB free, less than the 64.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
+			"capacity, by the free blocks: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 5.00 MiB more could be reserved from the device; the device had 5.00 MiB free, less than the 64.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
 		{"capacity under a cap", with(attribution.OOMCapacity, 0, 100<<30, &attribution.Cap{Low: 100 * mib, High: 164 * mib}),
-			"capacity: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 0 B more could be reserved under the cap; a per-process cap applied (torch.cuda.set_per_process_memory_fraction): the device still had 100.00 GiB free, but the allocator would not reserve past a limit between 100.00 MiB (the most reserved) and 164.00 MiB (reserved then plus the 64.00 MiB segment refused); shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
+			"capacity, by the free blocks: 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB does not fit: only 50.00 MiB was free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 0 B more could be reserved under the cap; a per-process cap applied (torch.cuda.set_per_process_memory_fraction): the device still had 100.00 GiB free, but the allocator would not reserve past a limit between 100.00 MiB (the most reserved) and 164.00 MiB (reserved then plus the 64.00 MiB segment refused); shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
 	}
+	// By simulation: the settings that served the requests, and those that
+	// did not (attribution's TestOOMVerdictBySimulation decides them).
+	exp := attribution.Suggestion{Setting: attribution.ExpandableSegments, Value: "True"}
+	split := attribution.Suggestion{Setting: attribution.MaxSplitSize, Value: "128"}
+	pow2 := attribution.Suggestion{Setting: attribution.RoundupPower2Divisions, Value: "4"}
+	simFrag := with(attribution.OOMFragmentation, 30*mib, 30*mib, nil, exp, split)
+	simFrag.Simulated, simFrag.Served, simFrag.NotServed = true, []attribution.SimulatedFix{{Suggestion: exp, PeakReserved: 120 * mib}, {Suggestion: split, PeakReserved: 130 * mib}}, []attribution.Suggestion{pow2}
+	simCap := with(attribution.OOMCapacity, 5*mib, 5*mib, nil)
+	simCap.Simulated, simCap.NotServed = true, []attribution.Suggestion{exp, split, pow2}
+	tests = append(tests, []struct {
+		name string
+		v    attribution.OOMVerdict
+		want string
+	}{
+		{"fragmentation by simulation", simFrag,
+			"fragmentation, by simulation: the same requests under expandable_segments:True with the same capacity were all served (reserved peak 120.00 MiB); no free block could take the 64.00 MiB request (the largest in the large pool was 10.00 MiB) though 50.00 MiB was free in split segments and 30.00 MiB more could be reserved from the device; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (max_split_size_mb:128 also serves them, reserved peak 130.00 MiB); roundup_power2_divisions:4 would not: still out of memory; the device had 30.00 MiB free, less than the 64.00 MiB segment needed: it was full"},
+		{"capacity by simulation", simCap,
+			"capacity, by simulation: even expandable_segments:True (free space kept contiguous) runs out of memory on the same requests under the same capacity; 50.00 MiB allocated + 64.00 MiB requested = 114.00 MiB, with 50.00 MiB free in reserved segments (50.00 MiB stranded in split segments of the large pool, the largest block 10.00 MiB) and 5.00 MiB more that could be reserved from the device; the device had 5.00 MiB free, less than the 64.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := oomVerdictText(tt.v); got != tt.want {
@@ -110,7 +129,7 @@ func TestFindingText(t *testing.T) {
 			Frag: &attribution.Fragmentation{Verdict: attribution.FragVerdict{Kind: attribution.FragHealthy, Free: 3 * mib, Share: 0.0312}}},
 			"at the peak, healthy: 3.1% of reserved is free (3.00 MiB)"},
 		{"oom", attribution.Finding{Kind: attribution.FindingOOM, Severity: attribution.SeverityProblem, OOM: oom},
-			"out of memory 1 (event 618), a 128.00 MiB request from train.py:30 forward: capacity: 900.00 MiB allocated + 128.00 MiB requested = 1.00 GiB does not fit: only 8.00 MiB was free in reserved segments (8.00 MiB stranded in split segments of the large pool, the largest block 4.00 MiB) and 8.00 MiB more could be reserved from the device; the device had 4.00 MiB free, less than the 128.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
+			"out of memory 1 (event 618), a 128.00 MiB request from train.py:30 forward: capacity, by the free blocks: 900.00 MiB allocated + 128.00 MiB requested = 1.00 GiB does not fit: only 8.00 MiB was free in reserved segments (8.00 MiB stranded in split segments of the large pool, the largest block 4.00 MiB) and 8.00 MiB more could be reserved from the device; the device had 4.00 MiB free, less than the 128.00 MiB segment needed: it was full; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
@@ -28,9 +29,17 @@ func fragVerdictText(v attribution.FragVerdict) string {
 	case attribution.FragNothingReserved:
 		return "nothing reserved"
 	case attribution.FragRequestFragmented:
+		if v.Simulated {
+			return fmt.Sprintf("fragmentation, by simulation: the same requests under %s and the same capacity were all served; the %s request found no hole of its pool larger than %s, with %s stranded in split segments and %s headroom; try PYTORCH_CUDA_ALLOC_CONF=%s",
+				trySetting(v.Try, 0), units.Bytes(v.Request), units.Bytes(v.Largest), units.Bytes(v.Stranded), units.Bytes(v.Headroom), trySetting(v.Try, 0))
+		}
 		return fmt.Sprintf("fragmentation: the %s request would fit in the %s stranded in split segments plus the %s headroom, but the largest hole of its pool is %s; try PYTORCH_CUDA_ALLOC_CONF=%s (segments grow in place, so free space stays contiguous)",
 			units.Bytes(v.Request), units.Bytes(v.Stranded), units.Bytes(v.Headroom), units.Bytes(v.Largest), trySetting(v.Try, 0))
 	case attribution.FragRequestTooLarge:
+		if v.Simulated {
+			return fmt.Sprintf("not fragmentation, by simulation: even expandable_segments:True runs out of memory on the same requests under the same capacity; the %s request needed more than the %s free in reserved segments (%s stranded in split segments) plus the %s headroom could give",
+				units.Bytes(v.Request), units.Bytes(v.Free), units.Bytes(v.Stranded), units.Bytes(v.Headroom))
+		}
 		return fmt.Sprintf("not fragmentation: the %s request would not fit even in the %s stranded in split segments plus the %s headroom (%s free in reserved segments in all)",
 			units.Bytes(v.Request), units.Bytes(v.Stranded), units.Bytes(v.Headroom), units.Bytes(v.Free))
 	case attribution.FragHealthy:
@@ -62,12 +71,30 @@ func oomVerdictText(v attribution.OOMVerdict) string {
 		within = "under the cap"
 	}
 	var s string
-	if v.Kind == attribution.OOMFragmentation {
-		s = fmt.Sprintf("fragmentation: no free block could take the %s request (the largest in the %s pool was %s), but it would have fit in the %s free in split segments (stranded: release cannot return them) plus the %s the allocator could still reserve %s; set PYTORCH_CUDA_ALLOC_CONF=%s so free space stays contiguous (or %s to keep large blocks whole)",
+	switch {
+	case v.Simulated && v.Kind == attribution.OOMFragmentation:
+		s = fmt.Sprintf("fragmentation, by simulation: the same requests under %s with the same capacity were all served (reserved peak %s); no free block could take the %s request (the largest in the %s pool was %s) though %s was free in split segments and %s more could be reserved %s; set PYTORCH_CUDA_ALLOC_CONF=%s",
+			suggestionText(v.Served[0].Suggestion), units.Bytes(v.Served[0].PeakReserved), units.Bytes(v.Request), v.Pool, units.Bytes(v.Largest),
+			units.Bytes(v.Stranded), units.Bytes(v.Headroom), within, suggestionText(v.Served[0].Suggestion))
+		for _, f := range v.Served[1:] {
+			s += fmt.Sprintf(" (%s also serves them, reserved peak %s)", suggestionText(f.Suggestion), units.Bytes(f.PeakReserved))
+		}
+		if len(v.NotServed) > 0 {
+			s += "; " + suggestionsText(v.NotServed) + " would not: still out of memory"
+		}
+	case v.Simulated:
+		s = fmt.Sprintf("capacity, by simulation: even expandable_segments:True (free space kept contiguous) runs out of memory on the same requests under the same capacity; %s allocated + %s requested = %s, with %s free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more that could be reserved %s",
+			units.Bytes(v.Allocated), units.Bytes(v.Request), units.Bytes(v.Allocated+v.Request),
+			units.Bytes(v.Free), units.Bytes(v.Stranded), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Headroom), within)
+		if len(v.Served) > 0 {
+			s += fmt.Sprintf("; %s serves them (reserved peak %s)", suggestionText(v.Served[0].Suggestion), units.Bytes(v.Served[0].PeakReserved))
+		}
+	case v.Kind == attribution.OOMFragmentation:
+		s = fmt.Sprintf("fragmentation, by the free blocks: no free block could take the %s request (the largest in the %s pool was %s), but it would have fit in the %s free in split segments (stranded: release cannot return them) plus the %s the allocator could still reserve %s; set PYTORCH_CUDA_ALLOC_CONF=%s so free space stays contiguous (or %s to keep large blocks whole)",
 			units.Bytes(v.Request), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Stranded), units.Bytes(v.Headroom), within,
 			trySetting(v.Try, 0), trySetting(v.Try, 1))
-	} else {
-		s = fmt.Sprintf("capacity: %s allocated + %s requested = %s does not fit: only %s was free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more could be reserved %s",
+	default:
+		s = fmt.Sprintf("capacity, by the free blocks: %s allocated + %s requested = %s does not fit: only %s was free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more could be reserved %s",
 			units.Bytes(v.Allocated), units.Bytes(v.Request), units.Bytes(v.Allocated+v.Request),
 			units.Bytes(v.Free), units.Bytes(v.Stranded), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Headroom), within)
 	}
@@ -81,6 +108,21 @@ func oomVerdictText(v attribution.OOMVerdict) string {
 		s += "; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"
 	}
 	return s
+}
+
+// suggestionsText lists settings: "a", "a and b", "a, b and c".
+func suggestionsText(ss []attribution.Suggestion) string {
+	var parts []string
+	for _, x := range ss {
+		parts = append(parts, suggestionText(x))
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // oomKindText names an OOM verdict's kind.

@@ -113,6 +113,15 @@ func (r *WhatIf) writeText(w io.Writer) error {
 			if o.Unmatched > 0 {
 				ew.printf("%s: %d frees of blocks the what-if did not hold were skipped\n", name, o.Unmatched)
 			}
+			if i > 0 {
+				for _, r := range o.OOMRequests {
+					ew.printf("%s: the recorded OOM at event %d holds its request rounded to %s by the recorded roundup_power2_divisions; the program asked for more than %s and at most %s, and the what-if asks for %s\n",
+						name, r.Index, units.Bytes(r.Recorded), units.Bytes(r.From-1), units.Bytes(r.Recorded), units.Bytes(r.Used))
+				}
+			}
+		}
+		if n := d.Runs[0].DeferredFrees; n > 0 && len(d.Runs) > 1 {
+			ew.printf("%d frees waited for work on other streams (record_stream); they complete where the recording has them, and in another run the GPU may finish them earlier or later, so a block reused here may not be there (and the reserved peak differ by a segment or more)\n", n)
 		}
 	}
 	return ew.err
@@ -154,6 +163,9 @@ type WhatIfDeviceJSON struct {
 	RecordedPeak int64  `json:"recorded_peak_reserved"`
 	RecordedEnd  int64  `json:"recorded_end_reserved"`
 	RecordedOOM  int    `json:"recorded_oom_event"`
+	// DeferredFrees counts the record_stream frees whose completion the
+	// what-ifs take from the recording.
+	DeferredFrees int `json:"deferred_frees"`
 	// Replay is the check of the model against the recording.
 	Replay *WhatIfReplayJSON `json:"replay,omitempty"`
 	Runs   []WhatIfRunJSON   `json:"runs"`
@@ -191,6 +203,17 @@ type WhatIfRunJSON struct {
 	OOMSize            int64  `json:"oom_size"`
 	ServedOOMs         []int  `json:"served_ooms"`
 	Unmatched          int    `json:"unmatched_frees"`
+	// OOMRequests are the recorded ooms whose request the recorded
+	// rounding hides (allocator.Outcome.OOMRequests).
+	OOMRequests []WhatIfOOMRequestJSON `json:"oom_requests"`
+}
+
+// WhatIfOOMRequestJSON is a recorded oom's request, known to a range.
+type WhatIfOOMRequestJSON struct {
+	Event    int   `json:"event"`
+	Recorded int64 `json:"recorded_size"`
+	From     int64 `json:"smallest_request"`
+	Used     int64 `json:"used"`
 }
 
 func (r *WhatIf) fileEntry() any {
@@ -206,6 +229,7 @@ func (r *WhatIf) fileEntry() any {
 				rj.FirstDivergence = rep.First.String()
 			}
 			dj.Replay = rj
+			dj.DeferredFrees = d.Runs[0].DeferredFrees
 		}
 		for i, o := range d.Runs {
 			run := WhatIfRunJSON{Recorded: i == 0, Capacity: o.Capacity, CapacityFrom: o.CapacityFrom,
@@ -221,6 +245,10 @@ func (r *WhatIf) fileEntry() any {
 				run.OOM, run.OOMEvent, run.OOMSize = true, o.OOM.Index, o.OOM.Size
 			}
 			run.ServedOOMs = append(run.ServedOOMs, o.ServedOOMs...)
+			run.OOMRequests = []WhatIfOOMRequestJSON{}
+			for _, r := range o.OOMRequests {
+				run.OOMRequests = append(run.OOMRequests, WhatIfOOMRequestJSON{Event: r.Index, Recorded: r.Recorded, From: r.From, Used: r.Used})
+			}
 			dj.Runs = append(dj.Runs, run)
 		}
 		f.Devices = append(f.Devices, dj)

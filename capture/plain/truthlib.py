@@ -127,11 +127,21 @@ class Truth(object):
         })
         self.cur = None
 
-    def finish(self, out):
-        """Close the window, take the snapshot as _dump_snapshot does (with
-        frame paths rewritten to neutral prefixes) and write truth.json."""
+    def freeze_end(self):
+        """Close the open phase and take the window's end now: for a
+        snapshot written at this moment (memscope.record's OOM observer
+        writes it at the failure, before the error unwinds and frees the
+        step's tensors), so the truth's end is the snapshot's."""
         self.close()
-        s = self.stats()
+        self.frozen = self.stats()
+
+    def finish(self, out, snapshot=True):
+        """Close the window, take the snapshot as _dump_snapshot does (with
+        frame paths rewritten to neutral prefixes) and write truth.json.
+        With snapshot=False the script wrote OUT/snapshot.pickle itself
+        (memscope.record): its frame paths are rewritten in place."""
+        self.close()
+        s = getattr(self, "frozen", None) or self.stats()
         end = {
             "allocated_end": s["allocated_bytes.all.current"],
             "requested_end": s["requested_bytes.all.current"],
@@ -153,9 +163,13 @@ class Truth(object):
         self.t["steps"] = [steps[k] for k in sorted(steps)]
         self.t["steps_recorded"] = len(steps)
 
-        snap = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
         rules = neutral_rules()
+        if snapshot:
+            snap = torch.cuda.memory._snapshot()
+            torch.cuda.memory._record_memory_history(enabled=None)
+        else:
+            with open(os.path.join(out, "snapshot.pickle"), "rb") as f:
+                snap = pickle.load(f)
         harness.rewrite_snapshot_paths(snap, rules)
         self.t["script"] = harness.rewrite_path(self.script, rules)
         for key in ("leak", "oom"):
@@ -165,9 +179,10 @@ class Truth(object):
         for site in self.t.get("sites", {}).values():
             site["file"] = harness.rewrite_path(site["file"], rules)
         os.makedirs(out, exist_ok=True)
-        # _dump_snapshot is pickle.dump(_snapshot(), f) with the default protocol.
+        # _dump_snapshot is pickle.dump(_snapshot(), f) with the default
+        # protocol; memscope.record writes protocol 4, kept.
         with open(os.path.join(out, "snapshot.pickle"), "wb") as f:
-            pickle.dump(snap, f)
+            pickle.dump(snap, f, **({} if snapshot else {"protocol": 4}))
         with open(os.path.join(out, "truth.json"), "w") as f:
             json.dump(self.t, f, indent=1, sort_keys=True)
             f.write("\n")
