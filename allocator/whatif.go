@@ -2,6 +2,8 @@ package allocator
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -245,6 +247,25 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	}
 	w.run()
 	return w.out, nil
+}
+
+// WhatIfs runs WhatIf under each of sets, as many at a time as there are
+// CPUs (the recording is shared, read only), and returns the outcomes and
+// errors in the order of sets.
+func (rc *Recording) WhatIfs(sets []Settings) ([]*Outcome, []error) {
+	outs, errs := make([]*Outcome, len(sets)), make([]error, len(sets))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i := range sets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			outs[i], errs[i] = rc.WhatIf(sets[i])
+		}()
+	}
+	wg.Wait()
+	return outs, errs
 }
 
 // skipped returns why a trace looks recorded with skip_actions (allocs or

@@ -433,6 +433,8 @@ func TestRecordingShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	confs := []string{"expandable_segments:True", "", "max_split_size_mb:128", "roundup_power2_divisions:4", "expandable_segments:True"}
+	var sets []Settings
+	var alone []*Outcome
 	for _, conf := range confs {
 		set, err := SettingsFromSnapshot(s.Settings)
 		if err != nil {
@@ -451,6 +453,14 @@ func TestRecordingShared(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: from the shared recording %+v, alone %+v", conf, got, want)
+		}
+		sets, alone = append(sets, set), append(alone, want)
+	}
+	// All at once, concurrently (go test -race checks the sharing).
+	outs, errs := rc.WhatIfs(sets)
+	for i := range sets {
+		if errs[i] != nil || !reflect.DeepEqual(outs[i], alone[i]) {
+			t.Errorf("%q: WhatIfs gave %+v (%v), alone %+v", confs[i], outs[i], errs[i], alone[i])
 		}
 	}
 }

@@ -71,16 +71,20 @@ func (d *Device) whatIfs(confs []string) []whatIf {
 	}
 	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline}) // replayed once for every conf
 	var out []whatIf
+	var sets []allocator.Settings
 	for _, conf := range confs {
 		set := base
 		if err := set.ApplyConf(conf); err != nil {
 			continue
 		}
-		w := whatIf{conf: conf, err: rerr}
-		if rerr == nil {
-			w.res, w.err = rc.WhatIf(set)
+		out = append(out, whatIf{conf: conf, err: rerr})
+		sets = append(sets, set)
+	}
+	if rerr == nil {
+		res, errs := rc.WhatIfs(sets)
+		for i := range out {
+			out[i].res, out[i].err = res[i], errs[i]
 		}
-		out = append(out, w)
 	}
 	return out
 }

@@ -102,11 +102,16 @@ func whatifOf(s *snapshot.Snapshot, path string, o whatifOptions, sets []allocat
 		if len(tl.OOMs) > 0 {
 			wd.RecordedOOM = tl.OOMs[0]
 		}
+		all := append([]allocator.Settings{recorded}, sets...)
+		outs, errs := make([]*allocator.Outcome, len(all)), make([]error, len(all))
 		rc, err := allocator.NewRecording(s, d, allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl})
-		for i, set := range append([]allocator.Settings{recorded}, sets...) {
-			var out *allocator.Outcome
+		if err == nil {
+			outs, errs = rc.WhatIfs(all) // the recording replayed once, for every setting
+		}
+		for i := range all {
+			out := outs[i]
 			if err == nil {
-				out, err = rc.WhatIf(set) // the recording replayed once, for every setting
+				err = errs[i]
 			}
 			if err != nil && i == 0 {
 				if !errors.Is(err, allocator.ErrNotReplayable) {
