@@ -104,7 +104,8 @@ that are still live at the end, with bytes per step. Sites are chosen as
 			long: `Frag measures fragmentation from the segments and blocks: reserved minus
 allocated, the free holes between active blocks (count, sizes, the largest
 per pool), torch's inactive_split_bytes, and the segment churn of the
-trace, with a verdict and the allocator setting to try.`,
+trace, with a verdict and the allocator setting to try. At each OOM the
+verdict is oom's, by simulation where the model runs the trace.`,
 			flags: fragFlags,
 		},
 		{
@@ -117,7 +118,13 @@ device's free memory, allocated and reserved at that moment, the
 per-process cap when one applied (set_per_process_memory_fraction: the
 device had room for the segment, the allocator refused it; the snapshot
 does not record the limit, so it is bracketed from the trace), what was
-live by site and category, the largest free block, and a verdict:
+live by site and category, the largest free block, and a verdict decided
+by simulation: the recorded requests re-run under expandable_segments:True
+(a defragmented allocator) with the same capacity — fragmentation when that
+serves them, capacity when it still runs out of memory — with the settings
+that would have served them and their reserved peaks (see memscope
+whatif). Where the model cannot run the trace (recording began late, a
+CUDA-graph private pool, cudaMallocAsync) the free blocks decide:
 fragmentation when no free block could take the request but it would have
 fit in the free bytes stranded in split segments (which release cannot
 return) plus what could still be reserved; capacity otherwise.
