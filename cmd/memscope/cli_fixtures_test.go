@@ -58,6 +58,7 @@ func fixtureCases(t *testing.T, dir, tmp string) []cliCase {
 		}
 		both(check, "check", "check", s)
 		both(0, "advise", "advise", s)
+		both(0, "ranks", "ranks", s)
 		out = append(out, cliCase{args: []string{"pprof", "-o", filepath.Join(tmp, "p.pb.gz"), s}})
 		out = append(out, cliCase{args: []string{"report", "-o", filepath.Join(tmp, "r.html"), s}})
 	}

@@ -163,6 +163,24 @@ reason.`,
 			flags: whatifFlags,
 		},
 		{
+			name:  "ranks",
+			short: "a job's ranks compared: peaks, the median, outliers and what differs by site",
+			args:  "PATH...",
+			long: `Ranks compares the ranks of one job from their snapshots (files, globs, a
+capture run directory of snapshot.rankN.pickle, or a directory of them) or
+from the summaries each rank wrote (memscope summary --json, one file per
+rank or one with many): per rank the peak allocated and reserved, device
+used where recorded, and the step and phase of the peak; the median rank;
+the worst; outliers by a robust z-score of the peak (|z| > 3.5, from the
+median absolute deviation); and, for each outlier, what differs by site
+from the typical rank (the one nearest the median). The rank of a file is
+the N of "rankN" in its name or its directory's. --jobs workers decode
+snapshots in parallel, each holding one at a time, so memory stays that of a
+few snapshots whatever their number; summaries are a few KB each, so a
+thousand ranks compare in well under a second.`,
+			flags: ranksFlags,
+		},
+		{
 			name:  "diff",
 			short: "what grew between two snapshots, by site, category and phase",
 			args:  "A B",

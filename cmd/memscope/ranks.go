@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
+)
+
+// ranksOptions are the flags of 'memscope ranks'.
+type ranksOptions struct {
+	json bool
+	jobs int
+	top  int
+}
+
+func ranksFlags(fs *pflag.FlagSet) runFunc {
+	var o ranksOptions
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVarP(&o.jobs, "jobs", "j", min(2, runtime.NumCPU()), "decode `N` snapshots at a time (each worker holds one snapshot at a time)")
+	fs.IntVar(&o.top, "top", 16, "show the `N` highest ranks (and every outlier) in the text table, and N differing sites per outlier")
+	memoryFlag(fs)
+	return func(cc *cmdContext, paths []string) error {
+		if o.jobs < 1 {
+			return usageErrorf("--jobs %d: want 1 or more", o.jobs)
+		}
+		if o.top < 1 {
+			return usageErrorf("--top %d: want 1 or more", o.top)
+		}
+		inputs, err := rankInputs(paths)
+		if err != nil {
+			return err
+		}
+		stats, skipped := readRanks(cc, inputs, o.jobs)
+		if len(stats) == 0 {
+			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))
+		}
+		f := report.Text
+		if o.json {
+			f = report.JSON
+		}
+		return report.Write(cc.stdout, f, &report.Ranks{Fleet: attribution.CompareRanks(stats), Top: o.top, Skipped: skipped})
+	}
+}
+
+// rankInputs expands the arguments: files as given, globs, directories (a
+// capture run directory for its rank snapshots; another directory for the
+// snapshots and per-rank summary JSON files in it and one level down).
+func rankInputs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if _, err := os.Stat(a); err != nil && strings.ContainsAny(a, "*?[") {
+			m, gerr := filepath.Glob(a)
+			if gerr != nil {
+				return nil, usageErrorf("%s: %v", a, gerr)
+			}
+			if len(m) == 0 {
+				return nil, badInput(fmt.Errorf("%s matches no file", a))
+			}
+			out = append(out, m...)
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		if !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		if snaps, err := snapshotPaths([]string{a}); err == nil {
+			out = append(out, snaps...)
+			continue
+		}
+		var found []string
+		for _, pat := range []string{"*.pickle", "*.pickle.gz", "*.json", "*/*.pickle", "*/*.pickle.gz", "*/*.json"} {
+			m, _ := filepath.Glob(filepath.Join(a, pat))
+			for _, p := range m {
+				if strings.HasSuffix(p, ".json") && !isSummaryJSON(p) {
+					continue
+				}
+				found = append(found, p)
+			}
+		}
+		if len(found) == 0 {
+			return nil, badInput(fmt.Errorf("%s: no snapshot (*.pickle) or summary JSON (memscope summary --json) in it or one level down", a))
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// rankRE finds a rank number in a file or directory name: snapshot.rank3.pickle,
+// rank_3/, rank-3.json.
+var rankRE = regexp.MustCompile(`(?i)rank[._-]?(\d+)`)
+
+// rankOf is the rank a path names (its file name first, then its
+// directories), -1 when none.
+func rankOf(path string) int {
+	for p := path; p != "." && p != "/" && p != ""; p = filepath.Dir(p) {
+		if m := rankRE.FindStringSubmatch(filepath.Base(p)); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				return n
+			}
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	return -1
+}
+
+// readRanks reads every input with jobs workers, each holding one snapshot
+// at a time; inputs it cannot read are skipped, with why.
+func readRanks(cc *cmdContext, inputs []string, jobs int) ([]attribution.RankStats, []string) {
+	type result struct {
+		stats []attribution.RankStats
+		err   error
+	}
+	results := make([]result, len(inputs))
+	var mu sync.Mutex
+	wcc := *cc
+	wcc.stderr = lockedWriter{&mu, cc.stderr}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, len(inputs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				st, err := readRank(&wcc, inputs[i])
+				results[i] = result{st, err}
+			}
+		}()
+	}
+	for i := range inputs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var stats []attribution.RankStats
+	var skipped []string
+	for i, r := range results {
+		if r.err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", inputs[i], r.err))
+			continue
+		}
+		stats = append(stats, r.stats...)
+	}
+	return stats, skipped
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// readRank reads one input: a snapshot (its device with recorded events)
+// or a summary JSON document (each file entry's first device).
+func readRank(cc *cmdContext, path string) ([]attribution.RankStats, error) {
+	if strings.HasSuffix(path, ".json") {
+		return summaryRanks(path)
+	}
+	an, err := analyzeSnapshot(cc, path, attribution.Options{Device: -1})
+	if err != nil {
+		return nil, err
+	}
+	d := an.Primary()
+	if d == nil {
+		return nil, errors.New("no device in the snapshot")
+	}
+	return []attribution.RankStats{attribution.RankStatsOf(d, path, rankOf(path))}, nil
+}
+
+// isSummaryJSON reports whether path looks like a 'memscope summary --json'
+// document.
+func isSummaryJSON(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	return strings.Contains(string(head[:n]), `"kind": "summary"`) || strings.Contains(string(head[:n]), `"kind":"summary"`)
+}
+
+// summaryDoc is what ranks reads of a summary document (docs/json.md).
+type summaryDoc struct {
+	Schema string `json:"schema"`
+	Kind   string `json:"kind"`
+	Files  []struct {
+		Source  string `json:"source"`
+		Devices []struct {
+			Device int `json:"device"`
+			Peaks  struct {
+				Allocated struct{ Bytes int64 } `json:"allocated"`
+				Reserved  struct{ Bytes int64 } `json:"reserved"`
+			} `json:"peaks"`
+			DeviceUsedPeak *int64 `json:"device_used_peak"`
+			PeakStep       *int   `json:"peak_step"`
+			PeakPhase      string `json:"peak_phase"`
+			TopSites       []struct {
+				Label string `json:"label"`
+				Bytes int64  `json:"bytes"`
+			} `json:"top_sites"`
+		} `json:"devices"`
+	} `json:"files"`
+}
+
+// maxSummaryJSON bounds a summary document ranks reads: a summary is a few
+// hundred KB at most.
+const maxSummaryJSON = 64 << 20
+
+func summaryRanks(path string) ([]attribution.RankStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var doc summaryDoc
+	dec := json.NewDecoder(io.LimitReader(f, maxSummaryJSON))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not a summary JSON document (memscope summary --json): %v", err)
+	}
+	if doc.Schema != report.Schema || doc.Kind != "summary" {
+		return nil, fmt.Errorf("schema %q kind %q, want a %s summary document (memscope summary --json)", doc.Schema, doc.Kind, report.Schema)
+	}
+	var out []attribution.RankStats
+	for _, file := range doc.Files {
+		if len(file.Devices) == 0 {
+			continue
+		}
+		d := file.Devices[0]
+		name := path
+		if len(doc.Files) > 1 {
+			name = path + ": " + file.Source
+		}
+		rank := rankOf(path)
+		if len(doc.Files) > 1 || rank < 0 {
+			rank = rankOf(file.Source)
+		}
+		r := attribution.RankStats{Name: name, Rank: rank, Device: d.Device, PeakAllocated: d.Peaks.Allocated.Bytes,
+			PeakReserved: d.Peaks.Reserved.Bytes, DeviceUsed: -1, PeakStep: -1, PeakPhase: d.PeakPhase, Sites: map[string]int64{}}
+		if d.DeviceUsedPeak != nil {
+			r.DeviceUsed = *d.DeviceUsedPeak
+		}
+		if d.PeakStep != nil {
+			r.PeakStep = *d.PeakStep
+		}
+		for _, s := range d.TopSites {
+			r.Sites[s.Label] += s.Bytes
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the summary has no device")
+	}
+	return out, nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// rankSet writes n rank snapshots into a directory: copies of
+// fixtures/plain-record (a real training loop), rank outlier a copy of
+// fixtures/plain-record-oom (the same loop, its batch doubling to an OOM).
+func rankSet(t testing.TB, n, outlier int) string {
+	t.Helper()
+	dir := t.TempDir()
+	typical, err := os.ReadFile("../../fixtures/plain-record/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd, err := os.ReadFile("../../fixtures/plain-record-oom/snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		b := typical
+		if i == outlier {
+			b = odd
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("snapshot.rank%d.pickle", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// rankStatsOf analyses one fixture as ranks does.
+func rankStatsOf(t *testing.T, path string) attribution.RankStats {
+	t.Helper()
+	s, err := snapshot.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attribution.RankStatsOf(attribution.Analyze(s, attribution.Options{Device: -1}).Primary(), path, -1)
+}
+
+// TestRanksNamesTheOutlier: on 64 rank snapshots with one made the
+// outlier, ranks names that rank, its peak, and the site that differs most
+// from a typical rank, with the bytes each holds there — all as the two
+// snapshots' own analyses give them; every other rank is the median.
+func TestRanksNamesTheOutlier(t *testing.T) {
+	const n, outlier = 64, 37
+	dir := rankSet(t, n, outlier)
+	typ := rankStatsOf(t, "../../fixtures/plain-record/snapshot.pickle")
+	odd := rankStatsOf(t, "../../fixtures/plain-record-oom/snapshot.pickle")
+	want := attribution.Deltas(typ.Sites, odd.Sites)[0]
+
+	r := runMemscope("ranks", "--json", "--jobs", "2", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %v\n%s", r.code, r.err, r.stderr)
+	}
+	var doc report.ResultDoc[report.RanksJSON]
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	res := doc.Result
+	if len(res.Ranks) != n {
+		t.Fatalf("%d ranks, want %d", len(res.Ranks), n)
+	}
+	for i, x := range res.Ranks {
+		if x.Rank != i {
+			t.Fatalf("ranks[%d] is rank %d: want rank order", i, x.Rank)
+		}
+		wantPeak := typ.PeakAllocated
+		if i == outlier {
+			wantPeak = odd.PeakAllocated
+		}
+		if x.PeakAllocated != wantPeak {
+			t.Errorf("rank %d: peak allocated %d, want %d", i, x.PeakAllocated, wantPeak)
+		}
+	}
+	if res.MedianPeak != typ.PeakAllocated || res.Worst != outlier {
+		t.Errorf("median %d worst %d, want %d and rank %d", res.MedianPeak, res.Worst, typ.PeakAllocated, outlier)
+	}
+	if len(res.Outliers) != 1 || res.Outliers[0].Rank != outlier {
+		t.Fatalf("outliers %+v, want rank %d alone", res.Outliers, outlier)
+	}
+	top := res.Outliers[0].Sites[0]
+	if top.Name != want.Name || top.A != want.A || top.B != want.B {
+		t.Errorf("top differing site %+v, want %s: %d → %d", top, want.Name, want.A, want.B)
+	}
+	text := runMemscope("ranks", dir)
+	if !strings.Contains(text.stdout, fmt.Sprintf("outlier: rank %d", outlier)) || !strings.Contains(text.stdout, want.Name) {
+		t.Errorf("text names no outlier rank %d with site %s:\n%s", outlier, want.Name, text.stdout)
+	}
+}
+
+// TestRanksFromSummaries: the per-rank summaries each rank can write
+// (memscope summary --json) give ranks the same peaks and outlier as the
+// snapshots, and a file that is not a summary is skipped with why.
+func TestRanksFromSummaries(t *testing.T) {
+	const n, outlier = 8, 5
+	snaps := rankSet(t, n, outlier)
+	dir := t.TempDir()
+	for i := range n {
+		r := runMemscope("summary", "--json", filepath.Join(snaps, fmt.Sprintf("snapshot.rank%d.pickle", i)))
+		if r.code != 0 {
+			t.Fatal(r.err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank%d.json", i)), []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(args ...string) report.RanksJSON {
+		t.Helper()
+		r := runMemscope(append([]string{"ranks", "--json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("ranks %v: exit %d: %v", args, r.code, r.err)
+		}
+		var doc report.ResultDoc[report.RanksJSON]
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Result
+	}
+	a, b := get(snaps), get(dir)
+	if len(a.Ranks) != n || len(b.Ranks) != n {
+		t.Fatalf("%d and %d ranks, want %d", len(a.Ranks), len(b.Ranks), n)
+	}
+	for i := range a.Ranks {
+		if a.Ranks[i].PeakAllocated != b.Ranks[i].PeakAllocated || a.Ranks[i].PeakReserved != b.Ranks[i].PeakReserved || a.Ranks[i].Rank != b.Ranks[i].Rank {
+			t.Errorf("rank %d: from the snapshot %+v, from its summary %+v", i, a.Ranks[i], b.Ranks[i])
+		}
+	}
+	if len(b.Outliers) != 1 || b.Outliers[0].Rank != outlier || len(a.Outliers) != 1 || b.Outliers[0].Sites[0].Name != a.Outliers[0].Sites[0].Name {
+		t.Errorf("outliers from summaries %+v, from snapshots %+v", b.Outliers, a.Outliers)
+	}
+	bad := filepath.Join(dir, "rank9.json")
+	if err := os.WriteFile(bad, []byte(`{"schema": "memscope/v1", "kind": "peak"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := get(filepath.Join(dir, "*.json"))
+	if len(c.Ranks) != n || len(c.Skipped) != 1 || !strings.Contains(c.Skipped[0], "rank9.json") {
+		t.Errorf("with a peak document among them: %d ranks, skipped %v", len(c.Ranks), c.Skipped)
+	}
+}
+
+// BenchmarkRanksSummaries: ranks over 1,000 per-rank summaries (read and
+// compared; the issue's bar is under a second).
+func BenchmarkRanksSummaries(b *testing.B) {
+	snaps := rankSet(b, 2, 1)
+	var docs [2]string
+	for i := range docs {
+		r := runMemscope("summary", "--json", filepath.Join(snaps, fmt.Sprintf("snapshot.rank%d.pickle", i)))
+		if r.code != 0 {
+			b.Fatal(r.err)
+		}
+		docs[i] = r.stdout
+	}
+	dir := b.TempDir()
+	for i := range 1000 {
+		doc := docs[0]
+		if i == 617 {
+			doc = docs[1]
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank%d.json", i)), []byte(doc), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		r := runMemscope("ranks", "--json", dir)
+		if r.code != 0 {
+			b.Fatal(r.err)
+		}
+	}
+}
