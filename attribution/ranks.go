@@ -150,7 +150,9 @@ func CompareRanks(ranks []RankStats) *Fleet {
 }
 
 // groupRanks groups the ranks by each coordinate some rank records, in the
-// order dp, tp, pp, then others by name.
+// order dp, tp, pp, then others by name; a coordinate whose every value
+// is one rank's (a local rank on one node), or that all ranks share, makes
+// no groups.
 func groupRanks(ranks []RankStats, peaks []int64) []RankGroup {
 	coords := map[string]bool{}
 	for _, r := range ranks {
@@ -183,8 +185,13 @@ func groupRanks(ranks []RankStats, peaks []int64) []RankGroup {
 			}
 		}
 		values := make([]int, 0, len(byValue))
-		for v := range byValue {
+		shared := false
+		for v, rs := range byValue {
 			values = append(values, v)
+			shared = shared || len(rs) > 1
+		}
+		if len(values) < 2 || !shared {
+			continue // one value for all, or one rank per value: no group to compare
 		}
 		sort.Ints(values)
 		for _, v := range values {

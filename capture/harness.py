@@ -200,6 +200,25 @@ def dist_env(environ):
             "local_world": max(num("LOCAL_WORLD_SIZE", world), 1)}
 
 
+def rank_coords(environ, env):
+    """A rank's coordinates for 'memscope ranks': its node (torchrun's
+    GROUP_RANK, else rank // local world size) and local rank, and the
+    parallel coordinates the job states in MEMSCOPE_COORDS ("dp=3,tp=1,pp=0":
+    torchrun does not know them). Malformed entries are left out."""
+    node = environ.get("GROUP_RANK", "")
+    coords = {"node": int(node) if node.isdigit() else env["rank"] // env["local_world"],
+              "local_rank": env["local_rank"]}
+    for part in environ.get("MEMSCOPE_COORDS", "").split(","):
+        key, sep, val = part.strip().partition("=")
+        key = key.strip()
+        if sep and key and key.replace("_", "").isalnum():
+            try:
+                coords[key] = int(val)
+            except ValueError:
+                pass
+    return coords
+
+
 def parse_steps(text):
     """'3-4' -> (3, 4); '3' -> (3, 3); '' -> None. Raises ValueError."""
     text = (text or "").strip()
@@ -1137,6 +1156,7 @@ class CaptureSession(object):
             "schema": CAPTURE_SCHEMA,
             "rank": self.env["rank"], "world": self.env["world"],
             "local_rank": self.env["local_rank"], "device": self.device,
+            "coords": rank_coords(os.environ, self.env),
             "device_name": props.name, "device_total": props.total_memory,
             "torch": t.__version__, "python": sys.version.split()[0],
             "script": self.args.script, "exit_code": status, "exception": exc_info,

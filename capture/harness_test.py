@@ -120,6 +120,13 @@ class RankFileTest(unittest.TestCase):
 
 
 class ParseTest(unittest.TestCase):
+
+    def test_rank_coords(self):
+        env = harness.dist_env({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"})
+        self.assertEqual(harness.rank_coords({}, env), {"node": 1, "local_rank": 1})
+        self.assertEqual(harness.rank_coords({"GROUP_RANK": "3"}, env), {"node": 3, "local_rank": 1})
+        self.assertEqual(harness.rank_coords({"MEMSCOPE_COORDS": "dp=2, tp=1,pp=x,=4,bad"}, env),
+                         {"node": 1, "local_rank": 1, "dp": 2, "tp": 1})
     def test_steps(self):
         self.assertEqual(harness.parse_steps("3-4"), (3, 4))
         self.assertEqual(harness.parse_steps("2"), (2, 2))

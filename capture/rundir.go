@@ -39,10 +39,14 @@ type Check struct {
 
 // CaptureRank is one process's capture.json (schema memscope-capture/v1).
 type CaptureRank struct {
-	Schema       string            `json:"schema"`
-	Rank         int               `json:"rank"`
-	World        int               `json:"world"`
-	LocalRank    int               `json:"local_rank"`
+	Schema    string `json:"schema"`
+	Rank      int    `json:"rank"`
+	World     int    `json:"world"`
+	LocalRank int    `json:"local_rank"`
+	// Coords are the rank's node, local rank and the parallel coordinates
+	// the job stated (MEMSCOPE_COORDS="dp=3,tp=1,pp=0"); nil from a
+	// harness before they were written.
+	Coords       map[string]int    `json:"coords"`
 	Device       int               `json:"device"`
 	DeviceName   string            `json:"device_name"`
 	DeviceTotal  int64             `json:"device_total"`

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/spf13/pflag"
@@ -87,9 +90,48 @@ func captureRun(cc *cmdContext, o captureOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	writeRankSummaries(cc, o.opts.Out)
 	fmt.Fprintf(cc.stderr, "memscope: capture: wrote %s (memscope summary --run %s)\n", o.opts.Out, o.opts.Out)
 	if status != 0 {
 		return &exitStatusError{status: status, what: "the captured command"}
 	}
 	return nil
+}
+
+// rankSummaryTop is how many sites the summary written beside each rank's
+// snapshot keeps: enough for memscope ranks to tell what differs.
+const rankSummaryTop = 50
+
+// writeRankSummaries writes, beside each rank's snapshot in a capture run
+// directory, the 'memscope summary --json' document of it (summary.json,
+// or summary.rankN.json of several), so that memscope ranks compares a
+// job's ranks from a few KB each without moving the snapshots.
+func writeRankSummaries(cc *cmdContext, dir string) {
+	rd, err := capture.ReadRun(dir)
+	if err != nil {
+		cc.warnf("%s: no rank summaries written: %v", dir, err)
+		return
+	}
+	for _, r := range rd.Ranks {
+		snap := filepath.Join(dir, filepath.Base(r.Files["snapshot"]))
+		if r.Files["snapshot"] == "" || !fileExists(snap) {
+			continue
+		}
+		an, err := analyzeSnapshot(cc, snap, attribution.Options{Device: -1})
+		if err != nil {
+			cc.warnf("%s: no summary written: %v", snap, err)
+			continue
+		}
+		sum := attribution.Summarize(an, rankSummaryTop)
+		addDeviceUsed(sum, snap)
+		var b bytes.Buffer
+		if err := report.Write(&b, report.JSON, &report.Summary{Sum: sum}); err != nil {
+			cc.warnf("%s: no summary written: %v", snap, err)
+			continue
+		}
+		out := filepath.Join(dir, capture.RankFile("summary", ".json", r.Rank, r.World))
+		if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+			cc.warnf("%s: %v", out, err)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 )
 
@@ -56,11 +57,27 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 	}
 }
 
+// rankInput is one file ranks reads, with what a capture run directory
+// says of its rank.
+type rankInput struct {
+	path       string
+	rank       int            // -1: from the file's name
+	deviceUsed int64          // the run's sampled device used, -1 when not known
+	coords     map[string]int // the run's coordinates of the rank
+}
+
 // rankInputs expands the arguments: files as given, globs, directories (a
-// capture run directory for its rank snapshots; another directory for the
-// snapshots and per-rank summary JSON files in it and one level down).
-func rankInputs(args []string) ([]string, error) {
-	var out []string
+// capture run directory for each rank's summary, else its snapshot, with
+// the rank, device used and coordinates its capture.json gives; another
+// directory for the snapshots and per-rank summary JSON files in it and
+// one level down).
+func rankInputs(args []string) ([]rankInput, error) {
+	var out []rankInput
+	plain := func(paths ...string) {
+		for _, p := range paths {
+			out = append(out, rankInput{path: p, rank: -1, deviceUsed: -1})
+		}
+	}
 	for _, a := range args {
 		if _, err := os.Stat(a); err != nil && strings.ContainsAny(a, "*?[") {
 			m, gerr := filepath.Glob(a)
@@ -70,7 +87,7 @@ func rankInputs(args []string) ([]string, error) {
 			if len(m) == 0 {
 				return nil, badInput(fmt.Errorf("%s matches no file", a))
 			}
-			out = append(out, m...)
+			plain(m...)
 			continue
 		}
 		st, err := os.Stat(a)
@@ -78,11 +95,15 @@ func rankInputs(args []string) ([]string, error) {
 			return nil, badInput(err)
 		}
 		if !st.IsDir() {
-			out = append(out, a)
+			plain(a)
+			continue
+		}
+		if in, ok := runRanks(a); ok {
+			out = append(out, in...)
 			continue
 		}
 		if snaps, err := snapshotPaths([]string{a}); err == nil {
-			out = append(out, snaps...)
+			plain(snaps...)
 			continue
 		}
 		var found []string
@@ -99,9 +120,38 @@ func rankInputs(args []string) ([]string, error) {
 			return nil, badInput(fmt.Errorf("%s: no snapshot (*.pickle) or summary JSON (memscope summary --json) in it or one level down", a))
 		}
 		sort.Strings(found)
-		out = append(out, found...)
+		plain(found...)
 	}
 	return out, nil
+}
+
+// runRanks reads a capture run directory's ranks: each one's summary
+// (summary.rankN.json, which capture writes at the end) where present, else
+// its snapshot; false when dir is no capture run or has no rank to read.
+func runRanks(dir string) ([]rankInput, bool) {
+	if k, err := capture.DirKind(dir); err != nil || k != capture.KindCapture {
+		return nil, false
+	}
+	rd, err := capture.ReadRun(dir)
+	if err != nil {
+		return nil, false
+	}
+	var out []rankInput
+	for _, r := range rd.Ranks {
+		in := rankInput{rank: r.Rank, deviceUsed: -1, coords: r.Coords}
+		if r.DeviceUsed > 0 {
+			in.deviceUsed = r.DeviceUsed
+		}
+		if p := filepath.Join(dir, capture.RankFile("summary", ".json", r.Rank, r.World)); fileExists(p) {
+			in.path = p
+		} else if p := filepath.Join(dir, filepath.Base(r.Files["snapshot"])); r.Files["snapshot"] != "" && fileExists(p) {
+			in.path = p
+		} else {
+			continue
+		}
+		out = append(out, in)
+	}
+	return out, len(out) > 0
 }
 
 // rankRE finds a rank number in a file or directory name: snapshot.rank3.pickle,
@@ -126,7 +176,7 @@ func rankOf(path string) int {
 
 // readRanks reads every input with jobs workers, each holding one snapshot
 // at a time; inputs it cannot read are skipped, with why.
-func readRanks(cc *cmdContext, inputs []string, jobs int) ([]attribution.RankStats, []string) {
+func readRanks(cc *cmdContext, inputs []rankInput, jobs int) ([]attribution.RankStats, []string) {
 	type result struct {
 		stats []attribution.RankStats
 		err   error
@@ -156,7 +206,7 @@ func readRanks(cc *cmdContext, inputs []string, jobs int) ([]attribution.RankSta
 	var skipped []string
 	for i, r := range results {
 		if r.err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s: %v", inputs[i], r.err))
+			skipped = append(skipped, fmt.Sprintf("%s: %v", inputs[i].path, r.err))
 			continue
 		}
 		stats = append(stats, r.stats...)
@@ -176,20 +226,38 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // readRank reads one input: a snapshot (its device with recorded events)
-// or a summary JSON document (each file entry's first device).
-func readRank(cc *cmdContext, path string) ([]attribution.RankStats, error) {
-	if strings.HasSuffix(path, ".json") {
-		return summaryRanks(path)
+// or a summary JSON document (each file entry's first device), with what
+// the run directory says of the rank.
+func readRank(cc *cmdContext, in rankInput) ([]attribution.RankStats, error) {
+	var out []attribution.RankStats
+	if strings.HasSuffix(in.path, ".json") {
+		var err error
+		if out, err = summaryRanks(in.path); err != nil {
+			return nil, err
+		}
+	} else {
+		an, err := analyzeSnapshot(cc, in.path, attribution.Options{Device: -1})
+		if err != nil {
+			return nil, err
+		}
+		d := an.Primary()
+		if d == nil {
+			return nil, errors.New("no device in the snapshot")
+		}
+		out = []attribution.RankStats{attribution.RankStatsOf(d, in.path, rankOf(in.path))}
 	}
-	an, err := analyzeSnapshot(cc, path, attribution.Options{Device: -1})
-	if err != nil {
-		return nil, err
+	if len(out) == 1 {
+		if in.rank >= 0 {
+			out[0].Rank = in.rank
+		}
+		if in.deviceUsed >= 0 && out[0].DeviceUsed < 0 {
+			out[0].DeviceUsed = in.deviceUsed
+		}
+		if out[0].Coords == nil {
+			out[0].Coords = in.coords
+		}
 	}
-	d := an.Primary()
-	if d == nil {
-		return nil, errors.New("no device in the snapshot")
-	}
-	return []attribution.RankStats{attribution.RankStatsOf(d, path, rankOf(path))}, nil
+	return out, nil
 }
 
 // isSummaryJSON reports whether path looks like a 'memscope summary --json'

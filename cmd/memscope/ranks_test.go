@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -177,6 +179,68 @@ func BenchmarkRanksSummaries(b *testing.B) {
 		r := runMemscope("ranks", "--json", dir)
 		if r.code != 0 {
 			b.Fatal(r.err)
+		}
+	}
+}
+
+// TestRanksOfCaptureRun: capture writes each rank's summary beside its
+// snapshot (writeRankSummaries, run on fixtures/capture-ddp copied), and
+// ranks over the run directory reads those: the same peaks as from the
+// snapshots, the device used and rank each capture.json gives, and the
+// ranks' peaks.
+func TestRanksOfCaptureRun(t *testing.T) {
+	src := "../../fixtures/capture-ddp"
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stderr strings.Builder
+	writeRankSummaries(&cmdContext{stdout: io.Discard, stderr: &stderr}, dir)
+	if stderr.Len() > 0 {
+		t.Errorf("warnings: %s", stderr.String())
+	}
+	for r := range 2 {
+		if !fileExists(filepath.Join(dir, fmt.Sprintf("summary.rank%d.json", r))) {
+			t.Fatalf("no summary.rank%d.json written", r)
+		}
+	}
+	get := func(args ...string) report.RanksJSON {
+		t.Helper()
+		r := runMemscope(append([]string{"ranks", "--json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("ranks %v: exit %d: %v", args, r.code, r.err)
+		}
+		var doc report.ResultDoc[report.RanksJSON]
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Result
+	}
+	run := get(dir)
+	snaps := get(filepath.Join(src, "snapshot.rank0.pickle"), filepath.Join(src, "snapshot.rank1.pickle"))
+	rd, err := capture.ReadRun(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range run.Ranks {
+		if !strings.HasSuffix(x.File, fmt.Sprintf("summary.rank%d.json", i)) {
+			t.Errorf("rank %d read from %s, want its summary", i, x.File)
+		}
+		if x.Rank != i || x.PeakAllocated != snaps.Ranks[i].PeakAllocated || x.PeakReserved != snaps.Ranks[i].PeakReserved {
+			t.Errorf("rank %d from the run %+v, from its snapshot %+v", i, x, snaps.Ranks[i])
+		}
+		if x.DeviceUsed == nil || *x.DeviceUsed != rd.Ranks[i].DeviceUsed {
+			t.Errorf("rank %d device used %v, want capture.json's %d", i, x.DeviceUsed, rd.Ranks[i].DeviceUsed)
 		}
 	}
 }
