@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,7 +202,61 @@ func openInChromium(t *testing.T, bin, file, page string) map[string]string {
 			t.Errorf("chart %s: no canvas in its container", id)
 		}
 	}
+	// Readable as drawn: no text over other text or past a chart's edge
+	// (phase labels, ticks, legends), and round ticks on axes of bytes.
+	var text []string
+	if err := json.Unmarshal([]byte(attr["text"]), &text); err != nil {
+		t.Errorf("data-text %q: %v", attr["text"], err)
+	}
+	for _, p := range text {
+		t.Errorf("text: %s", p)
+	}
+	var ticks map[string][]float64
+	if err := json.Unmarshal([]byte(attr["ticks"]), &ticks); err != nil || len(ticks) == 0 {
+		t.Errorf("data-ticks %q: %v; want the ticks of each axis of bytes", attr["ticks"], err)
+	}
+	for axis, tk := range ticks {
+		if err := roundBinaryTicks(tk); err != nil {
+			t.Errorf("%s: ticks %v: %v", axis, tk, err)
+		}
+	}
 	return attr
+}
+
+// roundBinaryTicks checks the ticks of an axis of bytes: from zero, evenly
+// spaced by 1, 2, 4 or 5 times a power of ten of B, KiB, MiB or GiB, or a
+// quarter or half of KiB, MiB or GiB, and each a whole number of quarters
+// of the unit it prints in (0, 512 MiB, 1 GiB, 1.5 GiB; not 477 MiB).
+func roundBinaryTicks(ticks []float64) error {
+	if len(ticks) < 2 {
+		return fmt.Errorf("want at least two")
+	}
+	if ticks[0] != 0 {
+		return fmt.Errorf("the axis starts at %v, want 0", ticks[0])
+	}
+	step := ticks[1] - ticks[0]
+	round := false
+	for u := 1.0; u <= 1<<40; u *= 1024 {
+		for _, m := range []float64{0.25, 0.5, 1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500} {
+			round = round || (u > 1 || m >= 1) && step == m*u
+		}
+	}
+	if !round {
+		return fmt.Errorf("step %v bytes is not a round binary step", step)
+	}
+	for i, v := range ticks {
+		if v != float64(i)*step {
+			return fmt.Errorf("tick %d is %v, want %v", i, v, float64(i)*step)
+		}
+		u := 1.0
+		for u*1024 <= v {
+			u *= 1024
+		}
+		if q := v / u * 4; q != math.Trunc(q) {
+			return fmt.Errorf("tick %v is not a whole number of quarters of its unit (%v bytes)", v, u)
+		}
+	}
+	return nil
 }
 
 // chartDrawn reports whether the container of chart id in the dumped DOM
