@@ -257,7 +257,13 @@
     opt.tooltip.formatter = function (ps) {
       if (!ps.length) return "";
       // Rows are [bytes…, x, event].
-      var row = ps[0].value, out = fmtX(unit, row[row.length - 2]) + " · event " + row[row.length - 1], sum = 0;
+      var row = ps[0].value, x = row[row.length - 2], out = fmtX(unit, x) + " · event " + row[row.length - 1], sum = 0;
+      // The phase there, whose band may be too narrow for its label.
+      (opt.series || []).forEach(function (s) {
+        ((s.markArea && s.markArea.data) || []).forEach(function (d) {
+          if (d[0].name && x >= d[0].xAxis && x < d[1].xAxis) out += " · " + esc(d[0].name);
+        });
+      });
       ps.forEach(function (p) {
         var v = p.value[p.encode.y[0]];
         sum += v;
