@@ -30,17 +30,18 @@ const EChartsFile = "node_modules/echarts/dist/echarts.min.js"
 // EChartsInstallAt's command fills: one install serves every directory.
 const EChartsCacheDir = "memscope/echarts-" + EChartsVersion
 
-// EChartsCacheInstall is EChartsInstallAt the usual cache directory, for
+// EChartsCacheInstall is the npm command that fills the usual cache, for
 // docs and pages (messages name the user's own).
-const EChartsCacheInstall = "npm install --prefix ~/.cache/" + EChartsCacheDir + npmInstallArgs
+const EChartsCacheInstall = "npm install --prefix ~/.cache/" + EChartsCacheDir + EChartsInstallArgs
 
-// npmInstallArgs are .ci/run's: no package.json written, no audit.
-const npmInstallArgs = " --no-save --no-audit --no-fund echarts@" + EChartsVersion
+// EChartsInstallArgs follow the prefix in the npm command, as in .ci/run:
+// no package.json written, no audit.
+const EChartsInstallArgs = " --no-save --no-audit --no-fund echarts@" + EChartsVersion
 
 // EChartsInstallAt is the npm command that puts the pinned build under
 // the prefix dir, where it is dir/EChartsFile.
 func EChartsInstallAt(dir string) string {
-	return "npm install --prefix " + dir + npmInstallArgs
+	return "npm install --prefix " + dir + EChartsInstallArgs
 }
 
 // EChartsURL is where a page without an inlined library loads it from.

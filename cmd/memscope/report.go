@@ -40,16 +40,18 @@ input: timelines are downsampled so that every peak and valley is kept, and
 every list is cut to its largest entries.
 
 Charts use ECharts ` + report.EChartsVersion + `. When memscope finds that build locally it is
-inlined and the page works offline. It looks, in order, at --echarts PATH,
-$MEMSCOPE_ECHARTS, the cache
-${XDG_CACHE_HOME:-$HOME/.cache}/` + report.EChartsCacheDir + `/` + report.EChartsFile + `
-(which .ci/run fills, as does
-'` + report.EChartsCacheInstall + `'),
-then ` + report.EChartsFile + ` in the working directory and each
-directory above it, then next to the memscope executable. Otherwise the
-page loads it from
+inlined and the page works offline. It looks, in order, at --echarts PATH;
+$MEMSCOPE_ECHARTS; the cache
+DIR=${XDG_CACHE_HOME:-$HOME/.cache}/` + report.EChartsCacheDir + `,
+which .ci/run fills, as does
+  npm install --prefix DIR` + report.EChartsInstallArgs + `
+(the file is DIR/` + report.EChartsFile + `);
+then ` + report.EChartsFile + ` in the working
+directory and each directory above it; then next to the memscope
+executable. Otherwise the page loads it from
 ` + report.EChartsURL + `
-and says so at the top; with --offline, memscope fails instead (exit 2).`
+and says so at the top, and memscope prints the npm command in one line;
+with --offline, memscope fails instead (exit 2) and writes no page.`
 
 // reportOptions are the flags of 'memscope report'.
 type reportOptions struct {
