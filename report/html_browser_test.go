@@ -25,7 +25,7 @@ import (
 
 // The browser test opens reports in headless Chromium (Debian's chromium,
 // which .ci/run installs with the pinned echarts build) with the library
-// inlined, so no network is needed. Locally it skips when either is
+// inlined and the network cut off. Locally it skips when either is
 // missing; under CI (CI=true) it fails instead.
 //
 // MEMSCOPE_SCREENSHOTS=DIR keeps the screenshots in DIR (docs/ holds the
@@ -51,12 +51,19 @@ func chromiumPath(t *testing.T) string {
 }
 
 // echartsBuild reads the pinned echarts build: $MEMSCOPE_ECHARTS, else
-// node_modules/echarts/dist/echarts.min.js at the repository root.
+// the cache .ci/run fills, else node_modules/echarts/dist/echarts.min.js
+// at the repository root.
 func echartsBuild(t *testing.T) []byte {
 	t.Helper()
 	path := os.Getenv("MEMSCOPE_ECHARTS")
+	if cache, err := os.UserCacheDir(); path == "" && err == nil {
+		path = filepath.Join(cache, EChartsCacheDir, filepath.FromSlash(EChartsFile))
+		if _, err := os.Stat(path); err != nil {
+			path = ""
+		}
+	}
 	if path == "" {
-		path = filepath.Join("..", "node_modules", "echarts", "dist", "echarts.min.js")
+		path = filepath.Join("..", filepath.FromSlash(EChartsFile))
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
