@@ -214,3 +214,24 @@ func TestPProfFramelessSites(t *testing.T) {
 		t.Errorf("Σ inuse_space = %d, want the peak's allocated %d = 8 MiB", total, pk)
 	}
 }
+
+// TestPProfUnrecorded: a snapshot with no recorded history (segments
+// only) charges its live blocks to "(no history recorded)", as summary
+// names their site.
+func TestPProfUnrecorded(t *testing.T) {
+	const mib, seg = int64(1) << 20, int64(0x7f0000000000)
+	syn := &sg.Synth{Segments: []map[string]any{sg.Seg(seg, sg.Blk(3*mib, 3*mib, "active_allocated"), sg.Blk(mib, 0, "inactive"))}}
+	snap, err := syn.Decode("state-only.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := attribution.Analyze(snap, attribution.Options{Device: -1})
+	p, _ := peakProfile(t, an, an.Devices[0])
+	if len(p.Sample) != 1 || len(p.Sample[0].Location) != 1 {
+		t.Fatalf("%d samples, want 1 with one location", len(p.Sample))
+	}
+	s := p.Sample[0]
+	if name := s.Location[0].Line[0].Function.Name; name != "(no history recorded)" || s.Value[0] != 3*mib {
+		t.Errorf("sample %q of %d bytes, want (no history recorded) of %d", name, s.Value[0], 3*mib)
+	}
+}
