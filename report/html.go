@@ -16,17 +16,40 @@ import (
 
 // EChartsVersion is the npm echarts build the report is made for: the one
 // go-echarts v2.7.2 targets (its README and docs name v5.4.3). A local copy
-// is found by 'memscope report' (--echarts, MEMSCOPE_ECHARTS, or
-// node_modules/echarts/dist/echarts.min.js after
-// 'npm install --no-save echarts@5.4.3') and inlined; without one the page
-// loads exactly this version from EChartsURL.
+// is found by 'memscope report' (--echarts, MEMSCOPE_ECHARTS, the cache
+// EChartsCacheDir, or EChartsFile in a node_modules nearby) and inlined;
+// without one the page loads exactly this version from EChartsURL.
 const EChartsVersion = "5.4.3"
+
+// EChartsFile is where the build lies under an npm prefix (the directory
+// holding node_modules).
+const EChartsFile = "node_modules/echarts/dist/echarts.min.js"
+
+// EChartsCacheDir is the npm prefix, under the user's cache directory
+// (${XDG_CACHE_HOME:-$HOME/.cache} on Linux), that .ci/run fills and
+// EChartsInstallAt's command fills: one install serves every directory.
+const EChartsCacheDir = "memscope/echarts-" + EChartsVersion
+
+// EChartsCacheInstall is the npm command that fills the usual cache, for
+// docs and pages (messages name the user's own).
+const EChartsCacheInstall = "npm install --prefix ~/.cache/" + EChartsCacheDir + EChartsInstallArgs
+
+// EChartsInstallArgs follow the prefix in the npm command, as in .ci/run:
+// no package.json written, no audit.
+const EChartsInstallArgs = " --no-save --no-audit --no-fund echarts@" + EChartsVersion
+
+// EChartsInstallAt is the npm command that puts the pinned build under
+// the prefix dir, where it is dir/EChartsFile.
+func EChartsInstallAt(dir string) string {
+	return "npm install --prefix " + dir + EChartsInstallArgs
+}
 
 // EChartsURL is where a page without an inlined library loads it from.
 const EChartsURL = "https://cdn.jsdelivr.net/npm/echarts@" + EChartsVersion + "/dist/echarts.min.js"
 
-// EChartsInstall is the command that puts the pinned build where
-// 'memscope report' looks for it.
+// EChartsInstall is the command that puts the pinned build in the
+// node_modules of the directory it runs in, where 'memscope report' run
+// from there or below looks for it.
 const EChartsInstall = "npm install --no-save echarts@" + EChartsVersion
 
 //go:embed html
@@ -90,7 +113,7 @@ type HTMLOptions struct {
 // can be inlined in a <script> element.
 func CheckECharts(lib []byte) error {
 	if !bytes.Contains(lib, []byte(`version="`+EChartsVersion+`"`)) {
-		return fmt.Errorf("not echarts %s (npm echarts/dist/echarts.min.js; install it with %s)", EChartsVersion, EChartsInstall)
+		return fmt.Errorf("not echarts %s (npm echarts/dist/echarts.min.js; install it with %s)", EChartsVersion, EChartsCacheInstall)
 	}
 	low := bytes.ToLower(lib)
 	if bytes.Contains(low, []byte("</script")) || bytes.Contains(low, []byte("<!--")) {
@@ -106,6 +129,7 @@ type page struct {
 	EChartsVersion string
 	EChartsURL     string
 	EChartsInstall string
+	CacheInstall   string // EChartsCacheInstall
 	EChartsFrom    string
 	Library        template.JS // the inlined echarts build; "" to load EChartsURL
 	CSS            template.CSS
@@ -154,7 +178,8 @@ const maxLabel = 240
 // initialises them.
 func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	p := &page{Title: opt.Title, Version: opt.Version, EChartsVersion: EChartsVersion,
-		EChartsURL: EChartsURL, EChartsInstall: EChartsInstall, EChartsFrom: clip(opt.EChartsFrom, maxLabel)}
+		EChartsURL: EChartsURL, EChartsInstall: EChartsInstall, CacheInstall: EChartsCacheInstall,
+		EChartsFrom: clip(opt.EChartsFrom, maxLabel)}
 	if opt.ECharts != nil {
 		if err := CheckECharts(opt.ECharts); err != nil {
 			return fmt.Errorf("inlining echarts: %w", err)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +25,7 @@ import (
 
 // The browser test opens reports in headless Chromium (Debian's chromium,
 // which .ci/run installs with the pinned echarts build) with the library
-// inlined, so no network is needed. Locally it skips when either is
+// inlined and the network cut off. Locally it skips when either is
 // missing; under CI (CI=true) it fails instead.
 //
 // MEMSCOPE_SCREENSHOTS=DIR keeps the screenshots in DIR (docs/ holds the
@@ -48,12 +51,19 @@ func chromiumPath(t *testing.T) string {
 }
 
 // echartsBuild reads the pinned echarts build: $MEMSCOPE_ECHARTS, else
-// node_modules/echarts/dist/echarts.min.js at the repository root.
+// the cache .ci/run fills, else node_modules/echarts/dist/echarts.min.js
+// at the repository root.
 func echartsBuild(t *testing.T) []byte {
 	t.Helper()
 	path := os.Getenv("MEMSCOPE_ECHARTS")
+	if cache, err := os.UserCacheDir(); path == "" && err == nil {
+		path = filepath.Join(cache, EChartsCacheDir, filepath.FromSlash(EChartsFile))
+		if _, err := os.Stat(path); err != nil {
+			path = ""
+		}
+	}
 	if path == "" {
-		path = filepath.Join("..", "node_modules", "echarts", "dist", "echarts.min.js")
+		path = filepath.Join("..", filepath.FromSlash(EChartsFile))
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -65,8 +75,8 @@ func echartsBuild(t *testing.T) []byte {
 	return b
 }
 
-// runChromium runs a headless Chromium with a fresh profile, no network
-// use of its own, and virtual time so that the page settles.
+// runChromium runs a headless Chromium with a fresh profile, the network
+// cut off, and virtual time so that the page settles.
 func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -74,7 +84,10 @@ func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr strin
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
-		"--virtual-time-budget=10000"}
+		"--virtual-time-budget=10000",
+		// No network: every host is unknown and every request goes to a
+		// proxy that is not there, so a page that needs a CDN fails.
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"}
 	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -85,9 +98,10 @@ func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr strin
 }
 
 var (
-	statusRE  = regexp.MustCompile(`<output id="memscope-status"([^>]*)>([^<]*)</output>`)
-	attrRE    = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
-	consoleRE = regexp.MustCompile(`:CONSOLE[:(]\d+\)?\] "(.*)", source: `)
+	statusRE    = regexp.MustCompile(`<output id="memscope-status"([^>]*)>([^<]*)</output>`)
+	attrRE      = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+	scriptSrcRE = regexp.MustCompile(`<script[^>]*\ssrc=`)
+	consoleRE   = regexp.MustCompile(`:CONSOLE[:(]\d+\)?\] "(.*)", source: `)
 )
 
 // TestChromium opens, with the library inlined, the report of a training
@@ -150,40 +164,206 @@ func TestChromium(t *testing.T) {
 			if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			want := len(pageCharts(t, page))
-			dom, stderr := runChromium(t, bin, "--dump-dom", "file://"+file)
-			for _, m := range consoleRE.FindAllStringSubmatch(stderr, -1) {
-				t.Errorf("console: %s", m[1])
-			}
-			m := statusRE.FindStringSubmatch(dom)
-			if m == nil {
-				t.Fatalf("no #memscope-status in the DOM: the glue did not run\n%s", tail(stderr))
-			}
-			attr := map[string]string{}
-			for _, a := range attrRE.FindAllStringSubmatch(m[1], -1) {
-				attr[a[1]] = strings.ReplaceAll(a[2], "&quot;", `"`)
-			}
-			var errs []string
-			_ = json.Unmarshal([]byte(attr["errors"]), &errs)
-			if m[2] != "ok" || attr["initialised"] != attr["charts"] || attr["empty"] != "" || len(errs) > 0 {
-				t.Errorf("status %q: %s of %s charts initialised, empty: %q, errors: %q", m[2], attr["initialised"], attr["charts"], attr["empty"], errs)
-			}
-			if got := attr["charts"]; got != strconv.Itoa(want) {
-				t.Errorf("the glue saw %s charts, the page has %d", got, want)
-			}
+			attr := openInChromium(t, bin, file, page)
 			t.Logf("%s: page %d bytes without the library, %s charts drawn in %s ms", name, len(page)-len(lib), attr["charts"], attr["render-ms"])
 
 			png := filepath.Join(dir, name+".png")
 			if shots != "" {
 				png = filepath.Join(shots, "report-"+name+".png")
 			}
-			runChromium(t, bin, "--window-size=1400,2300", "--screenshot="+png, "file://"+file)
-			b, err := os.ReadFile(png)
-			if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
-				t.Errorf("screenshot %s: %v, %d bytes; want a PNG", png, err, len(b))
-			}
+			screenshot(t, bin, file, png)
 		})
 	}
+}
+
+// openInChromium opens the page in file (whose text is page) with the
+// network cut off and checks what the glue wrote into #memscope-status:
+// every chart initialised with data, no error; nothing may reach the
+// console, and each chart's container must hold the canvas ECharts drew.
+// It returns the status's data attributes.
+func openInChromium(t *testing.T, bin, file, page string) map[string]string {
+	t.Helper()
+	ids := pageCharts(t, page)
+	dom, stderr := runChromium(t, bin, "--dump-dom", "file://"+file)
+	for _, m := range consoleRE.FindAllStringSubmatch(stderr, -1) {
+		t.Errorf("console: %s", m[1])
+	}
+	m := statusRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no #memscope-status in the DOM: the glue did not run\n%s", tail(stderr))
+	}
+	attr := map[string]string{}
+	for _, a := range attrRE.FindAllStringSubmatch(m[1], -1) {
+		attr[a[1]] = strings.ReplaceAll(a[2], "&quot;", `"`)
+	}
+	var errs []string
+	_ = json.Unmarshal([]byte(attr["errors"]), &errs)
+	if m[2] != "ok" || attr["initialised"] != attr["charts"] || attr["empty"] != "" || len(errs) > 0 {
+		t.Errorf("status %q: %s of %s charts initialised, empty: %q, errors: %q", m[2], attr["initialised"], attr["charts"], attr["empty"], errs)
+	}
+	if got := attr["charts"]; got != strconv.Itoa(len(ids)) {
+		t.Errorf("the glue saw %s charts, the page has %d", got, len(ids))
+	}
+	for id := range ids {
+		if !chartDrawn(dom, id) {
+			t.Errorf("chart %s: no canvas in its container", id)
+		}
+	}
+	// Readable as drawn: no text over other text or past a chart's edge
+	// (phase labels, ticks, legends), and round ticks on axes of bytes.
+	var text []string
+	if err := json.Unmarshal([]byte(attr["text"]), &text); err != nil {
+		t.Errorf("data-text %q: %v", attr["text"], err)
+	}
+	for _, p := range text {
+		t.Errorf("text: %s", p)
+	}
+	var ticks map[string][]float64
+	if err := json.Unmarshal([]byte(attr["ticks"]), &ticks); err != nil || len(ticks) == 0 {
+		t.Errorf("data-ticks %q: %v; want the ticks of each axis of bytes", attr["ticks"], err)
+	}
+	for axis, tk := range ticks {
+		if err := roundBinaryTicks(tk); err != nil {
+			t.Errorf("%s: ticks %v: %v", axis, tk, err)
+		}
+	}
+	return attr
+}
+
+// roundBinaryTicks checks the ticks of an axis of bytes: from zero, evenly
+// spaced by 1, 2, 4 or 5 times a power of ten of B, KiB, MiB or GiB, or a
+// quarter or half of KiB, MiB or GiB, and each a whole number of quarters
+// of the unit it prints in (0, 512 MiB, 1 GiB, 1.5 GiB; not 477 MiB).
+func roundBinaryTicks(ticks []float64) error {
+	if len(ticks) < 2 {
+		return fmt.Errorf("want at least two")
+	}
+	if ticks[0] != 0 {
+		return fmt.Errorf("the axis starts at %v, want 0", ticks[0])
+	}
+	step := ticks[1] - ticks[0]
+	round := false
+	for u := 1.0; u <= 1<<40; u *= 1024 {
+		for _, m := range []float64{0.25, 0.5, 1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500} {
+			round = round || (u > 1 || m >= 1) && step == m*u
+		}
+	}
+	if !round {
+		return fmt.Errorf("step %v bytes is not a round binary step", step)
+	}
+	for i, v := range ticks {
+		if v != float64(i)*step {
+			return fmt.Errorf("tick %d is %v, want %v", i, v, float64(i)*step)
+		}
+		u := 1.0
+		for u*1024 <= v {
+			u *= 1024
+		}
+		if q := v / u * 4; q != math.Trunc(q) {
+			return fmt.Errorf("tick %v is not a whole number of quarters of its unit (%v bytes)", v, u)
+		}
+	}
+	return nil
+}
+
+// chartDrawn reports whether the container of chart id in the dumped DOM
+// holds a canvas, before the script element holding its option.
+func chartDrawn(dom, id string) bool {
+	start := strings.Index(dom, `id="`+id+`"`)
+	if start < 0 {
+		return false
+	}
+	end := strings.Index(dom[start:], `id="`+id+`-option"`)
+	return end >= 0 && strings.Contains(dom[start:start+end], "<canvas")
+}
+
+// screenshot saves a PNG of the page in file to png.
+func screenshot(t *testing.T, bin, file, png string) {
+	t.Helper()
+	runChromium(t, bin, "--window-size=1400,2300", "--screenshot="+png, "file://"+file)
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("screenshot %s: %v, %d bytes; want a PNG", png, err, len(b))
+	}
+}
+
+// TestChromiumOffline builds memscope and runs 'memscope report --offline'
+// as a user would, from an empty directory with the pinned build only in
+// the cache that .ci/run fills (XDG_CACHE_HOME, no MEMSCOPE_ECHARTS), on
+// a page with every kind of chart: two snapshots (a training run and an
+// OOM), a sweep run and an export_memory_timeline file. The page must not
+// name the CDN nor load any script, and with the network cut off every
+// chart must draw, with nothing on the console.
+func TestChromiumOffline(t *testing.T) {
+	bin := chromiumPath(t)
+	lib := echartsBuild(t)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		needBrowser(t, "no go command to build memscope: %v", err)
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "bin", "memscope")
+	if b, err := exec.Command(goTool, "build", "-o", exe, "../cmd/memscope").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../cmd/memscope: %v\n%s", err, b)
+	}
+	cache := filepath.Join(dir, "cache")
+	built := filepath.Join(cache, EChartsCacheDir, filepath.FromSlash(EChartsFile))
+	if err := os.MkdirAll(filepath.Dir(built), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(built, lib, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixtures, err := filepath.Abs("../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(work, "offline.html")
+	cmd := exec.Command(exe, "report", "--offline", "-o", file,
+		"--run", filepath.Join(fixtures, "sweep-llama"),
+		"--trace", filepath.Join(fixtures, "llama-profiled", "memory_timeline.json"),
+		filepath.Join(fixtures, "llama-bf16", "snapshot.pickle"), filepath.Join(fixtures, "oom", "snapshot.pickle"))
+	cmd.Dir = work
+	cmd.Env = append(withoutEnv(os.Environ(), "MEMSCOPE_ECHARTS", "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+cache)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("memscope report --offline: %v\n%s", err, out)
+	}
+	if want := "inlined from " + built + ": it works offline"; !strings.Contains(string(out), want) {
+		t.Errorf("memscope report --offline said %q, want %q", out, want)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if strings.Contains(page, EChartsURL) || strings.Contains(page, "cdn.jsdelivr.net") || scriptSrcRE.MatchString(page) ||
+		strings.Contains(page, "needs network access") {
+		t.Errorf("the --offline page names the CDN, loads a script or says it needs network")
+	}
+	attr := openInChromium(t, bin, file, page)
+	t.Logf("report --offline: page %d bytes without the library, %s charts drawn in %s ms", len(page)-len(lib), attr["charts"], attr["render-ms"])
+	png := filepath.Join(dir, "offline.png")
+	if shots := os.Getenv("MEMSCOPE_SCREENSHOTS"); shots != "" {
+		png = filepath.Join(shots, "report-offline.png")
+	}
+	screenshot(t, bin, file, png)
+}
+
+// withoutEnv is env less the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func tail(s string) string {

@@ -97,7 +97,9 @@ func timeChart(id string, x timeAxis, legend opts.Legend) *charts.Line {
 	}
 	c.SetGlobalOptions(append(common(id),
 		charts.WithXAxisOpts(xa),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "bytes"}),
+		// No axis name: the ticks say their unit, and a legend that wraps
+		// on a narrow page would run into it.
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 		charts.WithTooltipOpts(opts.Tooltip{Trigger: "axis"}),
 		charts.WithLegendOpts(legend),
 		charts.WithGridOpts(opts.Grid{Left: "80", Right: "40", Top: "60", Bottom: "80"}),
@@ -199,7 +201,8 @@ func xUnit(timed bool) string {
 	return "event"
 }
 
-// bandOpts shades the phase bands; labelled when few enough to read.
+// bandOpts shades the phase bands. Each is labelled with its phase; the
+// glue shows a label only where it fits in its band, clear of the others.
 func bandOpts(bands []attribution.Band, timed bool) []charts.SeriesOpts {
 	if len(bands) == 0 || !timed {
 		return nil
@@ -224,7 +227,7 @@ func bandOpts(bands []attribution.Band, timed bool) []charts.SeriesOpts {
 	}
 	return []charts.SeriesOpts{
 		charts.WithMarkAreaData(data...),
-		charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{Label: &opts.Label{Show: opts.Bool(len(bands) <= 24),
+		charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{Label: &opts.Label{Show: opts.Bool(true),
 			Position: "insideTop", Color: "#667", FontSize: 10}}),
 	}
 }
@@ -258,7 +261,11 @@ func oomMarks(d *attribution.Device, timed bool) []charts.SeriesOpts {
 	return []charts.SeriesOpts{
 		charts.WithMarkLineNameXAxisItemOpts(items...),
 		charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
-			Label:     &opts.Label{Show: opts.Bool(len(items) <= 3), Formatter: "{b}", Color: "#c0392b"},
+			// Along the line from its foot, inside the plot: above the
+			// line, the label of an OOM near either end would run off the
+			// chart, and at its top it would cover the peak's pin (an OOM
+			// is often at the peak).
+			Label:     &opts.Label{Show: opts.Bool(len(items) <= 3), Formatter: "{b}", Color: "#c0392b", Position: "insideStartTop"},
 			LineStyle: &opts.LineStyle{Color: "#c0392b", Width: 2, Type: "solid"}}),
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"strings"
 	"sync"
 
 	"github.com/memscope/memscope/attribution"
@@ -84,7 +85,8 @@ type siteTable struct {
 // siteRow is one row of a top-sites table, with the stack of its largest
 // block.
 type siteRow struct {
-	Label     string
+	Label     string // siteText: the site's files shortened
+	Full      string // the site's label as the text output prints it
 	Kind      string
 	Bytes     int64
 	Requested int64
@@ -216,7 +218,7 @@ func peakWhen(s *attribution.DeviceSummary) string {
 }
 
 func newSiteRow(v *attribution.View, site attribution.SiteBytes) siteRow {
-	r := siteRow{Label: clip(site.Label, 160), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
+	r := siteRow{Label: siteText(v.Stacks, site), Full: clip(site.Label, 400), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
 		Blocks: site.Count, Share: site.Share, FreeStack: site.FreeStack}
 	frames := v.Stacks.Stack(site.Stack)
 	tab := v.Filter.For(v.Stacks)
@@ -239,6 +241,52 @@ func frameText(fr *snapshot.Frame, counts bool) frameRow {
 		where += fmt.Sprintf(":%d", fr.Line)
 	}
 	return frameRow{Where: where, Func: clip(fr.Name, 60), User: counts}
+}
+
+// siteText is a site's label for the page's tables: "file:line function",
+// with "(called from file:line function)" for a library site, each file
+// shortened by shortFile; the full label is its tooltip and the stack is
+// one click away.
+func siteText(st *snapshot.Stacks, s attribution.SiteBytes) string {
+	switch s.Site.Kind {
+	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
+	default:
+		return clip(s.Label, 160)
+	}
+	frame := func(id snapshot.FrameID) string {
+		fr := st.Frame(id)
+		return fmt.Sprintf("%s:%d %s", shortFile(fr.Filename), fr.Line, clip(fr.Name, 60))
+	}
+	text := frame(s.Site.Frame)
+	if s.Site.HasCaller {
+		text += " (called from " + frame(s.Site.Caller) + ")"
+	}
+	return clip(text, 160)
+}
+
+// shortFile shortens a source path to what identifies it: an installed
+// package's file keeps its root and package ("<site-packages>/transformers/
+// …/modeling_llama.py"), any other path its last two elements
+// ("…/capture/harness.py"). A path as short as that stays whole.
+func shortFile(name string) string {
+	name = strings.ReplaceAll(name, `\`, "/")
+	parts := strings.Split(name, "/")
+	keep := 0 // leading elements kept
+	if strings.HasPrefix(name, "<") {
+		keep = 2
+	}
+	if len(parts) <= keep+2 {
+		return clip(name, 120)
+	}
+	head := ""
+	if keep > 0 {
+		head = strings.Join(parts[:keep], "/") + "/"
+	}
+	tail := parts[len(parts)-2:]
+	if keep > 0 {
+		tail = parts[len(parts)-1:]
+	}
+	return clip(head+"…/"+strings.Join(tail, "/"), 120)
 }
 
 // shortSite is a site's label with its file's directory dropped, for

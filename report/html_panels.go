@@ -78,7 +78,9 @@ func leakChart(prefix string, steps []int, floors []int64) chartView {
 		charts.WithTooltipOpts(opts.Tooltip{Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "step", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "allocated after the step", Scale: opts.Bool(true)}),
+		// From zero, so that a bar's height is its floor: a staircase
+		// drawn from its first step would make a 2% growth look tenfold.
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "allocated after the step", Min: 0}),
 		charts.WithGridOpts(opts.Grid{Left: "80", Right: "40", Top: "40", Bottom: "50"}),
 	)...)
 	x := make([]string, len(steps))
@@ -106,9 +108,10 @@ func segmentChart(id string, f attribution.FragView) chartView {
 	c.SetGlobalOptions(append(common(id),
 		charts.WithTooltipOpts(opts.Tooltip{Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Top: "4"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "bytes"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "bytes", NameLocation: "middle", NameGap: 26}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true)}),
-		charts.WithGridOpts(opts.Grid{Left: "210", Right: "50", Top: "40", Bottom: "30"}),
+		// The grid holds its labels: "160.00 MiB @ 0x302000000 (expandable)" is long.
+		charts.WithGridOpts(opts.Grid{Left: "10", Right: "50", Top: "40", Bottom: "50", ContainLabel: opts.Bool(true)}),
 	)...)
 	segs := f.Segments.Shown
 	names := make([]string, len(segs))
@@ -128,7 +131,7 @@ func segmentChart(id string, f attribution.FragView) chartView {
 	c.AddSeries("allocated", alloc, stack, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#2f6fdb"}))
 	c.AddSeries("freed, pending on a stream", pending, stack, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#8e6bd8"}))
 	c.AddSeries("free (holes)", free, stack, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#f3c68c"}))
-	return newChart(id, "hbars", max(140, 70+16*len(segs)), c)
+	return newChart(id, "hbars", max(160, 90+16*len(segs)), c)
 }
 
 // histogramChart is the free holes by size at every moment; nil when no

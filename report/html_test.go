@@ -288,3 +288,22 @@ func TestHTMLEscapesNames(t *testing.T) {
 	pageCharts(t, page) // every island still decodes
 	_ = v
 }
+
+// TestShortFile: a site's file in the page's tables keeps what identifies
+// it: an installed package's root and name and the file, or the last two
+// elements of any other path.
+func TestShortFile(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"<site-packages>/transformers/models/llama/modeling_llama.py", "<site-packages>/transformers/…/modeling_llama.py"},
+		{"<site-packages>/transformers/integrations/sdpa_attention.py", "<site-packages>/transformers/integrations/sdpa_attention.py"},
+		{"<repo>/capture/harness.py", "<repo>/capture/harness.py"},
+		{"/home/me/work/project/train.py", "…/project/train.py"},
+		{`C:\Users\me\project\train.py`, "…/project/train.py"},
+		{"train.py", "train.py"},
+		{"src/train.py", "src/train.py"},
+	} {
+		if got := shortFile(c.in); got != c.want {
+			t.Errorf("shortFile(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

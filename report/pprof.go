@@ -20,9 +20,12 @@ import (
 // alloc_space/alloc_objects. Each Python frame is a function with its file
 // and line, leaf first; frames the analysis's filter does not count as the
 // user's (torch, site-packages, the interpreter, C++ by default) are left
-// out, so the leaf is the site attribution names. Blocks with no frame left
-// (allocated before recording, or by the autograd engine's thread) have no
-// location: they count in the totals and carry their labels. Labels:
+// out, so the leaf is the site attribution names. Every sample has a
+// location, so that 'pprof -top' accounts for every byte: a stack with no
+// such frame has its innermost Python frame, and a block with no Python
+// frame at all one synthetic function named as summary and peak name its
+// site (see syntheticSite): "(allocated before recording began)", "(no
+// Python frame: autograd engine, backward)" and so on. Labels:
 // category, phase, and op when known; numeric stream and bytes; the step
 // or run of steps (see maxStepLabels).
 //
@@ -37,20 +40,26 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 		if lb.PendingFree {
 			continue
 		}
-		phase, step := "", -1
+		phase, step, stack := "", -1, stackOf(lb.Stack)
 		switch {
 		case lb.AllocIndex >= 0:
 			phase, step = d.PhaseOf(lb.AllocIndex)
 		case len(d.Timeline.Events) == 0:
 			phase = "no history recorded"
+			if lb.Stack == 0 {
+				stack = siteOnly(attribution.SiteUnrecorded)
+			}
 		default:
 			phase = "before recording"
+			if lb.Stack == 0 {
+				stack = siteOnly(attribution.SiteBefore)
+			}
 		}
-		b.add(lb.Stack, sampleKey{category: m.Category[i], phase: phase, step: b.steps.group(step),
+		b.add(stack, sampleKey{category: m.Category[i], phase: phase, step: b.steps.group(step),
 			stream: lb.Stream, bytes: lb.Size}, [4]int64{lb.Size, 1, 0, 0})
 	}
 	for a := range allocs {
-		b.add(a.Stack, sampleKey{category: a.Category, phase: a.Phase, step: b.steps.group(a.Step),
+		b.add(stackOf(a.Stack), sampleKey{category: a.Category, phase: a.Phase, step: b.steps.group(a.Step),
 			stream: a.Stream, bytes: a.Size}, [4]int64{0, 0, a.Size, 1})
 	}
 	p := b.profile()
@@ -69,8 +78,19 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 	return p.Write(w)
 }
 
+// sampleStack is where a sample is charged: a recorded stack, or, for a
+// block with none, the kind of site that stands for it (SiteBefore,
+// SiteUnrecorded).
+type sampleStack struct {
+	id   snapshot.StackID
+	site string // "" for a recorded stack
+}
+
+func stackOf(id snapshot.StackID) sampleStack { return sampleStack{id: id} }
+func siteOnly(kind string) sampleStack        { return sampleStack{site: kind} }
+
 type sampleKey struct {
-	stack    snapshot.StackID
+	stack    sampleStack
 	category attribution.Category
 	phase    string
 	step     int // a step group (stepGroups.group); -1 outside steps
@@ -154,6 +174,7 @@ type pprofBuilder struct {
 	funcs     map[[2]string]*profile.Function
 	locs      map[snapshot.FrameID]*profile.Location
 	stackLocs map[snapshot.StackID][]*profile.Location
+	synthLocs map[string]*profile.Location // by function name
 	labelSets map[labelKey]map[string][]string
 	numSets   map[[2]int64]map[string][]int64
 	numUnit   map[string][]string
@@ -176,6 +197,7 @@ func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder 
 		funcs:     map[[2]string]*profile.Function{},
 		locs:      map[snapshot.FrameID]*profile.Location{},
 		stackLocs: map[snapshot.StackID][]*profile.Location{},
+		synthLocs: map[string]*profile.Location{},
 		labelSets: map[labelKey]map[string][]string{},
 		numSets:   map[[2]int64]map[string][]int64{},
 		// A unit keeps stream 0, the default stream: pprof drops a numeric
@@ -185,12 +207,12 @@ func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder 
 }
 
 // add merges values into the sample for (stack, key).
-func (b *pprofBuilder) add(stack snapshot.StackID, k sampleKey, v [4]int64) {
+func (b *pprofBuilder) add(stack sampleStack, k sampleKey, v [4]int64) {
 	k.stack = stack
 	s := b.samples[k]
 	if s == nil {
 		s = &profile.Sample{
-			Location: b.locations(stack),
+			Location: b.where(stack, k.phase),
 			Value:    make([]int64, 4),
 			Label:    b.labels(k),
 			NumLabel: b.numLabels(k),
@@ -244,8 +266,32 @@ type labelKey struct {
 	step     int
 }
 
+// where returns a sample's locations, leaf first: its stack's locations,
+// else the one synthetic location that names its site.
+func (b *pprofBuilder) where(stack sampleStack, phase string) []*profile.Location {
+	if stack.site != "" {
+		return []*profile.Location{b.synthetic(syntheticSite(stack.site, phase, b.an.Snapshot.Stacks))}
+	}
+	if l := b.locations(stack.id); len(l) > 0 {
+		return l
+	}
+	return []*profile.Location{b.synthetic(syntheticSite(attribution.SiteNone, phase, b.an.Snapshot.Stacks))}
+}
+
+// syntheticSite names the site of a block with no Python frame as summary
+// and peak do (attribution.Site.Label), except that one allocated in the
+// backward phase is the autograd engine's: its thread runs no Python.
+func syntheticSite(kind, phase string, st *snapshot.Stacks) string {
+	if kind == attribution.SiteNone && phase == "backward" {
+		return "(no Python frame: autograd engine, backward)"
+	}
+	return attribution.Site{Kind: kind}.Label(st)
+}
+
 // locations returns the frames of stack that count (user and library code,
-// the filter's view) as locations, leaf first.
+// the filter's view) as locations, leaf first; a stack with none has its
+// innermost Python frame (the site attribution names), and one with no
+// Python frame none.
 func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 	if l, ok := b.stackLocs[stack]; ok {
 		return l
@@ -254,32 +300,56 @@ func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 	tab := b.an.Filter.For(st)
 	var out []*profile.Location
 	for _, fid := range st.Stack(stack) {
-		if !tab.Counts(fid) {
-			continue
+		if tab.Counts(fid) {
+			out = append(out, b.frameLocation(fid))
 		}
-		fr := st.Frame(fid)
-		loc := b.locs[fid]
-		if loc == nil {
-			key := [2]string{fr.Name, fr.Filename}
-			fn := b.funcs[key]
-			if fn == nil {
-				// pprof -top prints the name raw, so it is escaped. No
-				// SystemName: pprof "demangles" a function whose Name equals
-				// it, and its C++ heuristics strip "<...>", so Python's
-				// <module>, <lambda> and <listcomp> printed as <unknown>.
-				name := textsafe.Escape(fr.Name)
-				fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, Filename: textsafe.Escape(fr.Filename)}
-				b.funcs[key] = fn
-				b.p.Function = append(b.p.Function, fn)
-			}
-			loc = &profile.Location{ID: uint64(len(b.p.Location) + 1), Line: []profile.Line{{Function: fn, Line: fr.Line}}}
-			b.locs[fid] = loc
-			b.p.Location = append(b.p.Location, loc)
-		}
-		out = append(out, loc)
+	}
+	if site := tab.Site(stack); len(out) == 0 && site.Kind == attribution.SitePython {
+		out = append(out, b.frameLocation(site.Frame))
 	}
 	b.stackLocs[stack] = out
 	return out
+}
+
+// frameLocation returns the location of one frame, made on first use.
+func (b *pprofBuilder) frameLocation(fid snapshot.FrameID) *profile.Location {
+	if loc := b.locs[fid]; loc != nil {
+		return loc
+	}
+	fr := b.an.Snapshot.Stacks.Frame(fid)
+	// pprof -top prints the name raw, so it is escaped.
+	loc := b.newLocation(textsafe.Escape(fr.Name), textsafe.Escape(fr.Filename), fr.Line)
+	b.locs[fid] = loc
+	return loc
+}
+
+// synthetic returns the location of the synthetic function name, made on
+// first use.
+func (b *pprofBuilder) synthetic(name string) *profile.Location {
+	if loc := b.synthLocs[name]; loc != nil {
+		return loc
+	}
+	loc := b.newLocation(name, "", 0)
+	b.synthLocs[name] = loc
+	return loc
+}
+
+// newLocation adds a location of one line in function name of file,
+// sharing the function with the other lines of the same name and file.
+func (b *pprofBuilder) newLocation(name, file string, line int64) *profile.Location {
+	key := [2]string{name, file}
+	fn := b.funcs[key]
+	if fn == nil {
+		// No SystemName: pprof "demangles" a function whose Name equals
+		// it, and its C++ heuristics strip "<...>", so Python's <module>,
+		// <lambda> and <listcomp> printed as <unknown>.
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, Filename: file}
+		b.funcs[key] = fn
+		b.p.Function = append(b.p.Function, fn)
+	}
+	loc := &profile.Location{ID: uint64(len(b.p.Location) + 1), Line: []profile.Line{{Function: fn, Line: line}}}
+	b.p.Location = append(b.p.Location, loc)
+	return loc
 }
 
 func (b *pprofBuilder) profile() *profile.Profile { return b.p }

@@ -155,3 +155,83 @@ func BenchmarkPProfSteps(b *testing.B) {
 		})
 	}
 }
+
+// TestPProfFramelessSites: every live byte has a location. A block live
+// before recording began, one the autograd engine's thread allocated in
+// backward (no frame at all) and one whose frames are all torch's plumbing
+// are charged to a leaf that names their site, so that the flat bytes of
+// the profile's leaves add up to the allocated bytes at the moment.
+func TestPProfFramelessSites(t *testing.T) {
+	const mib, seg = int64(1) << 20, int64(0x7f0000000000)
+	annot := func(stage, name string, us int64) map[string]any {
+		return map[string]any{"stage": stage, "name": name, "device": 0, "time_us": us}
+	}
+	user := sg.Frame("forward", "train.py", 100)
+	plumbing := sg.Frame("_call_impl", "/usr/lib/python3/site-packages/torch/nn/modules/module.py", 1750)
+	syn := &sg.Synth{
+		Segments: []map[string]any{sg.Seg(seg, sg.Blk(4*mib, 4*mib, "active_allocated"),
+			sg.Blk(mib, mib, "active_allocated"), sg.Blk(mib, mib, "active_allocated"),
+			sg.Blk(2*mib, 2*mib, "active_allocated"), sg.Blk(12*mib, 0, "inactive"))},
+		Traces: [][]map[string]any{{
+			sg.Ev("alloc", seg+4*mib, mib, 1_000_100, user),
+			sg.Ev("alloc", seg+5*mib, mib, 1_000_200, plumbing),
+			sg.Ev("alloc", seg+6*mib, 2*mib, 1_005_100), // the engine's thread: no frame
+		}},
+		Annotations: []map[string]any{
+			annot("START", "memscope/step/0/forward", 1_000_000), annot("END", "memscope/step/0/forward", 1_004_000),
+			annot("START", "memscope/step/0/backward", 1_005_000), annot("END", "memscope/step/0/backward", 1_009_000),
+		},
+	}
+	snap, err := syn.Decode("frameless.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := attribution.Analyze(snap, attribution.Options{Device: -1})
+	d := an.Devices[0]
+	p, _ := peakProfile(t, an, d)
+	flat := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		if len(s.Location) == 0 {
+			t.Errorf("sample %v (labels %v) has no location", s.Value, s.Label)
+			continue
+		}
+		flat[s.Location[0].Line[0].Function.Name] += s.Value[0]
+		total += s.Value[0]
+	}
+	want := map[string]int64{
+		"(allocated before recording began)": 4 * mib,
+		"forward":                            mib,
+		"_call_impl":                         mib,
+		"(no Python frame: autograd engine, backward)": 2 * mib,
+	}
+	for name, n := range want {
+		if flat[name] != n {
+			t.Errorf("inuse_space of leaf %q = %d, want %d (all leaves: %v)", name, flat[name], n, flat)
+		}
+	}
+	if pk := d.Timeline.PeakAllocated.Bytes; total != pk || pk != 8*mib {
+		t.Errorf("Σ inuse_space = %d, want the peak's allocated %d = 8 MiB", total, pk)
+	}
+}
+
+// TestPProfUnrecorded: a snapshot with no recorded history (segments
+// only) charges its live blocks to "(no history recorded)", as summary
+// names their site.
+func TestPProfUnrecorded(t *testing.T) {
+	const mib, seg = int64(1) << 20, int64(0x7f0000000000)
+	syn := &sg.Synth{Segments: []map[string]any{sg.Seg(seg, sg.Blk(3*mib, 3*mib, "active_allocated"), sg.Blk(mib, 0, "inactive"))}}
+	snap, err := syn.Decode("state-only.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := attribution.Analyze(snap, attribution.Options{Device: -1})
+	p, _ := peakProfile(t, an, an.Devices[0])
+	if len(p.Sample) != 1 || len(p.Sample[0].Location) != 1 {
+		t.Fatalf("%d samples, want 1 with one location", len(p.Sample))
+	}
+	s := p.Sample[0]
+	if name := s.Location[0].Line[0].Function.Name; name != "(no history recorded)" || s.Value[0] != 3*mib {
+		t.Errorf("sample %q of %d bytes, want (no history recorded) of %d", name, s.Value[0], 3*mib)
+	}
+}

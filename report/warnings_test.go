@@ -115,7 +115,7 @@ func TestOOMPanel(t *testing.T) {
 	o := an.Devices[0].OOMs[0]
 	page := html.UnescapeString(renderHTML(t, []*attribution.View{v}, HTMLOptions{}))
 	for _, want := range []string{
-		`The request came from <details><summary class="site user">` + o.SiteLabel + `</summary>`,
+		`The request came from <details><summary class="site user" title="` + o.SiteLabel + `">` + o.SiteLabel + `</summary>`,
 		`<li class="user"><code>&lt;repo&gt;/capture/harness.py:430</code> scenario_oom</li>`,
 		"<th>per-process cap, at least</th><td class=\"num\">" + units.Bytes(o.Cap.Low) + "</td><th>and below</th><td class=\"num\">" + units.Bytes(o.Cap.High),
 	} {

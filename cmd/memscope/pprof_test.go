@@ -17,7 +17,7 @@ import (
 
 // TestPProf writes profiles of fixtures, checks them with pprof's own
 // parser, and reads them back with 'go tool pprof -top' as a user would:
-// the first line must be the site truth.json names.
+// the first line with a source location must be the site truth.json names.
 func TestPProf(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -76,13 +76,44 @@ func TestPProf(t *testing.T) {
 	}
 }
 
-// firstTopRow returns the first row of a 'pprof -top' table.
+// firstTopRow returns the first row of a 'pprof -top' table that names a
+// source line: the synthetic leaves of blocks with no Python frame ("(allocated
+// before recording began)") name none.
 func firstTopRow(out string) string {
-	rows := regexp.MustCompile(`(?m)^\s*[0-9.]+[kMG]?B\s.*$`).FindAllString(out, -1)
-	if len(rows) == 0 {
-		return ""
+	for _, r := range regexp.MustCompile(`(?m)^\s*[0-9.]+[kMG]?B\s.*$`).FindAllString(out, -1) {
+		if r = strings.TrimSpace(r); !strings.HasSuffix(r, ")") {
+			return r
+		}
 	}
-	return strings.TrimSpace(rows[0])
+	return ""
+}
+
+var (
+	topShownRE = regexp.MustCompile(`(?m)^Showing nodes accounting for (\d+)B, [0-9.e+-]+% of (\d+)B total$`)
+	topFlatRE  = regexp.MustCompile(`(?m)^\s*(\d+)B?\s+[0-9.e+-]+%\s+[0-9.e+-]+%\s`)
+)
+
+// pprofTop runs 'go tool pprof -top' on the inuse_space of the profile at
+// path, in bytes and with no node dropped, and returns the bytes its nodes
+// account for, the profile's total, and the sum of the rows' flat bytes.
+func pprofTop(t *testing.T, goTool, path string) (shown, total, flat int64) {
+	t.Helper()
+	b, err := exec.Command(goTool, "tool", "pprof", "-top", "-unit=B", "-nodefraction=0", "-nodecount=1000000",
+		"-sample_index=inuse_space", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, b)
+	}
+	m := topShownRE.FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("go tool pprof -top: no \"Showing nodes accounting for\" line\n%s", b)
+	}
+	shown, _ = strconv.ParseInt(m[1], 10, 64)
+	total, _ = strconv.ParseInt(m[2], 10, 64)
+	for _, r := range topFlatRE.FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.ParseInt(r[1], 10, 64)
+		flat += n
+	}
+	return shown, total, flat
 }
 
 // runPProf runs memscope pprof with args (the snapshot last) into a
@@ -126,26 +157,42 @@ func TestPProfPythonNames(t *testing.T) {
 
 // TestPProfTotals: at --at peak the profile's inuse_space samples add up
 // to torch's max_memory_allocated (window max_allocated) to the byte, on
-// every fixture with a truth.json; its alloc_* samples count every alloc
+// every fixture with a truth.json, and every one of them has a location:
+// 'go tool pprof -top' shows nodes accounting for all of it, and the flat
+// bytes of its rows add up to it (blocks from before recording and from
+// the autograd engine have a synthetic leaf); its alloc_* samples count every alloc
 // event the snapshot records, with the bytes of the block each one got
 // (the snapshot package's replay, Timeline.AllocSizes: at least the
 // request rounded up to the allocator's 512 bytes).
 func TestPProfTotals(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Need(t, "go not on PATH: cannot run 'go tool pprof'")
+	}
 	for _, dir := range truthFixtures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			snap := filepath.Join(dir, "snapshot.pickle")
-			p, _ := runPProf(t, "--at", "peak", snap)
+			p, out := runPProf(t, "--at", "peak", snap)
 			var inuse, inuseN, alloc, allocN int64
 			for _, s := range p.Sample {
 				inuse += s.Value[0]
 				inuseN += s.Value[1]
 				alloc += s.Value[2]
 				allocN += s.Value[3]
+				if len(s.Location) == 0 {
+					t.Errorf("a sample of %d bytes in use, %d allocated (labels %v) has no location", s.Value[0], s.Value[2], s.Label)
+				}
 			}
 			tr := readFixtureTruth(t, filepath.Base(dir))
 			if inuse != tr.Window.MaxAllocated {
 				t.Errorf("Σ inuse_space at peak = %d, want %d (torch's max_memory_allocated)", inuse, tr.Window.MaxAllocated)
 			}
+			shown, total, flat := pprofTop(t, goTool, out)
+			if shown != tr.Window.MaxAllocated || total != tr.Window.MaxAllocated || flat != tr.Window.MaxAllocated {
+				t.Errorf("go tool pprof -top: nodes accounting for %d B of %d B total, rows' flat bytes %d; want all %d (torch's max_memory_allocated)",
+					shown, total, flat, tr.Window.MaxAllocated)
+			}
+			t.Logf("go tool pprof -top: %d B in the rows, %d B total; torch's max_memory_allocated %d B", flat, total, tr.Window.MaxAllocated)
 			s, err := snapshot.Open(snap)
 			if err != nil {
 				t.Fatal(err)

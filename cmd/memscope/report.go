@@ -39,19 +39,26 @@ The page stays under 3 MB (without the charting library) whatever the
 input: timelines are downsampled so that every peak and valley is kept, and
 every list is cut to its largest entries.
 
-Charts use ECharts ` + report.EChartsVersion + `. When memscope finds that build locally —
---echarts PATH, else $MEMSCOPE_ECHARTS, else
-./node_modules/echarts/dist/echarts.min.js, which
-'` + report.EChartsInstall + `' puts there — it is inlined
-and the page works offline. Otherwise the page loads it from
+Charts use ECharts ` + report.EChartsVersion + `. When memscope finds that build locally it is
+inlined and the page works offline. It looks, in order, at --echarts PATH;
+$MEMSCOPE_ECHARTS; the cache
+DIR=${XDG_CACHE_HOME:-$HOME/.cache}/` + report.EChartsCacheDir + `,
+which .ci/run fills, as does
+  npm install --prefix DIR` + report.EChartsInstallArgs + `
+(the file is DIR/` + report.EChartsFile + `);
+then ` + report.EChartsFile + ` in the working
+directory and each directory above it; then next to the memscope
+executable. Otherwise the page loads it from
 ` + report.EChartsURL + `
-and says so at the top.`
+and says so at the top, and memscope prints the npm command in one line;
+with --offline, memscope fails instead (exit 2) and writes no page.`
 
 // reportOptions are the flags of 'memscope report'.
 type reportOptions struct {
 	out           string
 	title         string
 	echarts       string
+	offline       bool
 	trace         string
 	run           string
 	ops           int
@@ -63,7 +70,8 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	var o reportOptions
 	fs.StringVarP(&o.out, "output", "o", "report.html", "write the page to `FILE`")
 	fs.StringVar(&o.title, "title", "", "the page's `TITLE` (default: the snapshots' names)")
-	fs.StringVar(&o.echarts, "echarts", "", "inline the echarts.min.js build at `PATH` (default: $MEMSCOPE_ECHARTS, then ./node_modules/echarts/dist/echarts.min.js)")
+	fs.StringVar(&o.echarts, "echarts", "", "inline the echarts.min.js build at `PATH` (default: $MEMSCOPE_ECHARTS, the cache, a node_modules nearby)")
+	fs.BoolVar(&o.offline, "offline", false, "fail rather than write a page that loads ECharts from the network")
 	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
 	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz), or the chart of an export_memory_timeline file")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
@@ -89,9 +97,13 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	lib, from, err := findECharts(cc, o.echarts, os.Getenv("MEMSCOPE_ECHARTS"))
+	lib, from, err := findECharts(cc, o.echarts, localECharts())
 	if err != nil {
 		return err
+	}
+	if lib == nil && o.offline {
+		return fmt.Errorf("--offline: no echarts %s build found, so the page would load it from the network; %s",
+			report.EChartsVersion, echartsHint())
 	}
 	paths, err = snapshotPaths(paths)
 	if err != nil {
@@ -144,7 +156,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	}
 	how := "inlined from " + from + ": it works offline"
 	if lib == nil {
-		how = "loaded from " + report.EChartsURL + ": the charts need network (run '" + report.EChartsInstall + "' to inline it)"
+		how = "loaded from " + report.EChartsURL + ": the charts need network; " + echartsHint()
 	} else {
 		n -= int64(len(lib))
 	}
@@ -152,12 +164,74 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	return nil
 }
 
+// echartsPlace is a place report looks for the echarts build: how names
+// it in messages ("" for a place found by looking, which is quietly
+// skipped when it holds no file).
+type echartsPlace struct{ path, how string }
+
+// localECharts lists where report looks for the build when --echarts is
+// not given: $MEMSCOPE_ECHARTS, the user's cache, node_modules in the
+// working directory and each one above it, node_modules next to the
+// executable.
+func localECharts() []echartsPlace {
+	cache, _ := os.UserCacheDir()
+	wd, _ := os.Getwd()
+	exe, _ := os.Executable()
+	return echartsPlaces(os.Getenv("MEMSCOPE_ECHARTS"), cache, wd, exe)
+}
+
+// echartsPlaces is localECharts for the given environment; empty
+// arguments add no place.
+func echartsPlaces(env, cacheDir, wd, exe string) []echartsPlace {
+	var out []echartsPlace
+	add := func(path, how string) {
+		for _, p := range out {
+			if p.path == path {
+				return
+			}
+		}
+		out = append(out, echartsPlace{path, how})
+	}
+	if env != "" {
+		add(env, "$MEMSCOPE_ECHARTS")
+	}
+	file := filepath.FromSlash(report.EChartsFile)
+	if cacheDir != "" {
+		add(filepath.Join(cacheDir, filepath.FromSlash(report.EChartsCacheDir), file), "")
+	}
+	if wd != "" {
+		for dir := filepath.Clean(wd); ; {
+			add(filepath.Join(dir, file), "")
+			up := filepath.Dir(dir)
+			if up == dir {
+				break
+			}
+			dir = up
+		}
+	}
+	if exe != "" {
+		add(filepath.Join(filepath.Dir(exe), file), "")
+	}
+	return out
+}
+
+// echartsHint says in one clause how to get the build where report finds
+// it: the npm command that fills the cache, or $MEMSCOPE_ECHARTS.
+func echartsHint() string {
+	dir := "~/.cache/" + report.EChartsCacheDir
+	if cache, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(cache, filepath.FromSlash(report.EChartsCacheDir))
+	}
+	return fmt.Sprintf("to inline it, run '%s' or set MEMSCOPE_ECHARTS to an echarts.min.js of version %s",
+		report.EChartsInstallAt(dir), report.EChartsVersion)
+}
+
 // findECharts returns the pinned echarts build to inline and where it came
-// from: the --echarts flag, else $MEMSCOPE_ECHARTS, else
-// node_modules/echarts/dist/echarts.min.js. A flag that names an unusable
-// file is an error; an unusable file found the other ways is a warning, and
-// the page references the library instead (nil).
-func findECharts(cc *cmdContext, flag, env string) ([]byte, string, error) {
+// from: the --echarts flag, else the first usable file of places. A flag
+// that names an unusable file is an error; an unusable file found in
+// places is a warning and the next place is tried; with none, the page
+// references the library instead (nil).
+func findECharts(cc *cmdContext, flag string, places []echartsPlace) ([]byte, string, error) {
 	if flag != "" {
 		b, err := readECharts(flag)
 		if err != nil {
@@ -165,13 +239,7 @@ func findECharts(cc *cmdContext, flag, env string) ([]byte, string, error) {
 		}
 		return b, flag, nil
 	}
-	for _, c := range []struct{ path, how string }{
-		{env, "$MEMSCOPE_ECHARTS"},
-		{filepath.Join("node_modules", "echarts", "dist", "echarts.min.js"), ""},
-	} {
-		if c.path == "" {
-			continue
-		}
+	for _, c := range places {
 		b, err := readECharts(c.path)
 		switch {
 		case err == nil:
@@ -179,7 +247,7 @@ func findECharts(cc *cmdContext, flag, env string) ([]byte, string, error) {
 		case c.how == "" && errors.Is(err, fs.ErrNotExist):
 			// not installed here: nothing to say
 		default:
-			cc.warnf("%s%v; the page will load ECharts from the network", prefix(c.how), err)
+			cc.warnf("%s%v; looking further", prefix(c.how), err)
 		}
 	}
 	return nil, "", nil
