@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		// Each worker's snapshot is garbage once its numbers are read: a
+		// collector that waits for the heap to triple (main's GC percent)
+		// would let the garbage of several ranks pile up.
+		debug.SetGCPercent(100)
 		stats, skipped := readRanks(cc, inputs, o.jobs)
 		if len(stats) == 0 {
 			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))
@@ -194,6 +199,8 @@ func readRanks(cc *cmdContext, inputs []rankInput, jobs int) ([]attribution.Rank
 			for i := range next {
 				st, err := readRank(&wcc, inputs[i])
 				results[i] = result{st, err}
+				runtime.GC() // the snapshot just read is garbage: free it before the next
+
 			}
 		}()
 	}
@@ -225,6 +232,9 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// decodeMu serialises the workers' decoding (see readRank).
+var decodeMu sync.Mutex
+
 // readRank reads one input: a snapshot (its device with recorded events)
 // or a summary JSON document (each file entry's first device), with what
 // the run directory says of the rank.
@@ -236,10 +246,17 @@ func readRank(cc *cmdContext, in rankInput) ([]attribution.RankStats, error) {
 			return nil, err
 		}
 	} else {
-		an, err := analyzeSnapshot(cc, in.path, attribution.Options{Device: -1})
+		// One decode at a time: decoding holds the unpickler's memo and
+		// tape on top of the snapshot (a third more), so two workers
+		// decoding at once would need twice that; a worker analyses while
+		// the other decodes.
+		decodeMu.Lock()
+		s, err := openSnapshot(cc, in.path)
+		decodeMu.Unlock()
 		if err != nil {
 			return nil, err
 		}
+		an := attribution.Analyze(s, attribution.Options{Device: -1})
 		d := an.Primary()
 		if d == nil {
 			return nil, errors.New("no device in the snapshot")
