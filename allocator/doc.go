@@ -67,13 +67,14 @@
 // rebuilt the same way from the recorded state at that entry (a resync),
 // so that one difference does not hide the checks after it. The
 // ReplayReport counts checks and matches per Kind and holds the first
-// Divergence as a value.
+// Divergence as a value. A CUDA graph's private pool is driven too: the
+// trace entries name no pool, so a request goes to the private pool whose
+// segment (the end state names each segment's pool) held its recorded
+// block while that segment was reserved (poolRoutes, replay.go).
 //
 // Replay refuses (ErrNotReplayable, with the reason) a device with no
 // trace, a torch ≤ 2.0 snapshot, backend:cudaMallocAsync, torch_npu's
-// rounding, segments in private pools (trace entries' pool_id is not
-// decoded, so requests cannot be routed to them), and expandable segments
-// mapped before the first entry (their reservation is unknown); after a
+// rounding, and expandable segments mapped before the first entry (their reservation is unknown); after a
 // divergence with expandable segments it stops checking (LostAt).
 //
 // # What-if

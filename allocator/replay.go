@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -86,12 +87,10 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 		}
 	}
 	info := map[uint64]segInfo{}
+	pools := newPoolRoutes(s, device, evs)
 	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
-		if !seg.Pool.IsDefault() {
-			return nil, refuse("segment %#x is in private pool (%d,%d): trace entries' pool_id is not read, so requests cannot be routed", seg.Address, seg.Pool.A, seg.Pool.B)
-		}
-		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true}
+		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true, pool: seg.Pool}
 	}
 	for i := range evs {
 		ev := &evs[i]
@@ -109,7 +108,7 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 	if tl.NPURounding {
 		return nil, refuse("torch_npu's rounding: not CUDA's allocator")
 	}
-	r := &replayer{evs: evs, tl: tl, info: info, set: set,
+	r := &replayer{evs: evs, tl: tl, info: info, set: set, pools: pools,
 		rep: &ReplayReport{Device: device, Settings: set, Events: len(evs), LostAt: -1}}
 	r.dev = &replayDevice{evs: evs}
 	r.a = New(set, r.dev)
@@ -141,12 +140,15 @@ type replayer struct {
 	evs  []snapshot.Event
 	tl   *snapshot.Timeline
 	info map[uint64]segInfo
-	set  Settings
-	a    *Allocator
-	dev  *replayDevice
-	rep  *ReplayReport
-	q    []int // segment entries since the last request
-	want []int
+	// pools routes a request to the private pool its recorded address was
+	// in (a snapshot's entries name no pool).
+	pools poolRoutes
+	set   Settings
+	a     *Allocator
+	dev   *replayDevice
+	rep   *ReplayReport
+	q     []int // segment entries since the last request
+	want  []int
 	// held are free_completed entries just before a release: torch's
 	// release_cached_blocks completes every pending free itself
 	// (synchronize_and_free_events) after get_free_block failed, so they
@@ -259,22 +261,40 @@ func (r *replayer) request(i int) {
 	for lead < len(q) && isRelease(r.evs[q[lead]].Action) {
 		lead++
 	}
-	// Memory released although the cache could serve the request: an
-	// empty_cache() before it, not the OOM retry inside it.
-	if lead > 0 && ev.Action == snapshot.ActionAlloc && r.a.WouldReuse(ev.Size, ev.Stream, snapshot.PoolID{}) {
+	// Memory released although the cache could serve the request, or
+	// although the cap had room for its segment (so no cudaMalloc
+	// failed): an empty_cache() before the request, not the OOM retry
+	// inside it.
+	pool := r.pools.of(i, ev)
+	if lead > 0 && ev.Action == snapshot.ActionAlloc && (r.a.WouldReuse(ev.Size, ev.Stream, pool) || r.room(ev.Size)) {
 		if !r.release(q[:lead], i) {
 			return
 		}
 		q = q[lead:]
 	}
 	r.dev.start(q)
-	r.a.Malloc(ev.Size, ev.Stream, snapshot.PoolID{})
+	r.a.Malloc(ev.Size, ev.Stream, pool)
 	r.want = append(append(r.want[:0], q...), i)
 	ok := r.compare(r.want, i)
 	r.flushHeld()
 	if !ok {
 		r.resync(i)
 	}
+}
+
+// room reports whether a segment for a request of size bytes fits under
+// the per-process cap, when the cap is known (ReplayOptions): then no
+// cudaMalloc failed. Without a known cap it cannot tell (the device's own
+// total does not do: a cap the snapshot does not record may have refused
+// it), nor with a garbage collector at work (it releases inside malloc
+// with room left).
+func (r *replayer) room(size int64) bool {
+	set := &r.a.set
+	lim, capped := set.allowedMax()
+	if !capped || r.collects() {
+		return false
+	}
+	return r.a.Reserved+set.AllocationSize(set.RoundSize(size)) <= lim
 }
 
 // release replays a run of segment entries outside any request as an
@@ -429,4 +449,66 @@ func (r *replayer) resync(i int) {
 	r.a = a
 	r.dev.a = a
 	r.rep.Resyncs++
+}
+
+// poolRoutes says which private pool a recorded request went to. A
+// snapshot's trace entries name no pool (torch 2.11's TraceEntry keeps its
+// mempool out of _snapshot()), but the end state names each segment's
+// pool: a request whose recorded block lies in a private-pool segment,
+// while that segment is reserved, was served from that pool. The
+// recording is the oracle here, as for cudaMalloc's addresses; a
+// private-pool segment freed before the end is not known, and its
+// requests go to the default pool.
+type poolRoutes struct {
+	segs []poolRoute // by address
+}
+
+type poolRoute struct {
+	addr, end uint64
+	pool      snapshot.PoolID
+	from      int // the segment's last segment_alloc entry, -1 when it predates the trace
+}
+
+func newPoolRoutes(s *snapshot.Snapshot, device int, evs []snapshot.Event) poolRoutes {
+	var pr poolRoutes
+	for _, si := range s.SegmentsOf(device) {
+		seg := &s.Segments[si]
+		if !seg.Pool.IsDefault() {
+			pr.segs = append(pr.segs, poolRoute{addr: seg.Address, end: seg.Address + uint64(seg.TotalSize), pool: seg.Pool, from: -1})
+		}
+	}
+	if len(pr.segs) == 0 {
+		return pr
+	}
+	sort.Slice(pr.segs, func(i, j int) bool { return pr.segs[i].addr < pr.segs[j].addr })
+	for i := range evs {
+		if evs[i].Action == snapshot.ActionSegmentAlloc {
+			if k := pr.find(evs[i].Addr); k >= 0 && pr.segs[k].addr == evs[i].Addr {
+				pr.segs[k].from = i
+			}
+		}
+	}
+	return pr
+}
+
+// find returns the index of the segment holding addr, -1 for none.
+func (pr poolRoutes) find(addr uint64) int {
+	k := sort.Search(len(pr.segs), func(k int) bool { return pr.segs[k].end > addr })
+	if k < len(pr.segs) && pr.segs[k].addr <= addr {
+		return k
+	}
+	return -1
+}
+
+// of is the pool of the request at entry i: a private pool's when its
+// recorded address lies in one of its segments reserved by then, else the
+// default pool.
+func (pr poolRoutes) of(i int, ev *snapshot.Event) snapshot.PoolID {
+	if len(pr.segs) == 0 || ev.Action != snapshot.ActionAlloc {
+		return snapshot.PoolID{}
+	}
+	if k := pr.find(ev.Addr); k >= 0 && i > pr.segs[k].from {
+		return pr.segs[k].pool
+	}
+	return snapshot.PoolID{}
 }

@@ -73,6 +73,7 @@ type segInfo struct {
 	stream int64
 	small  bool
 	known  bool
+	pool   snapshot.PoolID // the end state's; the zero value is the default pool
 }
 
 // errStart is a start state the model cannot be loaded with.
@@ -106,7 +107,7 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 		if !in.known && k > j {
 			in.stream = live[j].Stream
 		}
-		p := a.pool(snapshot.PoolID{}, in.small)
+		p := a.pool(in.pool, in.small)
 		a.nextSeg++
 		seg := &segment{addr: r.Addr, size: size, stream: in.stream, pool: p, counter: a.nextSeg}
 		if !a.addSeg(seg) {

@@ -422,7 +422,7 @@ func (w *whatIf) request(i int) {
 	if ev.Action == snapshot.ActionOOM {
 		size = w.oomRequest(i)
 	}
-	addr, ok := w.a.Malloc(size, ev.Stream, snapshot.PoolID{})
+	addr, ok := w.a.Malloc(size, ev.Stream, w.rec.pools.of(i, ev))
 	w.account()
 	if !ok {
 		o.OOM = &WhatIfOOM{Index: i, Size: w.a.set.RoundSize(size), Stream: ev.Stream, Reserved: w.a.Reserved}

@@ -244,6 +244,7 @@ func yesNo(b bool) string {
 
 // TestWhatIfRefuses: what the model cannot drive is refused with the
 // reason: what Replay refuses, and traces recorded with skip_actions.
+// (A CUDA graph's private pool is driven: TestWhatIfPrivatePool.)
 func TestWhatIfRefuses(t *testing.T) {
 	drop := func(act snapshot.Action) *snapshot.Snapshot {
 		s := generate(t, 1)
@@ -260,10 +261,6 @@ func TestWhatIfRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	private, err := snapshot.Open("../fixtures/advise/infer-static/snapshot.pickle")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name string
 		s    *snapshot.Snapshot
@@ -274,7 +271,6 @@ func TestWhatIfRefuses(t *testing.T) {
 		{"no free_requested", drop(snapshot.ActionFreeRequested), "", "no free_requested"},
 		{"no free_completed", drop(snapshot.ActionFreeCompleted), "", "no free_completed"},
 		{"legacy", legacy, "", "torch ≤ 2.0"},
-		{"private pool", private, "", "private pool"},
 		{"async", generate(t, 1), "backend:cudaMallocAsync", "cudaMallocAsync"},
 		{"wrapped, expandable", wrapped(t, "expandable_segments:True"), "", "mapped before the first entry"},
 	} {
@@ -670,4 +666,46 @@ func abs64(n int64) int64 {
 		return -n
 	}
 	return n
+}
+
+// TestWhatIfPrivatePool: generate() with a static KV cache runs its decode
+// steps in a CUDA graph, whose blocks live in the graph's private pool
+// (fixtures/advise/infer-static). Requests are routed to the pool their
+// recorded block was in, and the what-if under the recorded settings ends
+// with torch's reserved peak and end (memory_stats() at the end of the
+// run; the trace covers the whole process).
+func TestWhatIfPrivatePool(t *testing.T) {
+	dir := "../fixtures/advise/infer-static"
+	s, err := snapshot.Open(filepath.Join(dir, "snapshot.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := truth.Read(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := 0
+	for _, seg := range s.Segments {
+		if !seg.Pool.IsDefault() {
+			private++
+		}
+	}
+	if private == 0 {
+		t.Fatal("no private-pool segment: the fixture is not what this test is about")
+	}
+	set, err := SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := WhatIf(s, 0, set, WhatIfOptions{DeviceTotal: tr.DeviceTotal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Replay.Exact() {
+		t.Errorf("replay: %s", o.Replay)
+	}
+	st := tr.MemoryStatsEnd
+	if o.PeakReserved != st["reserved_bytes.all.peak"] || o.EndReserved != st["reserved_bytes.all.current"] {
+		t.Errorf("peak/end reserved %d/%d, want torch's %d/%d", o.PeakReserved, o.EndReserved, st["reserved_bytes.all.peak"], st["reserved_bytes.all.current"])
+	}
 }

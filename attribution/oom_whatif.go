@@ -25,7 +25,7 @@ type OOMSetting struct {
 	// from the segments rebuilt at the recording's start, laid out as the
 	// recorded settings laid them out, and covers the recorded window only.
 	Window bool
-	// Err is set when the model cannot run the trace (a private pool,
+	// Err is set when the model cannot run the trace (cudaMallocAsync,
 	// skip_actions…): nothing is said for this setting then.
 	Err error
 }

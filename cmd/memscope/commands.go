@@ -123,8 +123,8 @@ by simulation: the recorded requests re-run under expandable_segments:True
 (a defragmented allocator) with the same capacity — fragmentation when that
 serves them, capacity when it still runs out of memory — with the settings
 that would have served them and their reserved peaks (see memscope
-whatif). Where the model cannot run the trace (recording began late, a
-CUDA-graph private pool, cudaMallocAsync) the free blocks decide:
+whatif). Where the model cannot run the trace (recording began late,
+cudaMallocAsync, torch ≤ 2.0) the free blocks decide:
 fragmentation when no free block could take the request but it would have
 fit in the free bytes stranded in split segments (which release cannot
 return) plus what could still be reserved; capacity otherwise.
@@ -157,9 +157,9 @@ requests depend on the allocator (cuDNN workspaces sized by the largest free
 block, code that catches an OOM and retries smaller) or whose side-stream
 frees complete at other times would ask otherwise. When recording began late
 the what-if starts from the state rebuilt at the first entry and covers the
-recorded window only. Private pools (CUDA graphs), cudaMallocAsync, torch ≤
-2.0 snapshots and traces recorded with skip_actions are refused, with the
-reason.`,
+recorded window only. A CUDA graph's private pool gets the requests whose
+recorded blocks were in it. cudaMallocAsync, torch ≤ 2.0 snapshots and
+traces recorded with skip_actions are refused, with the reason.`,
 			flags: whatifFlags,
 		},
 		{
