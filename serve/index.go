@@ -1,0 +1,204 @@
+package serve
+
+import (
+	"sort"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// index is what the timeline queries of one device read, built once after
+// the analysis: every allocation as an interval of events, allocated bytes
+// after every event, and the live allocations at checkpoints, so that a
+// zoom touches only the events and allocations of its window.
+type index struct {
+	d      *attribution.Device
+	events []snapshot.Event
+	// timed: the axis is µs after the first event (t0); otherwise event
+	// order. A trace whose times go backwards is drawn in event order.
+	timed bool
+	t0    int64
+
+	// recs are the allocations: the blocks live before the first event
+	// first (start -1), then one per alloc event, in event order.
+	recs  []rec
+	nInit int
+	// start0 is allocated bytes before the first event; allocated[i]
+	// after event i.
+	start0    int64
+	allocated []int64
+	// born[i] and died[i] are the rec that event i allocated or ended, -1
+	// for none.
+	born, died []int32
+	// every checkEvery events, live[k] holds the recs live after event
+	// k*checkEvery-1 (before event k*checkEvery), by rec index.
+	checkEvery int
+	live       [][]int32
+
+	// sites are the distinct sites of the allocations, labels beside.
+	sites      []attribution.Site
+	siteLabels []string
+
+	// initAt maps the address of each block live before the first event
+	// to its rec.
+	initAt map[uint64]int32
+
+	// mark[r] == gen for the recs a timeline query draws as bands.
+	gen  uint32
+	mark []uint32
+}
+
+// rec is one allocation's lifetime: live after event start until event end
+// (exclusive: the event that ended it; len(events) when it lives on).
+type rec struct {
+	start, end int32
+	size       int64
+	site       int32
+	live       int32 // for a block live before the first event: its index in Timeline.Initial
+}
+
+// id is the allocation's identifier in the API: its alloc event, or
+// -(k+1) for the k-th block live before the first event.
+func (x *index) id(r int) int64 {
+	if r < x.nInit {
+		return -int64(x.recs[r].live) - 1
+	}
+	return int64(x.recs[r].start)
+}
+
+// recOf returns the rec of an API identifier, or -1.
+func (x *index) recOf(id int64) int {
+	if id < 0 {
+		k := -id - 1
+		if k < int64(x.nInit) {
+			return int(k)
+		}
+		return -1
+	}
+	if id >= int64(len(x.born)) {
+		return -1
+	}
+	return int(x.born[id])
+}
+
+func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
+	t := d.Timeline
+	n := len(t.Events)
+	x := &index{d: d, events: t.Events, born: make([]int32, n), died: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
+	x.timed = t.Timed && n > 0
+	if n > 0 {
+		x.t0 = t.Events[0].TimeUS
+	}
+	for i := 1; i < n && x.timed; i++ {
+		if t.Events[i].TimeUS < t.Events[i-1].TimeUS {
+			x.timed = false
+		}
+	}
+	for i := range x.born {
+		x.born[i], x.died[i] = -1, -1
+	}
+	st := d.Timeline
+	siteIndex := map[attribution.Site]int32{}
+	byStack := map[snapshot.StackID]int32{}
+	siteOf := func(b *snapshot.LiveBlock) int32 {
+		if b.AllocIndex >= 0 || b.Stack != 0 {
+			if k, ok := byStack[b.Stack]; ok {
+				return k
+			}
+		}
+		s := d.SiteOfBlock(b)
+		k, ok := siteIndex[s]
+		if !ok {
+			k = int32(len(x.sites))
+			siteIndex[s] = k
+			x.sites = append(x.sites, s)
+		}
+		if b.AllocIndex >= 0 || b.Stack != 0 {
+			byStack[b.Stack] = k
+		}
+		return k
+	}
+	end := func(death int) int32 {
+		if death < 0 {
+			return int32(n)
+		}
+		return int32(death)
+	}
+	for k := range st.Initial {
+		b := &st.Initial[k]
+		if b.PendingFree {
+			continue // active, not allocated: it never counts in allocated
+		}
+		x.initAt[b.Addr] = int32(len(x.recs))
+		x.recs = append(x.recs, rec{start: -1, end: end(d.DeathOf(b)), size: b.Size, site: siteOf(b), live: int32(k)})
+		x.start0 += b.Size
+	}
+	x.nInit = len(x.recs)
+	sizes := d.AllocSizes()
+	for i := range t.Events {
+		ev := &t.Events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		b := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stack: ev.Stack, AllocIndex: i}
+		death := -1
+		if t.Death != nil {
+			death = int(t.Death[i])
+		}
+		x.born[i] = int32(len(x.recs))
+		x.recs = append(x.recs, rec{start: int32(i), end: end(death), size: sizes[i], site: siteOf(&b), live: -1})
+	}
+	for r := range x.recs {
+		if e := x.recs[r].end; int(e) < n {
+			x.died[e] = int32(r)
+		}
+	}
+	// Allocated after every event, and the checkpoints of live recs.
+	x.checkEvery = max(4096, n/256)
+	live := map[int32]struct{}{}
+	for r := 0; r < x.nInit; r++ {
+		if x.recs[r].end > 0 {
+			live[int32(r)] = struct{}{}
+		}
+	}
+	cur := x.start0
+	for i := 0; i < n; i++ {
+		if i%x.checkEvery == 0 {
+			ids := make([]int32, 0, len(live))
+			for r := range live {
+				ids = append(ids, r)
+			}
+			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+			x.live = append(x.live, ids)
+		}
+		// An event ends at most one block or allocates one.
+		if r := x.died[i]; r >= 0 {
+			cur -= x.recs[r].size
+			delete(live, r)
+		}
+		if r := x.born[i]; r >= 0 && x.recs[r].end > int32(i) {
+			cur += x.recs[r].size
+			live[r] = struct{}{}
+		}
+		x.allocated[i] = cur
+	}
+	x.siteLabels = make([]string, len(x.sites))
+	for i, s := range x.sites {
+		x.siteLabels[i] = s.Label(stacks)
+	}
+	return x
+}
+
+// idOfLive returns the API identifier of a block live at some moment.
+func (x *index) idOfLive(b *snapshot.LiveBlock) (int64, bool) {
+	if b.AllocIndex >= 0 {
+		if b.AllocIndex < len(x.born) && x.born[b.AllocIndex] >= 0 {
+			return int64(b.AllocIndex), true
+		}
+		return 0, false
+	}
+	if r, ok := x.initAt[b.Addr]; ok {
+		return x.id(int(r)), true
+	}
+	return 0, false
+}
