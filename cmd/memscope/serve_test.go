@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// serveWith runs 'memscope serve args…' in-process; fn is called with the
+// URL once it listens, and the server stops when fn returns.
+func serveWith(t *testing.T, fn func(url string), args ...string) runResult {
+	t.Helper()
+	oldCtx, oldListen := serveContext, serveListening
+	ctx, cancel := context.WithCancel(context.Background())
+	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	serveListening = func(url string) {
+		defer cancel()
+		fn(url)
+	}
+	defer func() { serveContext, serveListening = oldCtx, oldListen; cancel() }()
+	return runMemscope(append([]string{"serve"}, args...)...)
+}
+
+// TestServe: serve analyses the snapshot as summary does, prints the URL
+// on stdout, answers the page and the API there, and stops when told.
+func TestServe(t *testing.T) {
+	snap := "../../fixtures/llama-bf16/snapshot.pickle"
+	var sumDoc struct {
+		Files []struct {
+			Devices []struct {
+				AtPeak struct {
+					Allocated int64 `json:"allocated"`
+				} `json:"at_peak"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	s := runMemscope("summary", "--json", snap)
+	if err := json.Unmarshal([]byte(s.stdout), &sumDoc); err != nil || len(sumDoc.Files) != 1 {
+		t.Fatalf("summary --json: %v\n%s", err, s.stdout)
+	}
+	want := sumDoc.Files[0].Devices[0].AtPeak.Allocated
+	var got int64
+	var page int
+	r := serveWith(t, func(url string) {
+		resp, err := http.Get(url + "api/summary")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		var sum struct {
+			AtPeak struct {
+				Allocated int64 `json:"allocated"`
+			} `json:"at_peak"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil {
+			t.Error(err)
+		}
+		got = sum.AtPeak.Allocated
+		if resp, err := http.Get(url); err == nil {
+			page = resp.StatusCode
+			resp.Body.Close()
+		}
+	}, "--http", "127.0.0.1:0", snap)
+	if r.err != nil || r.code != 0 {
+		t.Fatalf("serve: %v (exit %d)\n%s", r.err, r.code, r.stderr)
+	}
+	if !strings.HasPrefix(r.stdout, "http://127.0.0.1:") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("serve printed %q, want the URL on one line", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "reading "+snap) || !strings.Contains(r.stderr, "the UI is on http://127.0.0.1:") {
+		t.Errorf("serve's progress lines:\n%s", r.stderr)
+	}
+	if got != want || page != http.StatusOK {
+		t.Errorf("serve: /api/summary at_peak.allocated = %d, page %d; want %d (summary --json), 200", got, page, want)
+	}
+}
+
+// TestServeBadInput: serve refuses what it cannot serve, exit 2, before
+// listening.
+func TestServeBadInput(t *testing.T) {
+	notSnap := filepath.Join(t.TempDir(), "x.pickle")
+	os.WriteFile(notSnap, []byte("not a pickle"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "missing SNAP"},
+		{[]string{"--http", "nonsense", "../../fixtures/llama-bf16/snapshot.pickle"}, "--http"},
+		{[]string{"--device", "7", "../../fixtures/llama-bf16/snapshot.pickle"}, "--device 7"},
+		{[]string{"--device", "-3", "../../fixtures/llama-bf16/snapshot.pickle"}, "--device -3"},
+		{[]string{"no/such/file.pickle"}, "no such file"},
+		{[]string{notSnap}, "x.pickle"},
+		{[]string{"--run", "../../fixtures/sweep-llama"}, "sweep run"},
+		{[]string{"--trace", "no/such/trace.json", "../../fixtures/llama-bf16/snapshot.pickle"}, "trace.json"},
+	} {
+		listened := false
+		r := serveWith(t, func(string) { listened = true }, c.args...)
+		if r.code != 2 || listened || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("serve %q: exit %d, listened %v, stderr %q; want exit 2 naming %q", c.args, r.code, listened, r.stderr, c.want)
+		}
+	}
+}
