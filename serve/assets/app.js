@@ -86,7 +86,7 @@ async function loadTimeline(from, to) {
   if (seq !== tl.seq) return; // a later zoom overtook this one
   ms.requests++;
   ms.lastMs = dt;
-  tl.data = d; tl.from = d.from; tl.to = d.to; tl.span = d.span; tl.axis = d.axis;
+  tl.data = d; tl.px = params.px; tl.from = d.from; tl.to = d.to; tl.span = d.span; tl.axis = d.axis;
   $('tl-status').textContent = fmtX(d.from, d.axis) + ' – ' + fmtX(d.to, d.axis) + ' · ' + d.events + ' events · ' +
     d.bands.length + ' of ' + d.candidates + ' allocations drawn one by one · answered in ' + dt.toFixed(0) + ' ms';
   drawTimeline();
@@ -175,7 +175,7 @@ function drawTimeline() {
   g.textAlign = 'left';
   Object.assign(cv.dataset, { drawn: String(ms.requests), bands: String(d.bands.length), columns: String(cols),
     from: String(d.from), to: String(d.to), ymax: String(ymax), plotLeft: String(box.l), plotTop: String(box.t),
-    plotWidth: String(box.w), plotHeight: String(box.h), lastMs: ms.lastMs.toFixed(1) });
+    plotWidth: String(box.w), plotHeight: String(box.h), px: String(tl.px), lastMs: ms.lastMs.toFixed(1) });
   tl.geom = { box, ymax, cols, xOfCol, yOf };
 }
 

@@ -1,0 +1,333 @@
+package serve
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memscope/memscope/internal/testenv"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// The browser test opens the served page in headless Chromium (Debian's
+// chromium) driven through the DevTools protocol over a pipe (cdp_test.go):
+// locally it skips when chromium is missing, under CI it fails.
+//
+// MEMSCOPE_SCREENSHOTS=DIR keeps the screenshots (docs/ holds the ones the
+// README shows); MEMSCOPE_SERVE_BIG=PATH runs it on a big snapshot too
+// (go run ./snapshot/internal/gensnap -o /tmp/big1g.pickle -size 1GiB
+// -from fixtures/plain-trainer-late/snapshot.pickle), logging the first
+// paint and each zoom's latency:
+//
+//	MEMSCOPE_SCREENSHOTS=$PWD/docs go test ./serve -run Chromium -v
+
+func needBrowser(t *testing.T, format string, args ...any) {
+	t.Helper()
+	testenv.Need(t, "the browser test: "+format, args...)
+}
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	needBrowser(t, "no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// TestChromium drives the page on the llama-bf16 fixture.
+func TestChromium(t *testing.T) {
+	browse(t, "../fixtures/llama-bf16/snapshot.pickle", os.Getenv("MEMSCOPE_SCREENSHOTS"))
+}
+
+// TestChromiumBig drives it on $MEMSCOPE_SERVE_BIG, a generated snapshot
+// of about 1 GB, and logs the latencies (they are never asserted).
+func TestChromiumBig(t *testing.T) {
+	path := os.Getenv("MEMSCOPE_SERVE_BIG")
+	if path == "" {
+		t.Skip("set MEMSCOPE_SERVE_BIG=PATH to a big snapshot (snapshot/internal/gensnap makes one)")
+	}
+	start := time.Now()
+	analyzed(t, path)
+	t.Logf("%s: decoded and analysed in %s", path, time.Since(start).Round(time.Millisecond))
+	browse(t, path, "")
+}
+
+// timedHandler records how long each /api/timeline answer took.
+type timedHandler struct {
+	h    http.Handler
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (th *timedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	th.h.ServeHTTP(w, r)
+	if r.URL.Path == "/api/timeline" {
+		th.mu.Lock()
+		th.took = append(th.took, time.Since(start))
+		th.mu.Unlock()
+	}
+}
+
+func (th *timedHandler) last() time.Duration {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if len(th.took) == 0 {
+		return 0
+	}
+	return th.took[len(th.took)-1]
+}
+
+// browse serves path on 127.0.0.1, opens the page and checks: no request
+// leaves localhost, nothing reaches the console; the timeline draws; a
+// hover over the largest band with a Python frame shows that
+// allocation's stack, as the snapshot records it; a zoom asks the server
+// again (its latency logged); the moment view at the peak draws as many
+// segments as were reserved then.
+func browse(t *testing.T, path, shots string) {
+	bin := chromiumPath(t)
+	start := time.Now()
+	srv := newServer(t, path)
+	t.Logf("indexed in %s", time.Since(start).Round(time.Millisecond))
+	th := &timedHandler{h: srv}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: th}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String() + "/"
+
+	var mu sync.Mutex
+	var problems []string
+	onEvent := func(m cdpMessage) {
+		var p struct {
+			Request struct {
+				URL string `json:"url"`
+			} `json:"request"`
+			Type string `json:"type"`
+			Args []struct {
+				Value       any    `json:"value"`
+				Description string `json:"description"`
+			} `json:"args"`
+			ExceptionDetails struct {
+				Text      string `json:"text"`
+				Exception struct {
+					Description string `json:"description"`
+				} `json:"exception"`
+			} `json:"exceptionDetails"`
+			Entry struct {
+				Level, Text, URL string
+			} `json:"entry"`
+		}
+		json.Unmarshal(m.Params, &p)
+		var bad string
+		switch m.Method {
+		case "Network.requestWillBeSent":
+			u, err := url.Parse(p.Request.URL)
+			if err != nil || (u.Scheme != "data" && u.Host != ln.Addr().String()) {
+				bad = "a request off localhost: " + p.Request.URL
+			}
+		case "Runtime.consoleAPICalled":
+			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
+				bad = fmt.Sprintf("console.%s: %v", p.Type, p.Args)
+			}
+		case "Runtime.exceptionThrown":
+			bad = "exception: " + p.ExceptionDetails.Text + " " + p.ExceptionDetails.Exception.Description
+		case "Log.entryAdded":
+			if p.Entry.Level == "error" {
+				bad = "log: " + p.Entry.Text + " " + p.Entry.URL
+			}
+		}
+		if bad != "" {
+			mu.Lock()
+			problems = append(problems, bad)
+			mu.Unlock()
+		}
+	}
+	c := startChromium(t, bin, onEvent)
+	for _, m := range []string{"Page.enable", "Runtime.enable", "Network.enable", "Log.enable"} {
+		c.page(t, m, nil)
+	}
+	c.page(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
+	navigated := time.Now()
+	c.page(t, "Page.navigate", map[string]any{"url": base})
+	c.waitFor(t, "the timeline draws", `document.getElementById('tl').dataset.drawn >= 1`, 120*time.Second)
+	t.Logf("first paint %s after navigating (the first /api/timeline took %s on the server)", time.Since(navigated).Round(time.Millisecond), th.last())
+
+	v := srv.views[0]
+	var g struct {
+		Left, Top, Width, Height float64
+		Data                     map[string]string
+	}
+	geometry := func() {
+		c.eval(t, `(() => { const c = document.getElementById('tl'), r = c.getBoundingClientRect();
+			return {left: r.left, top: r.top, width: r.width, height: r.height, data: Object.assign({}, c.dataset)}; })()`, &g)
+	}
+	geometry()
+	num := func(k string) float64 {
+		var f float64
+		if _, err := fmt.Sscan(g.Data[k], &f); err != nil {
+			t.Fatalf("canvas data-%s = %q", k, g.Data[k])
+		}
+		return f
+	}
+	// The answer the page drew, computed again here.
+	v.mu.Lock()
+	tl := v.x.timeline(int64(num("from")), int64(num("to")), int(num("px")), defaultBands)
+	v.mu.Unlock()
+	if int(num("bands")) != len(tl.Bands) || int(num("columns")) != tl.Columns || len(tl.Bands) == 0 {
+		t.Fatalf("the page drew %s bands in %s columns; the query gives %d in %d", g.Data["bands"], g.Data["columns"], len(tl.Bands), tl.Columns)
+	}
+	if err := checkPixels(t, c); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hover over the largest band that has a frame that counts and room
+	// for the mouse; the tooltip must show that allocation's stack.
+	an := v.an
+	st := an.Snapshot.Stacks
+	tab := an.Filter.For(st)
+	ymax, pw, ph, cols := num("ymax"), num("plotWidth"), num("plotHeight"), float64(tl.Columns)
+	order := make([]int, len(tl.Bands))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return tl.Bands[order[i]].Size > tl.Bands[order[j]].Size })
+	var want []string
+	var bx, by float64
+	var id int64
+	found := false
+	for _, i := range order {
+		b := tl.Bands[i]
+		if float64(b.C1-b.C0+1)*pw/cols < 8 || float64(b.Size)/ymax*ph < 8 {
+			continue
+		}
+		var stack snapshot.StackID
+		if b.ID >= 0 {
+			stack = v.x.events[b.ID].Stack
+		} else {
+			stack = v.d.Timeline.Initial[-b.ID-1].Stack
+		}
+		var counted []string
+		for _, f := range st.Stack(stack) {
+			if tab.Counts(f) {
+				fr := st.Frame(f)
+				counted = append(counted, fmt.Sprintf("%s %s:%d", fr.Name, fr.Filename, fr.Line))
+			}
+		}
+		if len(counted) == 0 {
+			continue
+		}
+		mid := (b.C0 + b.C1) / 2
+		var off int64
+		for k := 0; k < len(b.Off) && b.Off[k] <= int64(mid); k += 2 {
+			off = b.Off[k+1]
+		}
+		bx = g.Left + num("plotLeft") + (float64(mid)+0.5)*pw/cols
+		by = g.Top + num("plotTop") + ph - (float64(off)+float64(b.Size)/2)/ymax*ph
+		want, id, found = counted[:min(len(counted), 10)], b.ID, true
+		break
+	}
+	if !found {
+		t.Fatal("no band with a Python frame is large enough to hover")
+	}
+	c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": bx, "y": by})
+	c.waitFor(t, "the tooltip shows the allocation", fmt.Sprintf(`document.getElementById('tip').dataset.id === '%d' && document.getElementById('tip').style.display === 'block'`, id), 30*time.Second)
+	var tipText string
+	c.eval(t, `document.getElementById('tip').innerText`, &tipText)
+	for _, w := range []string{want[0], want[len(want)-1]} {
+		if !strings.Contains(tipText, w) {
+			t.Errorf("hovering allocation %d: the tooltip does not show its frame %q:\n%s", id, w, tipText)
+		}
+	}
+	if shots != "" {
+		screenshot(t, c, filepath.Join(shots, "serve-timeline.png"))
+	}
+
+	// Zoom in three times at the band, and out once: each asks the server
+	// for the new range.
+	for k, dy := range []float64{-300, -300, -300, 300} {
+		var before int
+		c.eval(t, `memscope.requests`, &before)
+		c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseWheel", "x": bx, "y": by, "deltaX": 0, "deltaY": dy})
+		c.waitFor(t, "the zoom is drawn", fmt.Sprintf(`memscope.requests > %d && document.getElementById('tl').dataset.drawn > %d`, before, before), 60*time.Second)
+		var pageMs float64
+		c.eval(t, `memscope.lastMs`, &pageMs)
+		geometry()
+		t.Logf("zoom %d (deltaY %+.0f): %s – %s of %d: /api/timeline answered in %s on the server, %.1f ms in the page (fetch and parse); %s bands",
+			k+1, dy, g.Data["from"], g.Data["to"], v.x.span(), th.last().Round(10*time.Microsecond), pageMs, g.Data["bands"])
+		if k == 0 && num("to")-num("from") >= float64(v.x.span()) {
+			t.Errorf("zooming in left the window at %s – %s, the whole recording", g.Data["from"], g.Data["to"])
+		}
+	}
+
+	// The moment view at the peak.
+	c.eval(t, `location.hash = '#moment?at=peak'`, nil)
+	c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
+	var segs string
+	c.eval(t, `document.getElementById('segs').dataset.segments`, &segs)
+	peak := v.d.Timeline.PeakAllocated.Index
+	if want := segmentsAt(v.d.Timeline, peak); segs != fmt.Sprint(min(want, maxSegments)) {
+		t.Errorf("the moment view at the peak draws %s segments; %d were reserved after event %d", segs, want, peak)
+	}
+	if shots != "" {
+		screenshot(t, c, filepath.Join(shots, "serve-moment.png"))
+	}
+	for _, page := range []string{"sites", "steps", "leaks", "oom"} {
+		c.eval(t, `location.hash = '#`+page+`'`, nil)
+		c.waitFor(t, "the "+page+" page", `document.body.dataset.page === '`+page+`'`, 60*time.Second)
+	}
+	time.Sleep(100 * time.Millisecond) // let late events arrive
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// checkPixels fails unless the timeline's canvas holds drawn pixels: more
+// than a tenth of the plot not white.
+func checkPixels(t *testing.T, c *cdp) error {
+	var share float64
+	c.eval(t, `(() => { const cv = document.getElementById('tl'), d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+		let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && (d[i] < 240 || d[i+1] < 240 || d[i+2] < 240)) n++;
+		return n / (d.length / 4); })()`, &share)
+	if share < 0.1 {
+		return fmt.Errorf("the timeline canvas is %.1f%% drawn, want more than 10%%", 100*share)
+	}
+	return nil
+}
+
+func screenshot(t *testing.T, c *cdp, file string) {
+	t.Helper()
+	var shot struct {
+		Data string `json:"data"`
+	}
+	if err := json.Unmarshal(c.page(t, "Page.captureScreenshot", map[string]any{"format": "png"}), &shot); err != nil {
+		t.Fatal(err)
+	}
+	b, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", file)
+}
