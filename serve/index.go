@@ -13,6 +13,7 @@ import (
 // zoom touches only the events and allocations of its window.
 type index struct {
 	d      *attribution.Device
+	stacks *snapshot.Stacks
 	events []snapshot.Event
 	// timed: the axis is µs after the first event (t0); otherwise event
 	// order. A trace whose times go backwards is drawn in event order.
@@ -84,7 +85,7 @@ func (x *index) recOf(id int64) int {
 func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 	t := d.Timeline
 	n := len(t.Events)
-	x := &index{d: d, events: t.Events, born: make([]int32, n), died: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
+	x := &index{d: d, stacks: stacks, events: t.Events, born: make([]int32, n), died: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
 	x.timed = t.Timed && n > 0
 	if n > 0 {
 		x.t0 = t.Events[0].TimeUS
