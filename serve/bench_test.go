@@ -21,6 +21,22 @@ func benchIndex(b *testing.B, size int64) *index {
 	if x := benchIndexes[size]; x != nil {
 		return x
 	}
+	path := os.Getenv("MEMSCOPE_SERVE_BENCH_FILE")
+	if size > 0 || path == "" {
+		path = generate(b, size)
+	}
+	s, err := snapshot.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	x := newIndex(an.Devices[0], s.Stacks)
+	benchIndexes[size] = x
+	return x
+}
+
+// generate writes a snapshot of at least size bytes.
+func generate(b *testing.B, size int64) string {
 	src, err := snapshot.Open("../fixtures/plain-trainer-late/snapshot.pickle")
 	if err != nil {
 		b.Skip(err)
@@ -38,29 +54,30 @@ func benchIndex(b *testing.B, size int64) *index {
 		b.Fatal(err)
 	}
 	f.Close()
-	s, err := snapshot.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
-	x := newIndex(an.Devices[0], s.Stacks)
-	benchIndexes[size] = x
-	return x
+	return path
 }
 
 // BenchmarkTimeline answers /api/timeline's query at zoom levels from the
 // whole recording down to a thousandth of it (centred on the peak), 1400
 // columns and 300 bands, on generated snapshots of growing size. The
 // target is 200 ms a zoom on a 1 GB snapshot (DESIGN.md); set
-// MEMSCOPE_SERVE_BENCH_BIG=1 to add 1 GiB.
+// MEMSCOPE_SERVE_BENCH_BIG=1 to add 1 GiB, or MEMSCOPE_SERVE_BENCH_FILE to
+// a snapshot (size=file).
 func BenchmarkTimeline(b *testing.B) {
 	sizes := []int64{8 << 20, 32 << 20, 128 << 20}
 	if os.Getenv("MEMSCOPE_SERVE_BENCH_BIG") != "" {
 		sizes = append(sizes, 1<<30)
 	}
+	if os.Getenv("MEMSCOPE_SERVE_BENCH_FILE") != "" {
+		sizes = []int64{0}
+	}
 	for _, size := range sizes {
 		for _, zoom := range []int64{1, 10, 100, 1000} {
-			b.Run(fmt.Sprintf("size=%dMiB/zoom=%d", size>>20, zoom), func(b *testing.B) {
+			name := fmt.Sprintf("size=%dMiB/zoom=%d", size>>20, zoom)
+			if size == 0 {
+				name = fmt.Sprintf("size=file/zoom=%d", zoom)
+			}
+			b.Run(name, func(b *testing.B) {
 				x := benchIndex(b, size)
 				span := x.span()
 				peak := x.xOf(max(x.d.Timeline.PeakAllocated.Index, 0))

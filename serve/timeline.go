@@ -310,7 +310,7 @@ func (x *index) draw(tl *Timeline, k int) {
 	}
 	bytes := make([]int64, len(x.sites))
 	var total int64
-	sweep := func(upTo int, at func(c int)) {
+	sweep := func(at func(c int)) {
 		clear(bytes)
 		total = 0
 		for _, r := range first {
@@ -320,7 +320,7 @@ func (x *index) draw(tl *Timeline, k int) {
 			}
 		}
 		cur := sMin
-		for c := 0; c <= upTo; c++ {
+		for c := range S {
 			for i := cur + 1; i <= S[c]; i++ {
 				if r := x.died[i]; r >= 0 && x.mark[r] != x.gen {
 					bytes[x.recs[r].site] -= x.recs[r].size
@@ -335,30 +335,31 @@ func (x *index) draw(tl *Timeline, k int) {
 			at(c)
 		}
 	}
+	// The sites at the highest column, from the live recs then.
+	for _, r := range x.liveAt(S[peak]) {
+		if x.mark[r] != x.gen {
+			bytes[x.recs[r].site] += x.recs[r].size
+		}
+	}
 	var top []int32
-	sweep(peak, func(c int) {
-		if c != peak {
-			return
+	for s, v := range bytes {
+		if v > 0 {
+			top = append(top, int32(s))
 		}
-		for s, v := range bytes {
-			if v > 0 {
-				top = append(top, int32(s))
-			}
+	}
+	sort.Slice(top, func(i, j int) bool {
+		if bytes[top[i]] != bytes[top[j]] {
+			return bytes[top[i]] > bytes[top[j]]
 		}
-		sort.Slice(top, func(i, j int) bool {
-			if bytes[top[i]] != bytes[top[j]] {
-				return bytes[top[i]] > bytes[top[j]]
-			}
-			return top[i] < top[j]
-		})
-		top = top[:min(len(top), restSites)]
+		return top[i] < top[j]
 	})
+	top = top[:min(len(top), restSites)]
 	rows := make([]Rest, len(top)+1)
 	for i, s := range top {
 		rows[i] = Rest{Site: ref(s), Bytes: make([]int64, len(S))}
 	}
 	rows[len(top)] = Rest{Site: -1, Bytes: make([]int64, len(S))}
-	sweep(len(S)-1, func(c int) {
+	sweep(func(c int) {
 		other := total
 		for i, s := range top {
 			rows[i].Bytes[c] = bytes[s]
@@ -405,12 +406,13 @@ func (x *index) shades(from, to int64) []Shade {
 		if x.timed {
 			s.X0, s.X1 = ph.StartUS-t0, ph.EndUS-t0
 		}
-		if ph.Step >= 0 {
-			s.Name = fmt.Sprintf("step %d %s", ph.Step, ph.Name)
+		if s.X1 < from || s.X0 > to {
+			continue
 		}
-		if s.X1 >= from && s.X0 <= to {
-			in = append(in, s)
+		if ph.Step >= 0 && len(in) < maxShades {
+			s.Name = fmt.Sprintf("step %d %s", ph.Step, ph.Name) // past maxShades the runs are named instead
 		}
+		in = append(in, s)
 	}
 	if len(in) <= maxShades {
 		if in == nil {
