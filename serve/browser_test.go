@@ -99,72 +99,11 @@ func (th *timedHandler) last() time.Duration {
 // again (its latency logged); the moment view at the peak draws as many
 // segments as were reserved then.
 func browse(t *testing.T, path, shots string) {
-	bin := chromiumPath(t)
 	start := time.Now()
 	srv := newServer(t, path)
 	t.Logf("indexed in %s", time.Since(start).Round(time.Millisecond))
 	th := &timedHandler{h: srv}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: th}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String() + "/"
-
-	var mu sync.Mutex
-	var problems []string
-	onEvent := func(m cdpMessage) {
-		var p struct {
-			Request struct {
-				URL string `json:"url"`
-			} `json:"request"`
-			Type string `json:"type"`
-			Args []struct {
-				Value       any    `json:"value"`
-				Description string `json:"description"`
-			} `json:"args"`
-			ExceptionDetails struct {
-				Text      string `json:"text"`
-				Exception struct {
-					Description string `json:"description"`
-				} `json:"exception"`
-			} `json:"exceptionDetails"`
-			Entry struct {
-				Level, Text, URL string
-			} `json:"entry"`
-		}
-		json.Unmarshal(m.Params, &p)
-		var bad string
-		switch m.Method {
-		case "Network.requestWillBeSent":
-			u, err := url.Parse(p.Request.URL)
-			if err != nil || (u.Scheme != "data" && u.Host != ln.Addr().String()) {
-				bad = "a request off localhost: " + p.Request.URL
-			}
-		case "Runtime.consoleAPICalled":
-			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
-				bad = fmt.Sprintf("console.%s: %v", p.Type, p.Args)
-			}
-		case "Runtime.exceptionThrown":
-			bad = "exception: " + p.ExceptionDetails.Text + " " + p.ExceptionDetails.Exception.Description
-		case "Log.entryAdded":
-			if p.Entry.Level == "error" {
-				bad = "log: " + p.Entry.Text + " " + p.Entry.URL
-			}
-		}
-		if bad != "" {
-			mu.Lock()
-			problems = append(problems, bad)
-			mu.Unlock()
-		}
-	}
-	c := startChromium(t, bin, onEvent)
-	for _, m := range []string{"Page.enable", "Runtime.enable", "Network.enable", "Log.enable"} {
-		c.page(t, m, nil)
-	}
-	c.page(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
+	c, base, problems := openBrowser(t, th)
 	navigated := time.Now()
 	c.page(t, "Page.navigate", map[string]any{"url": base})
 	c.waitFor(t, "the timeline draws", `document.getElementById('tl').dataset.drawn >= 1`, 120*time.Second)
@@ -198,6 +137,7 @@ func browse(t *testing.T, path, shots string) {
 	st := an.Snapshot.Stacks
 	tab := an.Filter.For(st)
 	var want []string
+	var frames int
 	var bx, by float64
 	var id int64
 	found := false
@@ -253,7 +193,7 @@ func browse(t *testing.T, path, shots string) {
 			}
 			bx = g.Left + num("plotLeft") + (float64(mid)+0.5)*pw/cols
 			by = g.Top + num("plotTop") + ph - (float64(off)+float64(b.Size)/2)/ymax*ph
-			want, id, found = counted[:min(len(counted), 10)], b.ID, true
+			want, id, frames, found = counted[:min(len(counted), 10)], b.ID, len(st.Stack(stack)), true
 			break
 		}
 	}
@@ -266,6 +206,18 @@ func browse(t *testing.T, path, shots string) {
 			t.Errorf("hovering allocation %d: the tooltip does not show its frame %q:\n%s", id, w, tipText)
 		}
 	}
+	// A click pins it: the panel lists every frame, folded ones too.
+	for _, typ := range []string{"mousePressed", "mouseReleased"} {
+		c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": bx, "y": by, "button": "left", "clickCount": 1})
+	}
+	c.waitFor(t, "the click pins the allocation", fmt.Sprintf(`document.getElementById('pin').dataset.id === '%d'`, id), 30*time.Second)
+	var pinned int
+	c.eval(t, `document.querySelectorAll('#pin .stack > div').length`, &pinned)
+	if pinned != frames {
+		t.Errorf("the pinned allocation %d lists %d frames, want its stack's %d", id, pinned, frames)
+	}
+	c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": bx + 1, "y": by}) // the tooltip again
+	c.waitFor(t, "the tooltip is back", `document.getElementById('tip').style.display === 'block'`, 30*time.Second)
 	if shots != "" {
 		screenshot(t, c, filepath.Join(shots, "serve-timeline.png"))
 	}
@@ -303,10 +255,102 @@ func browse(t *testing.T, path, shots string) {
 		c.eval(t, `location.hash = '#`+page+`'`, nil)
 		c.waitFor(t, "the "+page+" page", `document.body.dataset.page === '`+page+`'`, 60*time.Second)
 	}
-	time.Sleep(100 * time.Millisecond) // let late events arrive
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// openBrowser serves h on 127.0.0.1 and starts Chromium on a blank page
+// with the network, console and log watched; problems returns what must
+// not happen: a request off localhost, a console error or warning, an
+// uncaught exception, an error in the log.
+func openBrowser(t *testing.T, h http.Handler) (c *cdp, base string, problems func() []string) {
+	bin := chromiumPath(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	base = "http://" + ln.Addr().String() + "/"
+	var mu sync.Mutex
+	var seen []string
+	onEvent := func(m cdpMessage) {
+		var p struct {
+			Request struct {
+				URL string `json:"url"`
+			} `json:"request"`
+			Type string `json:"type"`
+			Args []struct {
+				Value       any    `json:"value"`
+				Description string `json:"description"`
+			} `json:"args"`
+			ExceptionDetails struct {
+				Text      string `json:"text"`
+				Exception struct {
+					Description string `json:"description"`
+				} `json:"exception"`
+			} `json:"exceptionDetails"`
+			Entry struct {
+				Level, Text, URL string
+			} `json:"entry"`
+		}
+		json.Unmarshal(m.Params, &p)
+		var bad string
+		switch m.Method {
+		case "Network.requestWillBeSent":
+			u, err := url.Parse(p.Request.URL)
+			if err != nil || (u.Scheme != "data" && u.Host != ln.Addr().String()) {
+				bad = "a request off localhost: " + p.Request.URL
+			}
+		case "Runtime.consoleAPICalled":
+			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
+				bad = fmt.Sprintf("console.%s: %v", p.Type, p.Args)
+			}
+		case "Runtime.exceptionThrown":
+			bad = "exception: " + p.ExceptionDetails.Text + " " + p.ExceptionDetails.Exception.Description
+		case "Log.entryAdded":
+			if p.Entry.Level == "error" {
+				bad = "log: " + p.Entry.Text + " " + p.Entry.URL
+			}
+		}
+		if bad != "" {
+			mu.Lock()
+			seen = append(seen, bad)
+			mu.Unlock()
+		}
+	}
+	c = startChromium(t, bin, onEvent)
+	for _, m := range []string{"Page.enable", "Runtime.enable", "Network.enable", "Log.enable"} {
+		c.page(t, m, nil)
+	}
+	c.page(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
+	return c, base, func() []string {
+		time.Sleep(100 * time.Millisecond) // let late events arrive
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// TestChromiumCompare opens the compare page of two fixtures: it draws one
+// slot per step and phase of either run, with nothing on the console.
+func TestChromiumCompare(t *testing.T) {
+	a, b := "../fixtures/llama-bf16/snapshot.pickle", "../fixtures/llama-ckpt/snapshot.pickle"
+	srv := newServer(t, a, b)
+	c, base, problems := openBrowser(t, srv)
+	c.page(t, "Page.navigate", map[string]any{"url": base + "#compare"})
+	c.waitFor(t, "the compare page draws", `document.getElementById('cmp').dataset.slots !== undefined`, 60*time.Second)
+	var slots string
+	c.eval(t, `document.getElementById('cmp').dataset.slots`, &slots)
+	if want := len(compareViews(srv.views[0], srv.views[1]).Aligned); slots != fmt.Sprint(want) {
+		t.Errorf("the compare page draws %s slots, want %d", slots, want)
+	}
+	if shots := os.Getenv("MEMSCOPE_SCREENSHOTS"); shots != "" {
+		screenshot(t, c, filepath.Join(shots, "serve-compare.png"))
+	}
+	for _, p := range problems() {
 		t.Error(p)
 	}
 }

@@ -390,3 +390,43 @@ func TestPageOffline(t *testing.T) {
 		t.Errorf("the page is %d bytes, want under 64 KiB", total)
 	}
 }
+
+// TestCompare: the compare answer is attribution's diff of the two
+// devices, and each run's phases land in their (step, phase) slots.
+func TestCompare(t *testing.T) {
+	a, b := "../fixtures/llama-bf16/snapshot.pickle", "../fixtures/llama-ckpt/snapshot.pickle"
+	srv := newServer(t, a, b)
+	var c Compare
+	get(t, srv, "/api/compare?a=0&b=1", &c)
+	da, db := analyzed(t, a).Devices[0], analyzed(t, b).Devices[0]
+	dd := attribution.Compare(analyzed(t, a), analyzed(t, b)).Devices[0]
+	if c.PeakA.Allocated != da.Timeline.PeakAllocated.Bytes || c.PeakB.Allocated != db.Timeline.PeakAllocated.Bytes {
+		t.Errorf("peaks %d, %d; want %d, %d", c.PeakA.Allocated, c.PeakB.Allocated, da.Timeline.PeakAllocated.Bytes, db.Timeline.PeakAllocated.Bytes)
+	}
+	if len(c.Sites) != min(len(dd.Sites), maxCompareRows) || (len(c.Sites) > 0 && c.Sites[0] != dd.Sites[0]) {
+		t.Errorf("%d site rows, first %+v; want %d, %+v", len(c.Sites), c.Sites[0], len(dd.Sites), dd.Sites[0])
+	}
+	slot := map[[2]any]Slot{}
+	for _, s := range c.Aligned {
+		slot[[2]any{s.Step, s.Phase}] = s
+	}
+	for _, run := range []struct {
+		d   *attribution.Device
+		get func(Slot) *PhaseBytes
+	}{{da, func(s Slot) *PhaseBytes { return s.A }}, {db, func(s Slot) *PhaseBytes { return s.B }}} {
+		for _, ph := range run.d.Phases.List {
+			p := run.get(slot[[2]any{ph.Step, ph.Name}])
+			if p == nil || p.Peak != ph.Peak.Allocated {
+				t.Errorf("step %d %s: slot %+v, want peak %d", ph.Step, ph.Name, p, ph.Peak.Allocated)
+			}
+		}
+	}
+	for _, url := range []string{"/api/compare?a=2", "/api/compare?b=x"} {
+		if code := get(t, srv, url, nil); code != http.StatusBadRequest {
+			t.Errorf("GET %s = %d, want 400", url, code)
+		}
+	}
+	if code := get(t, newServer(t, a), "/api/compare", nil); code != http.StatusBadRequest {
+		t.Errorf("compare with one view = %d, want 400", code)
+	}
+}

@@ -87,6 +87,7 @@ func New(srcs []Source, opt Options) (*Server, error) {
 	} {
 		s.mux.HandleFunc("GET /api/"+path, s.api(h))
 	}
+	s.mux.HandleFunc("GET /api/compare", s.compare)
 	s.mux.HandleFunc("GET /api/views", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.viewList()) })
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiError{fmt.Sprintf("no such API: %s %s", r.Method, r.URL.Path)})

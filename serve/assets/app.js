@@ -473,6 +473,54 @@ async function loadOOM() {
     '<h3>live then, by site</h3>' + table(['site', 'bytes', 'blocks'], e.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.count]))).join('');
 }
 
+// ---- two runs compared
+
+async function loadCompare() {
+  const c = await api('compare', { a: $('c-a').value, b: $('c-b').value });
+  const cv = $('cmp'), W = cv.clientWidth, H = cv.height;
+  cv.width = W;
+  const g = cv.getContext('2d');
+  g.clearRect(0, 0, W, H);
+  const L = 70, T = 10, w = W - L - 10, h = H - T - 30, n = Math.max(1, c.aligned.length);
+  let top = 1;
+  for (const s of c.aligned) for (const p of [s.a, s.b]) if (p) top = Math.max(top, p.peak, p.start, p.end);
+  top *= 1.05;
+  const y = (b) => T + h - b / top * h;
+  g.font = '11px system-ui, sans-serif';
+  c.aligned.forEach((s, i) => {
+    const x0 = L + i / n * w, x1 = L + (i + 1) / n * w;
+    g.fillStyle = phaseColor[s.phase] || 'rgba(120,144,156,.08)';
+    g.fillRect(x0, T, x1 - x0, h);
+    if (x1 - x0 > 40) { g.fillStyle = '#607d8b'; g.fillText((s.step >= 0 ? s.step + ' ' : '') + s.phase, x0 + 2, T + h + 14, x1 - x0 - 4); }
+  });
+  for (const [k, color] of [['a', '#1565c0'], ['b', '#c62828']]) {
+    g.strokeStyle = color; g.lineWidth = 1.5; g.beginPath();
+    let started = false;
+    c.aligned.forEach((s, i) => {
+      const p = s[k];
+      if (!p) { started = false; return; }
+      const x0 = L + i / n * w, x1 = L + (i + 1) / n * w;
+      for (const [x, v] of [[x0, p.start], [(x0 + x1) / 2, p.peak], [x1, p.end]]) {
+        if (!started) { g.moveTo(x, y(v)); started = true; } else g.lineTo(x, y(v));
+      }
+    });
+    g.stroke();
+  }
+  g.fillStyle = '#455a64'; g.textAlign = 'right';
+  for (let v = 0, st = niceBytes(top / 5); v <= top; v += st) g.fillText(fmtBytes(v), L - 4, y(v) + 4);
+  g.textAlign = 'left';
+  g.fillStyle = '#1565c0'; g.fillText('A ' + c.source_a, L + 6, T + 24);
+  g.fillStyle = '#c62828'; g.fillText('B ' + c.source_b, L + 6, T + 38);
+  cv.dataset.slots = String(c.aligned.length);
+  const d = (rows) => table(['', 'A', 'B', 'B − A'], rows.map((r) => [esc(r.name), fmtBytes(r.a), fmtBytes(r.b), fmtBytes(r.change)]));
+  $('c-body').innerHTML = table(['', 'A', 'B'], [['allocated at the peak', fmtBytes(c.peak_a.allocated), fmtBytes(c.peak_b.allocated)],
+    ['reserved peak', fmtBytes(c.reserved_peak[0]), fmtBytes(c.reserved_peak[1])], ['allocated at the end', fmtBytes(c.end_a.allocated), fmtBytes(c.end_b.allocated)]]) +
+    (c.truncated ? '<div class="muted">the first slots only</div>' : '') +
+    '<h3>at the peak, by site</h3>' + d(c.sites) + '<h3>by category</h3>' + d(c.categories) + '<h3>each phase\'s highest peak</h3>' + d(c.phases);
+}
+$('c-a').addEventListener('change', () => loadCompare().catch(report));
+$('c-b').addEventListener('change', () => loadCompare().catch(report));
+
 // ---- pages and errors
 
 function report(e) {
@@ -492,6 +540,7 @@ async function route() {
     if (page === 'steps') await loadSteps();
     if (page === 'leaks') await loadLeaks();
     if (page === 'oom') await loadOOM();
+    if (page === 'compare') await loadCompare();
     document.body.dataset.page = page;
   } catch (e) { report(e); }
 }
@@ -510,7 +559,13 @@ $('view').addEventListener('change', (e) => { ms.view = Number(e.target.value); 
 (async () => {
   try {
     const v = await api('views');
-    $('view').innerHTML = v.views.map((x) => '<option value="' + x.id + '">' + esc(x.source) + ' · device ' + x.device + ' · ' + x.events + ' events</option>').join('');
+    const opts = v.views.map((x) => '<option value="' + x.id + '">' + esc(x.source) + ' · device ' + x.device + ' · ' + x.events + ' events</option>').join('');
+    $('view').innerHTML = opts;
+    if (v.views.length > 1) {
+      $('c-a').innerHTML = opts; $('c-b').innerHTML = opts;
+      $('c-b').value = '1';
+      $('nav-compare').hidden = false;
+    }
     await loadView();
     ms.ready = true;
   } catch (e) { report(e); }
