@@ -28,9 +28,14 @@ type index struct {
 	// after event i.
 	start0    int64
 	allocated []int64
-	// born[i] and died[i] are the rec that event i allocated or ended, -1
-	// for none.
-	born, died []int32
+	// born[i] is the rec that event i allocated, -1 for none. delta[i] is
+	// what event i changed allocated by (+ a block's size when it
+	// allocated one, − when it ended one), site[i] that block's site (-1
+	// for an event that changed nothing): the timeline's sweeps read them
+	// in order.
+	born  []int32
+	delta []int64
+	site  []int32
 	// every checkEvery events, live[k] holds the recs live after event
 	// k*checkEvery-1 (before event k*checkEvery), by rec index.
 	checkEvery int
@@ -85,7 +90,7 @@ func (x *index) recOf(id int64) int {
 func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 	t := d.Timeline
 	n := len(t.Events)
-	x := &index{d: d, stacks: stacks, events: t.Events, born: make([]int32, n), died: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
+	x := &index{d: d, stacks: stacks, events: t.Events, born: make([]int32, n), delta: make([]int64, n), site: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
 	x.timed = t.Timed && n > 0
 	if n > 0 {
 		x.t0 = t.Events[0].TimeUS
@@ -95,8 +100,9 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 			x.timed = false
 		}
 	}
+	died := make([]int32, n) // the rec event i ended, -1 for none
 	for i := range x.born {
-		x.born[i], x.died[i] = -1, -1
+		x.born[i], died[i], x.site[i] = -1, -1, -1
 	}
 	st := d.Timeline
 	siteIndex := map[attribution.Site]int32{}
@@ -151,7 +157,7 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 	}
 	for r := range x.recs {
 		if e := x.recs[r].end; int(e) < n {
-			x.died[e] = int32(r)
+			died[e] = int32(r)
 		}
 	}
 	// Allocated after every event, and the checkpoints of live recs.
@@ -173,12 +179,14 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 			x.live = append(x.live, ids)
 		}
 		// An event ends at most one block or allocates one.
-		if r := x.died[i]; r >= 0 {
+		if r := died[i]; r >= 0 {
 			cur -= x.recs[r].size
+			x.delta[i], x.site[i] = -x.recs[r].size, x.recs[r].site
 			delete(live, r)
 		}
-		if r := x.born[i]; r >= 0 && x.recs[r].end > int32(i) {
+		if r := x.born[i]; r >= 0 {
 			cur += x.recs[r].size
+			x.delta[i], x.site[i] = x.recs[r].size, x.recs[r].site
 			live[r] = struct{}{}
 		}
 		x.allocated[i] = cur

@@ -154,6 +154,26 @@ func TestTimelineStacks(t *testing.T) {
 						t.Fatalf("column %d: min %d max %d at %d", c, tl.Min[c], tl.Max[c], tl.At[c])
 					}
 				}
+				// Brute force: each top site's rest is its allocations live at
+				// the sample that are not bands.
+				band := map[int64]bool{}
+				for _, b := range tl.Bands {
+					band[b.ID] = true
+				}
+				for _, c := range []int{0, tl.Columns / 3, tl.Columns - 1} {
+					s := tl.Sample[c]
+					want := map[string]int64{}
+					for r := range x.recs {
+						if rc := &x.recs[r]; int(rc.start) <= s && s < int(rc.end) && !band[x.id(r)] {
+							want[x.siteLabels[rc.site]] += rc.size
+						}
+					}
+					for _, rr := range tl.Rest {
+						if rr.Site >= 0 && rr.Bytes[c] != want[tl.Sites[rr.Site]] {
+							t.Errorf("column %d (event %d): rest of %s = %d, want %d", c, s, tl.Sites[rr.Site], rr.Bytes[c], want[tl.Sites[rr.Site]])
+						}
+					}
+				}
 				// Brute force: every allocation live at some sample.
 				live := func(start, end int) bool {
 					for _, s := range tl.Sample {

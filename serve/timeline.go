@@ -309,32 +309,6 @@ func (x *index) draw(tl *Timeline, k int) {
 		}
 	}
 	bytes := make([]int64, len(x.sites))
-	var total int64
-	sweep := func(at func(c int)) {
-		clear(bytes)
-		total = 0
-		for _, r := range first {
-			if x.mark[r] != x.gen {
-				bytes[x.recs[r].site] += x.recs[r].size
-				total += x.recs[r].size
-			}
-		}
-		cur := sMin
-		for c := range S {
-			for i := cur + 1; i <= S[c]; i++ {
-				if r := x.died[i]; r >= 0 && x.mark[r] != x.gen {
-					bytes[x.recs[r].site] -= x.recs[r].size
-					total -= x.recs[r].size
-				}
-				if r := x.born[i]; r >= 0 && x.mark[r] != x.gen && x.recs[r].end > int32(i) {
-					bytes[x.recs[r].site] += x.recs[r].size
-					total += x.recs[r].size
-				}
-			}
-			cur = max(cur, S[c])
-			at(c)
-		}
-	}
 	// The sites at the highest column, from the live recs then.
 	for _, r := range x.liveAt(S[peak]) {
 		if x.mark[r] != x.gen {
@@ -354,19 +328,53 @@ func (x *index) draw(tl *Timeline, k int) {
 		return top[i] < top[j]
 	})
 	top = top[:min(len(top), restSites)]
+	row := make([]int32, len(x.sites)) // site → its row + 1; 0 for other
 	rows := make([]Rest, len(top)+1)
 	for i, s := range top {
 		rows[i] = Rest{Site: ref(s), Bytes: make([]int64, len(S))}
+		row[s] = int32(i + 1)
 	}
 	rows[len(top)] = Rest{Site: -1, Bytes: make([]int64, len(S))}
-	sweep(func(c int) {
-		other := total
-		for i, s := range top {
-			rows[i].Bytes[c] = bytes[s]
-			other -= bytes[s]
+	// Every allocation of the top sites, bands too, swept over the
+	// window's events in order; then each band's bytes come off its site's
+	// row, and other is what is left of allocated.
+	have := make([]int64, len(top))
+	for _, r := range first {
+		if k := row[x.recs[r].site]; k > 0 {
+			have[k-1] += x.recs[r].size
+		}
+	}
+	cur := sMin
+	for c, s := range S {
+		for i := cur + 1; i <= s; i++ {
+			if st := x.site[i]; st >= 0 {
+				if k := row[st]; k > 0 {
+					have[k-1] += x.delta[i]
+				}
+			}
+		}
+		cur = max(cur, s)
+		for k := range top {
+			rows[k].Bytes[c] = have[k]
+		}
+	}
+	for i, r := range chosen {
+		k := row[x.recs[r].site]
+		if k == 0 {
+			continue
+		}
+		b := &tl.Bands[i]
+		for c := b.C0; c <= b.C1 && len(b.Off) > 0; c++ {
+			rows[k-1].Bytes[c] -= x.recs[r].size
+		}
+	}
+	for c := range S {
+		other := tl.At[c] - bandsAt[c]
+		for k := range top {
+			other -= rows[k].Bytes[c]
 		}
 		rows[len(top)].Bytes[c] = other
-	})
+	}
 	tl.Rest = rows
 }
 
