@@ -239,6 +239,15 @@ func browse(t *testing.T, path, shots string) {
 		}
 	}
 
+	// Back to the whole recording: the widest query there is.
+	var before int
+	c.eval(t, `memscope.requests`, &before)
+	c.eval(t, `document.getElementById('reset').click()`, nil)
+	c.waitFor(t, "the whole recording is drawn", fmt.Sprintf(`memscope.requests > %d`, before), 60*time.Second)
+	var pageMs float64
+	c.eval(t, `memscope.lastMs`, &pageMs)
+	t.Logf("whole recording again: /api/timeline answered in %s on the server, %.1f ms in the page", th.last().Round(10*time.Microsecond), pageMs)
+
 	// The moment view at the peak.
 	c.eval(t, `location.hash = '#moment?at=peak'`, nil)
 	c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
