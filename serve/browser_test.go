@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,22 +30,6 @@ import (
 // paint and each zoom's latency:
 //
 //	MEMSCOPE_SCREENSHOTS=$PWD/docs go test ./serve -run Chromium -v
-
-func needBrowser(t *testing.T, format string, args ...any) {
-	t.Helper()
-	testenv.Need(t, "the browser test: "+format, args...)
-}
-
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	needBrowser(t, "no chromium on PATH (apt-get install chromium)")
-	return ""
-}
 
 // TestChromium drives the page on the llama-bf16 fixture.
 func TestChromium(t *testing.T) {
@@ -257,6 +240,10 @@ func browse(t *testing.T, path, shots string) {
 	if want := segmentsAt(v.d.Timeline, peak); segs != fmt.Sprint(min(want, maxSegments)) {
 		t.Errorf("the moment view at the peak draws %s segments; %d were reserved after event %d", segs, want, peak)
 	}
+	if len(v.x.events) < 1_000_000 { // a what-if per setting: on demand, and long on a big trace
+		c.eval(t, `document.getElementById('m-sim').click()`, nil)
+		c.waitFor(t, "the settings are simulated", `document.getElementById('m-sim-out').innerText.includes('recorded reserved peak')`, 60*time.Second)
+	}
 	if shots != "" {
 		screenshot(t, c, filepath.Join(shots, "serve-moment.png"))
 	}
@@ -274,7 +261,7 @@ func browse(t *testing.T, path, shots string) {
 // not happen: a request off localhost, a console error or warning, an
 // uncaught exception, an error in the log.
 func openBrowser(t *testing.T, h http.Handler) (c *cdp, base string, problems func() []string) {
-	bin := chromiumPath(t)
+	bin := testenv.Chromium(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

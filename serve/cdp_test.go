@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 type cdpMessage struct {
@@ -82,7 +84,7 @@ func startChromium(t *testing.T, bin string, onEvent func(cdpMessage)) *cdp {
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
-		needBrowser(t, "chromium would not start: %v", err)
+		testenv.Need(t, "the browser test: chromium would not start: %v", err)
 	}
 	toChrome.Close()
 	fromChrome.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/testenv"
+	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -448,5 +449,39 @@ func TestCompare(t *testing.T) {
 	}
 	if code := get(t, newServer(t, a), "/api/compare", nil); code != http.StatusBadRequest {
 		t.Errorf("compare with one view = %d, want 400", code)
+	}
+}
+
+// TestSettings: /api/settings on the variable-length what-if workload
+// says expandable segments lower the reserved peak to what torch reserved
+// when the same run was made with them (within the 1% the model's
+// reserved peaks are held to elsewhere), and the recorded peak is torch's.
+func TestSettings(t *testing.T) {
+	rec, err := truth.Read("../fixtures/whatif-varlen/default/truth.json")
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	exp, err := truth.Read("../fixtures/whatif-varlen/expandable/truth.json")
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	srv := newServer(t, "../fixtures/whatif-varlen/default/snapshot.pickle")
+	var s Settings
+	get(t, srv, "/api/settings", &s)
+	if want := rec.MemoryStatsEnd["reserved_bytes.all.peak"]; s.RecordedPeak != want {
+		t.Errorf("recorded reserved peak %d, want torch's %d", s.RecordedPeak, want)
+	}
+	want := exp.MemoryStatsEnd["reserved_bytes.all.peak"]
+	found := false
+	for _, r := range s.Lower {
+		if r.Conf == "expandable_segments:True" {
+			found = true
+			if d := r.PeakReserved - want; d < -want/100 || d > want/100 {
+				t.Errorf("expandable_segments:True: reserved peak %d, torch's run with it %d", r.PeakReserved, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no expandable_segments:True row in %+v", s.Lower)
 	}
 }

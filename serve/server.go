@@ -50,6 +50,8 @@ type view struct {
 	sum    *attribution.DeviceSummary
 	x      *index
 	mu     sync.Mutex // the device's lazily filled state and the index's marks
+	// settings is /api/settings's answer, once asked for.
+	settings *Settings
 }
 
 // New indexes every device of the sources for the timeline (one pass over
@@ -84,6 +86,7 @@ func New(srcs []Source, opt Options) (*Server, error) {
 		"steps":    s.steps,
 		"leaks":    s.leaks,
 		"oom":      s.ooms,
+		"settings": s.settings,
 	} {
 		s.mux.HandleFunc("GET /api/"+path, s.api(h))
 	}

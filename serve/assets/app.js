@@ -337,7 +337,8 @@ async function loadMoment(at) {
     (f.fragmented ? ', split into holes too small to serve requests' : '') + '</div>' +
     (m.segments.length < m.segments_total ? '<div class="muted">the ' + m.segments.length + ' largest segments drawn</div>' : '');
   drawSegments();
-  $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], m.categories.map((c) => [esc(c.name), fmtBytes(c.bytes), c.count])) +
+  $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], m.categories.map((c) => ['<span style="display:inline-block;width:10px;height:10px;background:' +
+    (catColor[c.name] || '#90a4ae') + '"></span> ' + esc(c.name), fmtBytes(c.bytes), c.count])) +
     '<h3>streams and pools</h3>' + table(['stream', 'pool', 'bytes', 'blocks'], m.streams.map((s) => [s.stream, s.pool_id.join(','), fmtBytes(s.bytes), s.count])) +
     '<h3>top sites</h3>' + table(['site', 'bytes', 'blocks', 'share'], m.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.count, (100 * s.share).toFixed(1) + '%']));
 }
@@ -411,6 +412,18 @@ segCv.addEventListener('click', async (ev) => {
   $('m-tables').insertAdjacentHTML('afterbegin', '<div class="panel"><b>' + fmtBytes(a.size) + '</b> · ' + esc(a.category) + ' · ' + esc(a.site) +
     (a.start >= 0 ? ' · allocated at event ' + a.start : ' · live before recording') + (a.end >= 0 ? ', freed at event ' + a.end : ', live to the end') +
     stackHTML(a.stack, false) + '</div>');
+});
+$('m-sim').addEventListener('click', async () => {
+  $('m-sim-out').textContent = 'simulating…';
+  try {
+    const r = await api('settings');
+    let html = 'recorded reserved peak ' + fmtBytes(r.recorded_peak_reserved) + '. ';
+    html += r.lower.length ? table(['setting', 'reserved peak', ''], r.lower.map((x) => [esc(x.conf), fmtBytes(x.peak_reserved), x.oom ? 'runs out of memory' : ''])) :
+      'No setting tried lowers it by 1% or more.';
+    if (r.at_oom.length) html += '<h3>at the OOM</h3>' + table(['setting', 'served the failed request', 'reserved peak'],
+      r.at_oom.map((x) => [esc(x.conf), x.error ? esc(x.error) : x.served ? 'yes' : 'no: fails at event ' + x.fails_at, fmtBytes(x.peak_reserved)]));
+    $('m-sim-out').innerHTML = html;
+  } catch (e) { $('m-sim-out').textContent = e.message; }
 });
 $('m-go').addEventListener('click', () => { location.hash = '#moment?at=' + encodeURIComponent($('m-at').value); });
 
