@@ -485,3 +485,39 @@ func TestSettings(t *testing.T) {
 		t.Errorf("no expandable_segments:True row in %+v", s.Lower)
 	}
 }
+
+// TestConcurrentQueries: queries on one view and on two views of the same
+// snapshot's devices at once answer as they do one at a time (run with
+// -race to check that nothing the devices fill lazily is shared
+// unguarded).
+func TestConcurrentQueries(t *testing.T) {
+	srv := newServer(t, "../fixtures/capture-ddp/snapshot.rank0.pickle", "../fixtures/capture-ddp/snapshot.rank1.pickle")
+	urls := []string{"/api/timeline?px=300", "/api/moment?at=peak", "/api/moment?at=end", "/api/sites?q=a", "/api/steps", "/api/compare"}
+	want := map[string]string{}
+	for v := 0; v < srv.Views(); v++ {
+		for _, u := range urls {
+			u := fmt.Sprintf("%s&v=%d", strings.Replace(u, "?", "?x=1&", 1), v)
+			if !strings.Contains(u, "?") {
+				u = strings.Replace(u, "&v=", "?v=", 1)
+			}
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest("GET", u, nil))
+			want[u] = rec.Body.String()
+		}
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < 4; k++ {
+		for u, body := range want {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rec := httptest.NewRecorder()
+				srv.ServeHTTP(rec, httptest.NewRequest("GET", u, nil))
+				if rec.Body.String() != body {
+					t.Errorf("GET %s at once with others differs from alone", u)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -148,9 +149,17 @@ func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []Si
 		if q != "" && !strings.Contains(strings.ToLower(s.Label), q) {
 			continue
 		}
-		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: s.Share, Stack: v.stack(s.Stack)})
+		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: finite(s.Share), Stack: v.stack(s.Stack)})
 	}
 	return out
+}
+
+// finite is f, or 0 when it is not a number JSON can hold.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
 }
 
 func categories(c [attribution.NumCategories]attribution.Bytes) []Bytes {
@@ -352,7 +361,7 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 	out := &Moment{Label: m.Label, Event: m.Index, X: -1, Numbers: numbers(m.Numbers), Segments: []Segment{},
 		Categories: categories(m.Categories), Streams: []Stream{}, TopSites: v.siteRows(m.Sites, 20, ""),
 		Frag: Frag{Reserved: f.Reserved, Allocated: f.Allocated, Cached: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
-			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: f.Verdict.Share,
+			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: finite(f.Verdict.Share),
 			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...)}}
 	if m.Index >= 0 && m.Index < len(v.x.events) {
 		out.X = v.x.xOf(m.Index)

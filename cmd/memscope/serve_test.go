@@ -105,3 +105,38 @@ func TestServeBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRun: --run serves a capture run's snapshot joined with its
+// profiler trace (the summary's peak by operator), and two snapshots make
+// two views the page can compare.
+func TestServeRun(t *testing.T) {
+	var sum struct {
+		Ops []struct{ Op string } `json:"ops"`
+	}
+	var views struct {
+		Views []struct{ ID int } `json:"views"`
+	}
+	r := serveWith(t, func(url string) {
+		getJSON(t, url+"api/summary", &sum)
+		getJSON(t, url+"api/views", &views)
+	}, "--run", "../../fixtures/capture-train", "../../fixtures/llama-bf16/snapshot.pickle")
+	if r.err != nil {
+		t.Fatalf("serve --run: %v\n%s", r.err, r.stderr)
+	}
+	if len(sum.Ops) == 0 || len(views.Views) != 2 {
+		t.Errorf("serve --run capture-train llama-bf16: %d operator rows, %d views; want the trace joined and 2 views", len(sum.Ops), len(views.Views))
+	}
+}
+
+func getJSON(t *testing.T, url string, into any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+}

@@ -442,7 +442,9 @@ async function loadSites(at, q) {
     '<tr hidden><td colspan="4">' + stackHTML(r.stack, false) + '</td></tr>').join('');
   $('s-body').innerHTML = '<h3>' + esc(s.label) + ': ' + s.match + ' of ' + s.total + ' sites' + (q ? ' match “' + esc(q) + '”' : '') + '</h3>' +
     '<table id="s-table"><tr><th>site</th><th>bytes</th><th>blocks</th><th>share</th></tr>' + rows + '</table>' +
-    (q ? '' : '<h3>call tree (frames that count)</h3>' + treeHTML(s.tree, 0));
+    (q ? '' : (ms.ops && ms.ops.length ? '<h3>at the peak, by operator (the joined profiler trace)</h3>' +
+      table(['operator', 'bytes'], ms.ops.map((o) => [esc(o.op), fmtBytes(o.bytes)])) : '') +
+      '<h3>call tree (frames that count)</h3>' + treeHTML(s.tree, 0));
   for (const tr of $('s-body').querySelectorAll('tr.click')) tr.addEventListener('click', () => { tr.nextSibling.hidden = !tr.nextSibling.hidden; });
 }
 function treeHTML(n, depth) {
@@ -561,6 +563,7 @@ async function loadView() {
   tl.data = null; allocCache.clear();
   const s = await api('summary');
   tl.axis = s.axis;
+  ms.ops = s.ops;
   $('numbers').textContent = 'peak: ' + fmtBytes(s.at_peak.allocated) + ' allocated · ' + fmtBytes(s.at_peak.requested) + ' requested · ' +
     fmtBytes(s.peaks.reserved.bytes) + ' reserved (its own peak)' + (s.peak_phase ? ' · in ' + s.peak_phase + (s.peak_step != null ? ' of step ' + s.peak_step : '') : '') +
     (s.findings.length ? ' · findings: ' + s.findings.join(', ') : '');
