@@ -96,12 +96,18 @@ func BenchmarkTimeline(b *testing.B) {
 	}
 }
 
-// BenchmarkIndex builds the index of a generated 32 MiB snapshot: what
-// serve adds to the analysis before it listens.
+// BenchmarkIndex builds the index of a generated 32 MiB snapshot (or of
+// MEMSCOPE_SERVE_BENCH_FILE): what serve adds to the analysis before it
+// listens.
 func BenchmarkIndex(b *testing.B) {
-	x := benchIndex(b, 32<<20)
+	size := int64(32 << 20)
+	if os.Getenv("MEMSCOPE_SERVE_BENCH_FILE") != "" {
+		size = 0
+	}
+	x := benchIndex(b, size)
 	b.ReportAllocs()
 	for b.Loop() {
 		newIndex(x.d, x.stacks)
 	}
+	b.ReportMetric(float64(len(x.events)), "events")
 }

@@ -222,6 +222,22 @@ func browse(t *testing.T, path, shots string) {
 		}
 	}
 
+	// Drag to pan: the window keeps its width and moves earlier.
+	var before0 int
+	c.eval(t, `memscope.requests`, &before0)
+	from0, to0 := num("from"), num("to")
+	for _, ev := range []map[string]any{{"type": "mousePressed", "x": bx, "y": by, "button": "left", "clickCount": 1},
+		{"type": "mouseMoved", "x": bx + 100, "y": by, "button": "left"}, {"type": "mouseMoved", "x": bx + 200, "y": by, "button": "left"},
+		{"type": "mouseReleased", "x": bx + 200, "y": by, "button": "left", "clickCount": 1}} {
+		c.page(t, "Input.dispatchMouseEvent", ev)
+	}
+	c.waitFor(t, "the pan is drawn", fmt.Sprintf(`memscope.requests > %d && Number(document.getElementById('tl').dataset.from) < %v`, before0, from0), 60*time.Second)
+	geometry()
+	if w0, w1 := to0-from0, num("to")-num("from"); num("from") > 0 && (w1 < w0-2 || w1 > w0+2) {
+		t.Errorf("panning changed the window's width from %v to %v", w0, w1)
+	}
+	t.Logf("pan: %s – %s: /api/timeline answered in %s on the server", g.Data["from"], g.Data["to"], th.last().Round(10*time.Microsecond))
+
 	// Back to the whole recording: the widest query there is.
 	var before int
 	c.eval(t, `memscope.requests`, &before)

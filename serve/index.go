@@ -1,7 +1,7 @@
 package serve
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/snapshot"
@@ -106,12 +106,11 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 	}
 	st := d.Timeline
 	siteIndex := map[attribution.Site]int32{}
-	byStack := map[snapshot.StackID]int32{}
+	byStack := make([]int32, stacks.Len()) // stack → its site + 1; 0: not seen yet
 	siteOf := func(b *snapshot.LiveBlock) int32 {
-		if b.AllocIndex >= 0 || b.Stack != 0 {
-			if k, ok := byStack[b.Stack]; ok {
-				return k
-			}
+		cached := (b.AllocIndex >= 0 || b.Stack != 0) && int(b.Stack) < len(byStack)
+		if cached && byStack[b.Stack] > 0 {
+			return byStack[b.Stack] - 1
 		}
 		s := d.SiteOfBlock(b)
 		k, ok := siteIndex[s]
@@ -120,8 +119,8 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 			siteIndex[s] = k
 			x.sites = append(x.sites, s)
 		}
-		if b.AllocIndex >= 0 || b.Stack != 0 {
-			byStack[b.Stack] = k
+		if cached {
+			byStack[b.Stack] = k + 1
 		}
 		return k
 	}
@@ -131,6 +130,13 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 		}
 		return int32(death)
 	}
+	allocs := 0
+	for i := range t.Events {
+		if t.Events[i].Action == snapshot.ActionAlloc {
+			allocs++
+		}
+	}
+	x.recs = make([]rec, 0, len(st.Initial)+allocs)
 	for k := range st.Initial {
 		b := &st.Initial[k]
 		if b.PendingFree {
@@ -162,32 +168,33 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 	}
 	// Allocated after every event, and the checkpoints of live recs.
 	x.checkEvery = max(4096, n/256)
-	live := map[int32]struct{}{}
+	// The live recs as a set: a slice, and each rec's place in it.
+	var live []int32
+	pos := make([]int32, len(x.recs))
 	for r := 0; r < x.nInit; r++ {
-		if x.recs[r].end > 0 {
-			live[int32(r)] = struct{}{}
-		}
+		pos[r] = int32(len(live))
+		live = append(live, int32(r))
 	}
 	cur := x.start0
 	for i := 0; i < n; i++ {
 		if i%x.checkEvery == 0 {
-			ids := make([]int32, 0, len(live))
-			for r := range live {
-				ids = append(ids, r)
-			}
-			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+			ids := slices.Clone(live)
+			slices.Sort(ids)
 			x.live = append(x.live, ids)
 		}
 		// An event ends at most one block or allocates one.
 		if r := died[i]; r >= 0 {
 			cur -= x.recs[r].size
 			x.delta[i], x.site[i] = -x.recs[r].size, x.recs[r].site
-			delete(live, r)
+			last := live[len(live)-1]
+			live[pos[r]], pos[last] = last, pos[r]
+			live = live[:len(live)-1]
 		}
 		if r := x.born[i]; r >= 0 {
 			cur += x.recs[r].size
 			x.delta[i], x.site[i] = x.recs[r].size, x.recs[r].site
-			live[r] = struct{}{}
+			pos[r] = int32(len(live))
+			live = append(live, r)
 		}
 		x.allocated[i] = cur
 	}
