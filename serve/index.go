@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/memscope/memscope/attribution"
@@ -217,4 +218,50 @@ func (x *index) idOfLive(b *snapshot.LiveBlock) (int64, bool) {
 		return x.id(int(r)), true
 	}
 	return 0, false
+}
+
+// checkValid checks the index's invariants: recs in order of birth, each
+// ending after it starts; born and the per-event deltas agree with the
+// recs; allocated is the running sum of the deltas; each checkpoint lists,
+// in order, exactly the recs live at it.
+func (x *index) checkValid() error {
+	n := len(x.events)
+	for r := range x.recs {
+		rc := &x.recs[r]
+		switch {
+		case r < x.nInit && rc.start != -1:
+			return fmt.Errorf("rec %d of the %d live before the first event starts at event %d", r, x.nInit, rc.start)
+		case r >= x.nInit && (rc.start < 0 || x.born[rc.start] != int32(r)):
+			return fmt.Errorf("rec %d starts at event %d, which allocated rec %d", r, rc.start, x.born[max(rc.start, 0)])
+		case r > x.nInit && rc.start <= x.recs[r-1].start:
+			return fmt.Errorf("rec %d starts at event %d, not after rec %d's %d", r, rc.start, r-1, x.recs[r-1].start)
+		case rc.end <= rc.start || int(rc.end) > n:
+			return fmt.Errorf("rec %d lives from event %d to %d of %d", r, rc.start, rc.end, n)
+		}
+	}
+	cur := x.start0
+	for i := 0; i < n; i++ {
+		cur += x.delta[i]
+		if cur != x.allocated[i] || cur < 0 {
+			return fmt.Errorf("allocated after event %d = %d, the deltas sum to %d", i, x.allocated[i], cur)
+		}
+	}
+	for k, ids := range x.live {
+		at := k*x.checkEvery - 1
+		want := 0
+		for r := range x.recs {
+			if rc := &x.recs[r]; int(rc.start) <= at && at < int(rc.end) {
+				want++
+			}
+		}
+		if len(ids) != want || !slices.IsSorted(ids) {
+			return fmt.Errorf("checkpoint %d (after event %d) lists %d recs, want the %d live then, in order", k, at, len(ids), want)
+		}
+		for _, r := range ids {
+			if rc := &x.recs[r]; int(rc.start) > at || at >= int(rc.end) {
+				return fmt.Errorf("checkpoint %d (after event %d) lists rec %d, live from %d to %d", k, at, r, rc.start, rc.end)
+			}
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,9 @@ func TestIndexAllocated(t *testing.T) {
 		an := analyzed(t, path)
 		for _, d := range an.Devices {
 			x := newIndex(d, an.Snapshot.Stacks)
+			if err := x.checkValid(); err != nil {
+				t.Errorf("%s device %d: %v", path, d.Device, err)
+			}
 			tl := d.Timeline
 			n := len(tl.Events)
 			if got := x.allocatedAt(-1); got != tl.Start.Allocated {
@@ -520,4 +524,29 @@ func TestConcurrentQueries(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// FuzzQuery: no query of the timeline, alloc or moment endpoints panics
+// or fails: each is answered (valid JSON) or refused with a 400.
+func FuzzQuery(f *testing.F) {
+	srv := newServer(f, "../fixtures/llama-bf16/snapshot.pickle")
+	span := srv.views[0].x.span()
+	f.Add(int64(0), span, int64(800), int64(300), "peak", int64(1))
+	f.Add(span/2, span/2+1, int64(1), int64(0), "oom1", int64(-1))
+	f.Add(int64(-5), int64(1)<<60, int64(4000), int64(400), "event:3", int64(3075))
+	f.Add(span, span, int64(7), int64(9), "1.5ms", int64(-999))
+	f.Fuzz(func(t *testing.T, from, to, px, bands int64, at string, id int64) {
+		for _, u := range []string{
+			fmt.Sprintf("/api/timeline?from=%d&to=%d&px=%d&bands=%d", from, to, px, bands),
+			fmt.Sprintf("/api/alloc?id=%d", id),
+			"/api/moment?at=" + url.QueryEscape(at),
+			"/api/sites?q=" + url.QueryEscape(at),
+		} {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest("GET", u, nil))
+			if (rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest) || !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("GET %s = %d %.300s", u, rec.Code, rec.Body.String())
+			}
+		}
+	})
 }
