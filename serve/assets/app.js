@@ -16,8 +16,8 @@ function fmtBytes(n) {
 function fmtX(x, axis) {
   if (axis !== 'time_us') return 'event ' + x;
   const a = Math.abs(x);
-  if (a >= 1e6) return (x / 1e6).toFixed(a >= 1e8 ? 0 : 2) + ' s';
-  if (a >= 1e3) return (x / 1e3).toFixed(a >= 1e5 ? 0 : 1) + ' ms';
+  if (a >= 1e6) return (x / 1e6).toFixed(a >= 1e8 ? 1 : 3) + ' s';
+  if (a >= 1e3) return (x / 1e3).toFixed(a >= 1e5 ? 1 : 2) + ' ms';
   return x + ' µs';
 }
 function esc(s) {
@@ -473,8 +473,8 @@ async function loadLeaks() {
   let top = 1;
   for (const f of l.floors) top = Math.max(top, f);
   html += table(['step', 'floor after it', ''], l.floors.map((f, i) => [l.steps[i], fmtBytes(f), '<div style="background:#90a4ae;height:8px;width:' + (300 * f / top).toFixed(0) + 'px"></div>']));
-  html += '<h3>sites of blocks born in a steady step and still live at the end</h3>' +
-    table(['site', 'bytes', 'steps', 'per step', 'stack'], l.sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.steps, fmtBytes(s.bytes_per_step), stackHTML(s.stack, true)]));
+  html += '<h3>sites of blocks born in a steady step and still live at the end</h3>' + (l.sites.length === 0 ? '<div class="muted">none</div>' :
+    table(['site', 'bytes', 'steps', 'per step', 'stack'], l.sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.steps, fmtBytes(s.bytes_per_step), stackHTML(s.stack, true)])));
   $('lk-body').innerHTML = html;
 }
 async function loadOOM() {
