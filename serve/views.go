@@ -65,13 +65,15 @@ type Summary struct {
 		Active    Peak `json:"active"`
 		Reserved  Peak `json:"reserved"`
 	} `json:"peaks"`
-	PeakStep   *int      `json:"peak_step"`
-	PeakPhase  string    `json:"peak_phase"`
-	StepsFrom  string    `json:"steps_from"`
-	Steps      int       `json:"steps"`
-	Segments   int       `json:"segments"`
-	Blocks     int       `json:"blocks"`
-	OOMs       int       `json:"ooms"`
+	PeakStep  *int   `json:"peak_step"`
+	PeakPhase string `json:"peak_phase"`
+	StepsFrom string `json:"steps_from"`
+	Steps     int    `json:"steps"`
+	Segments  int    `json:"segments"`
+	Blocks    int    `json:"blocks"`
+	OOMs      int    `json:"ooms"`
+	// OOMAt places each OOM event on the timeline's axis.
+	OOMAt      []Peak    `json:"oom_at"`
 	TopSites   []Site    `json:"top_sites"`
 	Categories []Bytes   `json:"categories"`
 	Findings   []string  `json:"findings"`
@@ -184,6 +186,10 @@ func (s *Server) summary(v *view, r *http.Request) (any, error) {
 	}
 	out.Peaks.Requested, out.Peaks.Allocated = v.peak(ds.PeakRequested), v.peak(ds.PeakAllocated)
 	out.Peaks.Active, out.Peaks.Reserved = v.peak(ds.PeakActive), v.peak(ds.PeakReserved)
+	out.OOMAt = []Peak{}
+	for _, o := range v.d.OOMs {
+		out.OOMAt = append(out.OOMAt, v.peak(snapshot.Peak{Bytes: o.Request, Index: o.Index}))
+	}
 	for _, f := range ds.Findings {
 		if f.Problem() {
 			out.Findings = append(out.Findings, f.Kind.String())

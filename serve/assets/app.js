@@ -142,6 +142,17 @@ function drawTimeline() {
       base += v;
     }
   }
+  // the peak and each OOM
+  const s = ms.summary;
+  if (s) {
+    const marks = [[s.peaks.allocated, '#212121', 'peak']].concat(s.oom_at.map((o, i) => [o, '#c62828', 'OOM ' + (i + 1)]));
+    for (const [p, color, label] of marks) {
+      if (p.event < 0 || p.x < d.from || p.x > d.to) continue;
+      const x = xOfAxis(p.x + (d.axis === 'event' ? 0.5 : 0));
+      g.strokeStyle = color; g.setLineDash([4, 3]); g.beginPath(); g.moveTo(x, box.t); g.lineTo(x, box.t + box.h); g.stroke(); g.setLineDash([]);
+      g.fillStyle = color; g.fillText(label, x + 3, box.t + 24);
+    }
+  }
   // allocated: the most and least in each column
   g.lineWidth = 1.2;
   for (const [arr, color] of [[d.max, '#212121'], [d.min, 'rgba(33,33,33,.35)']]) {
@@ -167,12 +178,15 @@ function drawTimeline() {
     g.strokeStyle = 'rgba(0,0,0,.06)';
     g.beginPath(); g.moveTo(box.l, y); g.lineTo(box.l + box.w, y); g.stroke();
   }
-  g.textAlign = 'center';
   for (let k = 0; k <= 6; k++) {
     const x = d.from + (d.to - d.from) * k / 6;
+    g.textAlign = k === 0 ? 'left' : k === 6 ? 'right' : 'center'; // no label clipped at the ends
     g.fillText(fmtX(Math.round(x), d.axis), box.l + box.w * k / 6, box.t + box.h + 16);
   }
   g.textAlign = 'left';
+  $('legend').innerHTML = d.rest.map((r) => '<span><i style="background:' + (r.site < 0 ? 'rgba(144,164,174,.55)' :
+    palette(r.site * 7 + 3).replace('hsl', 'hsla').replace('%)', '%,.55)')) + '"></i>' + esc(r.site < 0 ? 'every other site' : d.sites[r.site]) + '</span>').join('') +
+    '<span class="muted">(the smaller allocations, merged per site above the ' + d.bands.length + ' largest, which are drawn one by one)</span>';
   Object.assign(cv.dataset, { drawn: String(ms.requests), bands: String(d.bands.length), columns: String(cols),
     from: String(d.from), to: String(d.to), ymax: String(ymax), plotLeft: String(box.l), plotTop: String(box.t),
     plotWidth: String(box.w), plotHeight: String(box.h), px: String(tl.px), lastMs: ms.lastMs.toFixed(1) });
@@ -564,6 +578,7 @@ async function loadView() {
   const s = await api('summary');
   tl.axis = s.axis;
   ms.ops = s.ops;
+  ms.summary = s;
   $('numbers').textContent = 'peak: ' + fmtBytes(s.at_peak.allocated) + ' allocated · ' + fmtBytes(s.at_peak.requested) + ' requested · ' +
     fmtBytes(s.peaks.reserved.bytes) + ' reserved (its own peak)' + (s.peak_phase ? ' · in ' + s.peak_phase + (s.peak_step != null ? ' of step ' + s.peak_step : '') : '') +
     (s.findings.length ? ' · findings: ' + s.findings.join(', ') : '');
