@@ -550,3 +550,49 @@ func FuzzQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestUntimed: a trace with no time_us (torch before 2.2) is drawn in
+// event order: the axis is events, the span the last event, and the
+// columns still add up to allocated bytes after their events.
+func TestUntimed(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/llama-bf16/snapshot.pickle")
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	for d := range s.Traces {
+		for i := range s.Traces[d] {
+			s.Traces[d][i].TimeUS = 0
+		}
+	}
+	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	srv, err := New([]Source{{Path: "untimed", Analysis: an}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := an.Devices[0]
+	n := len(d.Timeline.Events)
+	var tl Timeline
+	get(t, srv, "/api/timeline?px=500", &tl)
+	if tl.Axis != "event" || tl.Span != int64(n-1) || tl.Columns != 500 || tl.X[tl.Columns] != int64(n) {
+		t.Fatalf("untimed: axis %q, span %d, %d columns ending at %d; want event, %d, 500, %d", tl.Axis, tl.Span, tl.Columns, tl.X[tl.Columns], n-1, n)
+	}
+	for c := 0; c < tl.Columns; c++ {
+		sum := tl.BandsAt[c]
+		for _, r := range tl.Rest {
+			sum += r.Bytes[c]
+		}
+		if want := d.Timeline.StateAt(tl.Sample[c]).Allocated; sum != want {
+			t.Fatalf("column %d (event %d): %d bytes drawn, want %d", c, tl.Sample[c], sum, want)
+		}
+	}
+	var few Timeline
+	get(t, srv, "/api/timeline?from=100&to=109&px=500", &few)
+	if few.Columns != 10 || few.Events != 10 || few.Sample[0] != 100 || few.Sample[9] != 109 {
+		t.Errorf("events 100–109 at 500 px: %d columns, %d events, samples %v; want one column per event", few.Columns, few.Events, few.Sample)
+	}
+	var sum Summary
+	get(t, srv, "/api/summary", &sum)
+	if sum.Timed || sum.Axis != "event" || sum.Peaks.Allocated.X != int64(d.Timeline.PeakAllocated.Index) {
+		t.Errorf("untimed summary: timed %v, axis %q, peak at %d; want false, event, %d", sum.Timed, sum.Axis, sum.Peaks.Allocated.X, d.Timeline.PeakAllocated.Index)
+	}
+}
