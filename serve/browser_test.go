@@ -31,9 +31,19 @@ import (
 //
 //	MEMSCOPE_SCREENSHOTS=$PWD/docs go test ./serve -run Chromium -v
 
-// TestChromium drives the page on the llama-bf16 fixture.
+// TestChromium drives the page on a harness capture (llama-bf16, whose
+// screenshots docs/ keeps), on a Trainer run recorded late
+// (plain-trainer-late) and on a run that ran out of memory (oom).
 func TestChromium(t *testing.T) {
-	browse(t, "../fixtures/llama-bf16/snapshot.pickle", os.Getenv("MEMSCOPE_SCREENSHOTS"))
+	for _, name := range []string{"llama-bf16", "plain-trainer-late", "oom"} {
+		t.Run(name, func(t *testing.T) {
+			shots := ""
+			if name == "llama-bf16" {
+				shots = os.Getenv("MEMSCOPE_SCREENSHOTS")
+			}
+			browse(t, "../fixtures/"+name+"/snapshot.pickle", shots)
+		})
+	}
 }
 
 // TestChromiumBig drives it on $MEMSCOPE_SERVE_BIG, a generated snapshot
