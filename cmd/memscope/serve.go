@@ -36,10 +36,14 @@ click pins its full stack (folded frames too) and lifetime, the wheel zooms
 and dragging pans, each view answered by the server at that level of
 detail. The allocator state at any moment (the peak, the end, each OOM, an
 event): each segment drawn with its blocks and holes, pools and streams,
-and the fragmentation numbers. The sites and call tree at a moment,
-searchable; the steps; the leak; the OOMs. The page reads a JSON API
+and the fragmentation numbers, with what other allocator settings would
+have reserved (on demand). The sites and call tree at a moment, searchable;
+the steps; the leak; the OOMs. With two snapshots (or devices), Compare
+puts them on one axis aligned by step and phase, with the diff at their
+peaks by site, category and phase. The page reads a JSON API
 (/api/summary, /api/timeline, /api/alloc, /api/moment, /api/sites,
-/api/steps, /api/leaks, /api/oom), which scripts may use too.
+/api/steps, /api/leaks, /api/oom, /api/settings, /api/compare), which
+scripts may use too.
 
 With --run DIR it serves the snapshots of a 'memscope capture' run
 directory, joined with the run's profiler trace when it has one. Sites
