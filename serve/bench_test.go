@@ -29,7 +29,7 @@ func benchIndex(b *testing.B, size int64) *index {
 	if err != nil {
 		b.Fatal(err)
 	}
-	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
 	x := newIndex(an.Devices[0], s.Stacks)
 	benchIndexes[size] = x
 	return x

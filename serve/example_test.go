@@ -18,7 +18,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
 	srv, err := serve.New([]serve.Source{{Path: "llama-bf16", Analysis: an}}, serve.Options{})
 	if err != nil {
 		fmt.Println(err)

@@ -37,7 +37,7 @@ func analyzed(t testing.TB, path string) *attribution.Analysis {
 	if err != nil {
 		testenv.Need(t, "fixture %s: %v", path, err)
 	}
-	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
 	analyses[path] = an
 	return an
 }
@@ -370,12 +370,6 @@ func TestBadQueries(t *testing.T) {
 // every device.
 func TestEveryFixture(t *testing.T) {
 	for _, path := range fixtureSnapshots(t) {
-		if len(analyzed(t, path).Devices) == 0 {
-			if _, err := New([]Source{{Path: path, Analysis: analyzed(t, path)}}, Options{}); err == nil {
-				t.Errorf("%s has no device, and New serves it", path)
-			}
-			continue
-		}
 		srv := newServer(t, path)
 		for v := 0; v < srv.Views(); v++ {
 			for _, api := range []string{"summary", "timeline?px=300", "moment?at=peak", "moment?at=end", "sites?at=end&q=a", "steps", "leaks", "oom"} {
@@ -564,7 +558,7 @@ func TestUntimed(t *testing.T) {
 			s.Traces[d][i].TimeUS = 0
 		}
 	}
-	an := attribution.Analyze(s, attribution.Options{AllocSizes: true})
+	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
 	srv, err := New([]Source{{Path: "untimed", Analysis: an}}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -594,5 +588,18 @@ func TestUntimed(t *testing.T) {
 	get(t, srv, "/api/summary", &sum)
 	if sum.Timed || sum.Axis != "event" || sum.Peaks.Allocated.X != int64(d.Timeline.PeakAllocated.Index) {
 		t.Errorf("untimed summary: timed %v, axis %q, peak at %d; want false, event, %d", sum.Timed, sum.Axis, sum.Peaks.Allocated.X, d.Timeline.PeakAllocated.Index)
+	}
+}
+
+// TestNothingToServe: an analysis with no device (--device of another
+// one) is an error, not an empty page.
+func TestNothingToServe(t *testing.T) {
+	s, err := snapshot.Open("../fixtures/llama-bf16/snapshot.pickle")
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	an := attribution.Analyze(s, attribution.Options{Device: 5})
+	if _, err := New([]Source{{Path: "llama-bf16", Analysis: an}}, Options{}); err == nil || !strings.Contains(err.Error(), "no device") {
+		t.Errorf("New of an analysis with no device: %v, want an error saying so", err)
 	}
 }

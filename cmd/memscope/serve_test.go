@@ -140,3 +140,45 @@ func getJSON(t *testing.T, url string, into any) {
 		t.Errorf("GET %s: %v", url, err)
 	}
 }
+
+// TestServeEveryFixture: serve starts on every fixture snapshot (each
+// rank's, each point's), answers its summary and timeline, stops, exits 0
+// and prints nothing raw from Go (the fixture table's rule).
+func TestServeEveryFixture(t *testing.T) {
+	var snaps []string
+	filepath.WalkDir("../../fixtures", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "snapshot") && strings.HasSuffix(d.Name(), ".pickle") {
+			snaps = append(snaps, p)
+		}
+		return nil
+	})
+	if len(snaps) < 20 {
+		t.Fatalf("%d fixture snapshots", len(snaps))
+	}
+	for _, s := range snaps {
+		codes := map[string]int{}
+		r := serveWith(t, func(url string) {
+			for _, p := range []string{"", "api/summary", "api/timeline?px=400", "api/moment?at=end"} {
+				resp, err := http.Get(url + p)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				resp.Body.Close()
+				codes[p] = resp.StatusCode
+			}
+		}, "--http", "127.0.0.1:0", s)
+		if r.code != 0 {
+			t.Errorf("serve %s: exit %d: %v\n%s", s, r.code, r.err, r.stderr)
+			continue
+		}
+		if m := rawGoOutput.FindString(r.stdout + r.stderr); m != "" {
+			t.Errorf("serve %s prints %q, raw Go output:\n%s", s, m, r.stderr)
+		}
+		for p, c := range codes {
+			if c != http.StatusOK {
+				t.Errorf("serve %s: GET /%s = %d", s, p, c)
+			}
+		}
+	}
+}
