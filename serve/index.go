@@ -25,6 +25,9 @@ type index struct {
 	// first (start -1), then one per alloc event, in event order.
 	recs  []rec
 	nInit int
+	// starts and ends repeat the recs' lifetimes as two arrays: what the
+	// timeline's pass over a window's recs reads, a quarter of the bytes.
+	starts, ends []int32
 	// start0 is allocated bytes before the first event; allocated[i]
 	// after event i.
 	start0    int64
@@ -42,6 +45,16 @@ type index struct {
 	checkEvery int
 	live       [][]int32
 
+	// Per block of blockEvents events: the least and most allocated after
+	// its events and the first event with the most (blockMin, blockMax,
+	// blockArg); and what its events changed each site's bytes by, as the
+	// entries blockDelta[blockEntry[k]:blockEntry[k+1]] (site, bytes), for
+	// the sites whose bytes changed.
+	blockMin, blockMax []int64
+	blockArg           []int32
+	blockEntry         []int32
+	blockDelta         []siteDelta
+
 	// sites are the distinct sites of the allocations, labels beside.
 	sites      []attribution.Site
 	siteLabels []string
@@ -57,6 +70,16 @@ type index struct {
 
 // rec is one allocation's lifetime: live after event start until event end
 // (exclusive: the event that ended it; len(events) when it lives on).
+// blockEvents is the size of the blocks whose summaries let a wide window
+// skip the events inside them.
+const blockEvents = 512
+
+// siteDelta is one site's change of bytes over a block of events.
+type siteDelta struct {
+	site  int32
+	bytes int64
+}
+
 type rec struct {
 	start, end int32
 	size       int64
@@ -199,6 +222,11 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 		}
 		x.allocated[i] = cur
 	}
+	x.summarizeBlocks()
+	x.starts, x.ends = make([]int32, len(x.recs)), make([]int32, len(x.recs))
+	for r := range x.recs {
+		x.starts[r], x.ends[r] = x.recs[r].start, x.recs[r].end
+	}
 	x.siteLabels = make([]string, len(x.sites))
 	for i, s := range x.sites {
 		x.siteLabels[i] = s.Label(stacks)
@@ -246,6 +274,33 @@ func (x *index) checkValid() error {
 			return fmt.Errorf("allocated after event %d = %d, the deltas sum to %d", i, x.allocated[i], cur)
 		}
 	}
+	for k := range x.blockMax {
+		a, b := k*blockEvents, min((k+1)*blockEvents, n)
+		sums := map[int32]int64{}
+		hi, at := x.allocated[a], a
+		for i := a; i < b; i++ {
+			if x.allocated[i] > hi {
+				hi, at = x.allocated[i], i
+			}
+			if x.site[i] >= 0 {
+				sums[x.site[i]] += x.delta[i]
+			}
+		}
+		if hi != x.blockMax[k] || at != int(x.blockArg[k]) || slices.Min(x.allocated[a:b]) != x.blockMin[k] {
+			return fmt.Errorf("block %d: most %d after event %d, least %d; its events say %d after %d, %d", k, x.blockMax[k], x.blockArg[k], x.blockMin[k], hi, at, slices.Min(x.allocated[a:b]))
+		}
+		for _, e := range x.blockDelta[x.blockEntry[k]:x.blockEntry[k+1]] {
+			if sums[e.site] != e.bytes {
+				return fmt.Errorf("block %d: site %d changed by %d, its events say %d", k, e.site, e.bytes, sums[e.site])
+			}
+			delete(sums, e.site)
+		}
+		for site, v := range sums {
+			if v != 0 {
+				return fmt.Errorf("block %d: site %d changed by %d, not in its summary", k, site, v)
+			}
+		}
+	}
 	for k, ids := range x.live {
 		at := k*x.checkEvery - 1
 		want := 0
@@ -264,4 +319,97 @@ func (x *index) checkValid() error {
 		}
 	}
 	return nil
+}
+
+// summarizeBlocks fills the per-block summaries (see index).
+func (x *index) summarizeBlocks() {
+	n := len(x.events)
+	blocks := (n + blockEvents - 1) / blockEvents
+	x.blockMin, x.blockMax, x.blockArg = make([]int64, blocks), make([]int64, blocks), make([]int32, blocks)
+	x.blockEntry = make([]int32, 1, blocks+1)
+	sum := make([]int64, len(x.sites))
+	var touched []int32
+	for k := 0; k < blocks; k++ {
+		a, b := k*blockEvents, min((k+1)*blockEvents, n)
+		lo, hi, at := x.allocated[a], x.allocated[a], a
+		for i := a; i < b; i++ {
+			v := x.allocated[i]
+			lo = min(lo, v)
+			if v > hi {
+				hi, at = v, i
+			}
+			if s := x.site[i]; s >= 0 {
+				if sum[s] == 0 {
+					touched = append(touched, s)
+				}
+				sum[s] += x.delta[i] // a sum back at 0 is touched again: Compact below
+			}
+		}
+		x.blockMin[k], x.blockMax[k], x.blockArg[k] = lo, hi, int32(at)
+		slices.Sort(touched)
+		touched = slices.Compact(touched)
+		for _, s := range touched {
+			if sum[s] != 0 {
+				x.blockDelta = append(x.blockDelta, siteDelta{s, sum[s]})
+			}
+			sum[s] = 0
+		}
+		touched = touched[:0]
+		x.blockEntry = append(x.blockEntry, int32(len(x.blockDelta)))
+	}
+}
+
+// minMax returns the least and most allocated after the events [a, b)
+// (a < b) and the first event with the most.
+func (x *index) minMax(a, b int) (lo, hi int64, at int) {
+	lo, hi, at = x.allocated[a], x.allocated[a], a
+	scan := func(i int) {
+		v := x.allocated[i]
+		lo = min(lo, v)
+		if v > hi {
+			hi, at = v, i
+		}
+	}
+	i := a
+	for ; i < b && i%blockEvents != 0; i++ {
+		scan(i)
+	}
+	for ; i+blockEvents <= b; i += blockEvents {
+		k := i / blockEvents
+		lo = min(lo, x.blockMin[k])
+		if x.blockMax[k] > hi {
+			hi, at = x.blockMax[k], int(x.blockArg[k])
+		}
+	}
+	for ; i < b; i++ {
+		scan(i)
+	}
+	return lo, hi, at
+}
+
+// addSites adds what the events [a, b) changed each site's bytes by to
+// bytes[row[site]-1], for the sites with a row (row 0: none).
+func (x *index) addSites(a, b int, row []int32, bytes []int64) {
+	event := func(i int) {
+		if s := x.site[i]; s >= 0 {
+			if k := row[s]; k > 0 {
+				bytes[k-1] += x.delta[i]
+			}
+		}
+	}
+	i := a
+	for ; i < b && i%blockEvents != 0; i++ {
+		event(i)
+	}
+	for ; i+blockEvents <= b; i += blockEvents {
+		k := i / blockEvents
+		for _, e := range x.blockDelta[x.blockEntry[k]:x.blockEntry[k+1]] {
+			if r := row[e.site]; r > 0 {
+				bytes[r-1] += e.bytes
+			}
+		}
+	}
+	for ; i < b; i++ {
+		event(i)
+	}
 }

@@ -205,14 +205,7 @@ func (x *index) timeline(from, to int64, px, bands int) *Timeline {
 			tl.Sample, tl.At, tl.Min, tl.Max = append(tl.Sample, s), append(tl.At, v), append(tl.Min, v), append(tl.Max, v)
 			continue
 		}
-		lo, hi, at := x.allocated[a], x.allocated[a], a
-		for i := a + 1; i < b; i++ {
-			v := x.allocated[i]
-			lo = min(lo, v)
-			if v > hi {
-				hi, at = v, i
-			}
-		}
+		lo, hi, at := x.minMax(a, b)
 		tl.Sample, tl.At, tl.Min, tl.Max = append(tl.Sample, at), append(tl.At, hi), append(tl.Min, lo), append(tl.Max, hi)
 	}
 	x.draw(tl, bands)
@@ -242,12 +235,12 @@ func (x *index) draw(tl *Timeline, k int) {
 		push(r)
 	}
 	c := 0
+	starts, ends := x.starts[:r1], x.ends[:r1]
 	for r := r0; r < r1; r++ {
-		rc := &x.recs[r]
-		for c < len(S) && S[c] < int(rc.start) {
+		for c < len(S) && S[c] < int(starts[r]) {
 			c++
 		}
-		if c < len(S) && S[c] < int(rc.end) {
+		if c < len(S) && S[c] < int(ends[r]) {
 			push(int32(r))
 		}
 	}
@@ -346,12 +339,8 @@ func (x *index) draw(tl *Timeline, k int) {
 	}
 	cur := sMin
 	for c, s := range S {
-		for i := cur + 1; i <= s; i++ {
-			if st := x.site[i]; st >= 0 {
-				if k := row[st]; k > 0 {
-					have[k-1] += x.delta[i]
-				}
-			}
+		if s > cur {
+			x.addSites(cur+1, s+1, row, have)
 		}
 		cur = max(cur, s)
 		for k := range top {
