@@ -134,3 +134,7 @@ func abs(n int64) int64 {
 	}
 	return n
 }
+
+// CompareDevices diffs device a of one analysis against device b of
+// another, whatever their indexes: one row of Compare.
+func CompareDevices(a, b *Device) DeviceDiff { return compareDevices(a, b) }

@@ -330,6 +330,13 @@ Progress goes to stderr, one line per point.`,
 			flags: reportFlags,
 		},
 		{
+			name:  "serve",
+			short: "a local web UI: allocation timeline with stacks, allocator state at any moment, sites, steps, leaks, OOMs",
+			args:  "[SNAP...]",
+			long:  serveLong,
+			flags: serveFlags,
+		},
+		{
 			name:  "help",
 			short: "show this overview, or one command's usage and flags",
 			args:  "[COMMAND]",

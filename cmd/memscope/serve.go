@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/serve"
+	"github.com/memscope/memscope/trace"
+)
+
+const serveLong = `Serve decodes and analyses the snapshots once and serves a web UI over
+them on --http (default localhost:0, a free port; the URL is printed), in
+the manner of 'go tool pprof -http'. It opens no browser: on a remote
+machine, give a fixed port (--http localhost:8080) and forward it
+(ssh -L 8080:localhost:8080 HOST). It runs until interrupted (Ctrl-C).
+Everything the page needs is in the binary: it works with no network.
+
+Pages: the timeline of allocated memory (over time, or in event order when
+the trace has no times) with the phases and steps shaded and every large
+allocation drawn as a band, stacked in allocation order like memory_viz's
+active-memory view (the smaller ones merged per site); hover shows an
+allocation's size, requested bytes, category, phase, step, site and stack,
+click pins its full stack (folded frames too) and lifetime, the wheel zooms
+and dragging pans, each view answered by the server at that level of
+detail. The allocator state at any moment (the peak, the end, each OOM, an
+event): each segment drawn with its blocks and holes, pools and streams,
+and the fragmentation numbers, with what other allocator settings would
+have reserved (on demand). The sites and call tree at a moment, searchable;
+the steps; the leak; the OOMs. With two snapshots (or devices), Compare
+puts them on one axis aligned by step and phase, with the diff at their
+peaks by site, category and phase. The page reads a JSON API
+(/api/summary, /api/timeline, /api/alloc, /api/moment, /api/sites,
+/api/steps, /api/leaks, /api/oom, /api/settings, /api/compare), which
+scripts may use too.
+
+With --run DIR it serves the snapshots of a 'memscope capture' run
+directory, joined with the run's profiler trace when it has one. Sites
+follow the rule of 'memscope help peak' (--focus, --ignore).`
+
+// serveOptions are the flags of 'memscope serve'.
+type serveOptions struct {
+	http, trace, run string
+	device           int
+	focus, ignore    string
+}
+
+// serveContext is the context serve runs under: until SIGINT or SIGTERM.
+// Tests replace it, and serveListening, to drive the server.
+var serveContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// serveListening is called with the URL once the server listens.
+var serveListening = func(url string) {}
+
+func serveFlags(fs *pflag.FlagSet) runFunc {
+	var o serveOptions
+	fs.StringVar(&o.http, "http", "localhost:0", "listen on `HOST:PORT` (port 0: a free one)")
+	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator in the summary")
+	fs.StringVar(&o.run, "run", "", "serve the snapshots of the capture run directory `DIR` (and its trace.json.gz)")
+	fs.IntVar(&o.device, "device", -1, "serve only CUDA device `N`; -1 for every device")
+	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
+	return func(cc *cmdContext, paths []string) error {
+		if o.device < -1 {
+			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
+		}
+		if _, _, err := net.SplitHostPort(o.http); err != nil {
+			return usageErrorf("--http %q: want HOST:PORT, such as localhost:8080 or localhost:0", o.http)
+		}
+		if o.run != "" {
+			paths = append(paths, o.run)
+			if t := filepath.Join(o.run, "trace.json.gz"); o.trace == "" && fileExists(t) {
+				o.trace = t
+			}
+		}
+		if len(paths) == 0 {
+			return usageErrorf("missing SNAP argument: give snapshots, or a capture run directory with --run")
+		}
+		return runServe(cc, o, paths)
+	}
+}
+
+func runServe(cc *cmdContext, o serveOptions, paths []string) error {
+	filter, err := attribution.NewFilter(o.ignore, o.focus)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	paths, err = snapshotPaths(paths)
+	if err != nil {
+		return err
+	}
+	var prof trace.Profile
+	if o.trace != "" {
+		if prof, err = openProfile(cc, o.trace); err != nil {
+			return badInput(err)
+		}
+	}
+	progress := report.ServeProgress{W: cc.stderr}
+	var srcs []serve.Source
+	var took []time.Duration
+	for _, p := range paths {
+		start := time.Now()
+		var size int64
+		if st, err := os.Stat(p); err == nil {
+			size = st.Size()
+		}
+		progress.Reading(p, size)
+		an, err := analyzeSnapshot(cc, p, attribution.Options{Filter: filter, Device: o.device, AllocSizes: true})
+		if err != nil {
+			return err
+		}
+		sum := attribution.Summarize(an, 10)
+		if prof.Trace != nil {
+			sum.JoinTrace(an, prof.Trace, 10)
+		}
+		if prof.Timeline != nil {
+			sum.JoinTimeline(o.trace, prof.Timeline)
+		}
+		addDeviceUsed(sum, p)
+		srcs = append(srcs, serve.Source{Path: p, Analysis: an, Summary: sum})
+		took = append(took, time.Since(start))
+	}
+	indexStart := time.Now()
+	srv, err := serve.New(srcs, serve.Options{Version: version(), Trace: o.trace})
+	if err != nil {
+		return badInput(err)
+	}
+	for i, src := range srcs {
+		events := 0
+		for _, d := range src.Analysis.Devices {
+			events += len(d.Timeline.Events)
+		}
+		progress.Analysed(src.Path, len(src.Analysis.Devices), events, took[i]+time.Since(indexStart)/time.Duration(len(srcs)))
+	}
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return usageErrorf("--http %s: %v", o.http, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	ctx, stop := serveContext()
+	defer stop()
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintln(cc.stdout, url)
+	progress.Listening(url)
+	serveListening(url)
+	select {
+	case err := <-done:
+		return fmt.Errorf("serving on %s: %w", url, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/memscope/memscope/internal/textsafe"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// ServeProgress words what 'memscope serve' says on stderr while it reads
+// its inputs and once it listens.
+type ServeProgress struct{ W io.Writer }
+
+// Reading says a snapshot is being read and analysed.
+func (p ServeProgress) Reading(path string, size int64) {
+	fmt.Fprintf(p.W, "memscope: serve: reading %s (%s)…\n", textsafe.Escape(path), units.Bytes(size))
+}
+
+// Analysed says a snapshot is ready, with its devices and events and how
+// long decoding, analysing and indexing took.
+func (p ServeProgress) Analysed(path string, devices, events int, took time.Duration) {
+	fmt.Fprintf(p.W, "memscope: serve: %s: %d device%s, %d events, ready in %s\n", textsafe.Escape(path), devices, plural(devices),
+		events, took.Round(time.Millisecond))
+}
+
+// Listening says where the UI is and how to stop it.
+func (p ServeProgress) Listening(url string) {
+	fmt.Fprintf(p.W, "memscope: serve: the UI is on %s (Ctrl-C stops it; over SSH, forward the port: ssh -L PORT:localhost:PORT HOST)\n", url)
+}

@@ -1,0 +1,130 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/memscope/memscope/attribution"
+)
+
+// Moment is /api/moment: the allocator's state at one moment.
+type Moment struct {
+	Label    string    `json:"label"`
+	Event    int       `json:"event"`
+	X        int64     `json:"x"`
+	Numbers  Numbers   `json:"numbers"`
+	Frag     Frag      `json:"frag"`
+	Segments []Segment `json:"segments"`
+	// SegmentsTotal counts the reserved segments (adjacent mapped ranges
+	// of an expandable segment as one); past maxSegments the smallest are
+	// left out. BlocksOmitted counts the blocks of segments drawn as fill
+	// only (past maxBlocks).
+	SegmentsTotal int      `json:"segments_total"`
+	BlocksOmitted int      `json:"blocks_omitted"`
+	Categories    []Bytes  `json:"categories"`
+	Streams       []Stream `json:"streams"`
+	TopSites      []Site   `json:"top_sites"`
+}
+
+// Frag is the fragmentation at a moment (attribution.Fragmentation).
+type Frag struct {
+	Reserved      int64                    `json:"reserved"`
+	Allocated     int64                    `json:"allocated"`
+	Cached        int64                    `json:"cached"` // reserved − allocated
+	Free          int64                    `json:"free"`   // reserved − active
+	InactiveSplit int64                    `json:"inactive_split"`
+	Holes         int                      `json:"holes"`
+	LargestSmall  int64                    `json:"largest_free_small"`
+	LargestLarge  int64                    `json:"largest_free_large"`
+	FreeShare     float64                  `json:"free_share"`
+	Fragmented    bool                     `json:"fragmented"`
+	Histogram     []attribution.HoleBucket `json:"histogram"`
+}
+
+// Segment is one reserved segment with its blocks and holes.
+type Segment struct {
+	Addr        string             `json:"addr"`
+	Size        int64              `json:"size"`
+	Pool        string             `json:"pool"` // small or large
+	PoolID      [2]int64           `json:"pool_id"`
+	Expandable  bool               `json:"expandable"`
+	Stream      int64              `json:"stream"`
+	Allocated   int64              `json:"allocated"`
+	PendingFree int64              `json:"pending_free"`
+	Free        int64              `json:"free"`
+	LargestHole int64              `json:"largest_hole"`
+	NBlocks     int                `json:"n_blocks"`
+	Blocks      []Block            `json:"blocks"`
+	Holes       []attribution.Hole `json:"holes"`
+}
+
+// Block is one active block of a segment.
+type Block struct {
+	Offset    int64  `json:"offset"`
+	Size      int64  `json:"size"`
+	Requested int64  `json:"requested"`
+	ID        *int64 `json:"id"` // for /api/alloc; null when the block's allocation is not known
+	Pending   bool   `json:"pending_free"`
+	Category  string `json:"category"`
+	Site      string `json:"site"`
+}
+
+// Stream is what one stream and pool hold.
+type Stream struct {
+	Stream int64    `json:"stream"`
+	PoolID [2]int64 `json:"pool_id"`
+	Bytes  int64    `json:"bytes"`
+	Count  int      `json:"count"`
+}
+
+func (s *Server) moment(v *view, r *http.Request) (any, error) {
+	m, err := momentOf(v, r)
+	if err != nil {
+		return nil, err
+	}
+	d := v.d
+	f := d.FragmentationAt(m)
+	out := &Moment{Label: m.Label, Event: m.Index, X: -1, Numbers: numbers(m.Numbers), Segments: []Segment{},
+		Categories: categories(m.Categories), Streams: []Stream{}, TopSites: v.siteRows(m.Sites, 20, ""),
+		Frag: Frag{Reserved: f.Reserved, Allocated: f.Allocated, Cached: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
+			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: finite(f.Verdict.Share),
+			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...)}}
+	if m.Index >= 0 && m.Index < len(v.x.events) {
+		out.X = v.x.xOf(m.Index)
+	}
+	for _, sb := range m.Streams {
+		out.Streams = append(out.Streams, Stream{Stream: sb.Stream, PoolID: [2]int64{sb.Pool.A, sb.Pool.B}, Bytes: sb.Bytes.Bytes, Count: sb.Count})
+	}
+	segs := d.SegmentLayouts(m)
+	out.SegmentsTotal = len(segs)
+	blocks := 0
+	for i := range segs {
+		if i == maxSegments {
+			break
+		}
+		l := &segs[i]
+		seg := Segment{Addr: fmt.Sprintf("0x%x", l.Addr), Size: l.Size, Pool: "large", PoolID: [2]int64{l.Pool.A, l.Pool.B},
+			Expandable: l.Expandable, Stream: l.Stream, Allocated: l.Allocated, PendingFree: l.PendingFree, Free: l.Free,
+			LargestHole: l.LargestHole, NBlocks: len(l.Blocks), Blocks: []Block{}, Holes: []attribution.Hole{}}
+		if l.Small {
+			seg.Pool = "small"
+		}
+		if blocks+len(l.Blocks) > maxBlocks {
+			out.BlocksOmitted += len(l.Blocks)
+		} else {
+			blocks += len(l.Blocks)
+			for _, lb := range l.Blocks {
+				b := &m.Live[lb.Live]
+				blk := Block{Offset: lb.Offset, Size: b.Size, Requested: b.Requested, Pending: b.PendingFree,
+					Category: d.CategoryOf(b).String(), Site: d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks)}
+				if id, ok := v.x.idOfLive(b); ok {
+					blk.ID = &id
+				}
+				seg.Blocks = append(seg.Blocks, blk)
+			}
+			seg.Holes = append(seg.Holes, l.Holes...)
+		}
+		out.Segments = append(out.Segments, seg)
+	}
+	return out, nil
+}

@@ -1,0 +1,249 @@
+package serve
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/memscope/memscope/attribution"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Source is one analysed snapshot to serve.
+type Source struct {
+	Path     string // as the user gave it
+	Analysis *attribution.Analysis
+	// Summary is the analysis's summary, joined with a profiler trace
+	// when one was given; nil: attribution.Summarize's.
+	Summary *attribution.Summary
+}
+
+// Options tune a Server.
+type Options struct {
+	Version string // memscope's version, shown in the page
+	Trace   string // the profiler trace joined, for the page's header
+}
+
+// Server answers the page and its JSON API over one or more analyses. It
+// is safe for concurrent use: queries on one device take turns.
+type Server struct {
+	opt   Options
+	views []*view
+	mux   *http.ServeMux
+}
+
+// view is one device of one snapshot: what every API call names with v.
+type view struct {
+	id     int
+	source string
+	an     *attribution.Analysis
+	d      *attribution.Device
+	sum    *attribution.DeviceSummary
+	x      *index
+	mu     sync.Mutex // the device's lazily filled state and the index's marks
+	// settings is /api/settings's answer, once asked for.
+	settings *Settings
+}
+
+// New indexes every device of the sources for the timeline (one pass over
+// each device's events and allocations) and returns the server.
+func New(srcs []Source, opt Options) (*Server, error) {
+	s := &Server{opt: opt, mux: http.NewServeMux()}
+	for _, src := range srcs {
+		sum := src.Summary
+		if sum == nil {
+			sum = attribution.Summarize(src.Analysis, 10)
+		}
+		for i, d := range src.Analysis.Devices {
+			v := &view{id: len(s.views), source: src.Path, an: src.Analysis, d: d, sum: &sum.Devices[i]}
+			v.x = newIndex(d, src.Analysis.Snapshot.Stacks)
+			s.views = append(s.views, v)
+		}
+	}
+	if len(s.views) == 0 {
+		return nil, errors.New("nothing to serve: the snapshots hold no device")
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("/", http.FileServerFS(static))
+	for path, h := range map[string]func(v *view, r *http.Request) (any, error){
+		"summary":  s.summary,
+		"timeline": s.timeline,
+		"alloc":    s.alloc,
+		"moment":   s.moment,
+		"sites":    s.sites,
+		"steps":    s.steps,
+		"leaks":    s.leaks,
+		"oom":      s.ooms,
+		"settings": s.settings,
+	} {
+		s.mux.HandleFunc("GET /api/"+path, s.api(h))
+	}
+	s.mux.HandleFunc("GET /api/compare", s.compare)
+	s.mux.HandleFunc("GET /api/views", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.viewList()) })
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, apiError{fmt.Sprintf("no such API: %s %s", r.Method, r.URL.Path)})
+	})
+	return s, nil
+}
+
+// ServeHTTP serves the page and the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Views says how many device views the server has (each API call picks one
+// with v, from 0).
+func (s *Server) Views() int { return len(s.views) }
+
+// badRequest is a query the API refuses: 400 with its message.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badf(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+// api wraps a handler: it picks the view, serialises the device's queries
+// and writes the result or the error as JSON.
+func (s *Server) api(h func(v *view, r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n, err := intParam(r, "v", 0, 0, int64(len(s.views)-1))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+			return
+		}
+		v := s.views[n]
+		v.mu.Lock()
+		res, err := h(v, r)
+		v.mu.Unlock()
+		if err != nil {
+			code := http.StatusInternalServerError
+			if _, ok := errors.AsType[*badRequest](err); ok {
+				code = http.StatusBadRequest
+			}
+			writeJSON(w, code, apiError{err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(apiError{"encoding the answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// intParam reads the integer parameter name of r, def when absent, and
+// refuses one outside [lo, hi].
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		// Accept an integral float ("1.5e6" from a page's arithmetic).
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			return 0, badf("%s=%q: want an integer", name, s)
+		}
+		n = int64(f)
+	}
+	if n < lo || n > hi {
+		return 0, badf("%s=%d: want %d to %d", name, n, lo, hi)
+	}
+	return n, nil
+}
+
+// viewInfo names one view for the page's picker.
+type viewInfo struct {
+	ID     int    `json:"id"`
+	Source string `json:"source"`
+	Device int    `json:"device"`
+	Events int    `json:"events"`
+	Axis   string `json:"axis"`
+}
+
+type viewList struct {
+	Version string     `json:"version"`
+	Trace   string     `json:"trace,omitempty"`
+	Views   []viewInfo `json:"views"`
+}
+
+func (s *Server) viewList() viewList {
+	out := viewList{Version: s.opt.Version, Trace: s.opt.Trace, Views: []viewInfo{}}
+	for _, v := range s.views {
+		axis := "event"
+		if v.x.timed {
+			axis = "time_us"
+		}
+		out.Views = append(out.Views, viewInfo{ID: v.id, Source: v.source, Device: v.d.Device, Events: len(v.x.events), Axis: axis})
+	}
+	return out
+}
+
+// timeline answers /api/timeline?from=&to=&px=&bands=: see index.timeline.
+func (s *Server) timeline(v *view, r *http.Request) (any, error) {
+	span := v.x.span()
+	from, err := intParam(r, "from", 0, math.MinInt64/4, math.MaxInt64/4)
+	if err != nil {
+		return nil, err
+	}
+	to, err := intParam(r, "to", span, math.MinInt64/4, math.MaxInt64/4)
+	if err != nil {
+		return nil, err
+	}
+	px, err := intParam(r, "px", defaultPx, 1, maxColumns)
+	if err != nil {
+		return nil, err
+	}
+	bands, err := intParam(r, "bands", defaultBands, 0, maxBands)
+	if err != nil {
+		return nil, err
+	}
+	from, to = max(from, 0), min(to, span)
+	if from > to {
+		return nil, badf("from=%d, to=%d: want from ≤ to within the recording, 0 to %d", from, to, span)
+	}
+	return v.x.timeline(from, to, int(px), int(bands)), nil
+}
+
+// momentOf resolves the at parameter: peak (default), end, oom, oomN or
+// oom:N, an event number N or event:N, step:N:PHASE, or a time such as
+// 1.5s (attribution.Device.ParseMoment).
+func momentOf(v *view, r *http.Request) (*attribution.Moment, error) {
+	at := strings.TrimSpace(r.URL.Query().Get("at"))
+	switch {
+	case strings.HasPrefix(at, "oom") && len(at) > 3 && at[3] >= '0' && at[3] <= '9':
+		at = "oom:" + at[3:]
+	case at != "" && strings.Trim(at, "-0123456789") == "":
+		at = "event:" + at
+	}
+	m, err := v.d.ParseMoment(at)
+	if err != nil {
+		return nil, badf("at=%q: %v", r.URL.Query().Get("at"), err)
+	}
+	return m, nil
+}

@@ -1,0 +1,172 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/memscope/memscope/attribution"
+)
+
+// SitesAnswer is /api/sites: the sites at a moment, searchable, and the
+// call tree of the frames that count.
+type SitesAnswer struct {
+	Label string    `json:"label"`
+	Event int       `json:"event"`
+	Total int       `json:"total"` // sites at the moment
+	Match int       `json:"match"` // sites matching q
+	Sites []Site    `json:"sites"`
+	Tree  *TreeNode `json:"tree"`
+}
+
+// TreeNode is one node of the call tree (attribution.TreeNode).
+type TreeNode struct {
+	Name     string      `json:"name"`
+	Path     string      `json:"path"`
+	Kind     string      `json:"kind"`
+	Bytes    int64       `json:"bytes"`
+	Count    int         `json:"count"`
+	Children []*TreeNode `json:"children"`
+}
+
+var treeKinds = map[attribution.TreeNodeKind]string{attribution.TreeFrame: "frame", attribution.TreeSite: "site",
+	attribution.TreeSelf: "self", attribution.TreeSmaller: "smaller", attribution.TreeRoot: "root"}
+
+func tree(n *attribution.TreeNode) *TreeNode {
+	out := &TreeNode{Name: n.Name, Path: n.Path, Kind: treeKinds[n.Kind], Bytes: n.Bytes, Count: n.Count, Children: []*TreeNode{}}
+	if n.Kind == attribution.TreeSmaller {
+		out.Name = fmt.Sprintf("(%d smaller callees)", n.Smaller)
+	}
+	if n.Kind == attribution.TreeSelf {
+		out.Name = "(self)"
+	}
+	for _, c := range n.Children {
+		out.Children = append(out.Children, tree(c))
+	}
+	return out
+}
+
+func (s *Server) sites(v *view, r *http.Request) (any, error) {
+	m, err := momentOf(v, r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query().Get("q")
+	out := &SitesAnswer{Label: m.Label, Event: m.Index, Total: len(m.Sites), Sites: v.siteRows(m.Sites, maxSites, q)}
+	ql := strings.ToLower(q)
+	for _, s := range m.Sites {
+		if strings.Contains(strings.ToLower(s.Label), ql) {
+			out.Match++
+		}
+	}
+	out.Tree = tree(v.d.UserTree(m, treeMin, treeNodes))
+	return out, nil
+}
+
+// StepRow is one step of /api/steps.
+type StepRow struct {
+	Step       int     `json:"step"`
+	FloorStart int64   `json:"floor_start"`
+	FloorEnd   int64   `json:"floor_end"`
+	Peak       int64   `json:"peak"`
+	PeakPhase  string  `json:"peak_phase"`
+	Phases     []Phase `json:"phases"`
+}
+
+// Steps is /api/steps.
+type Steps struct {
+	From      string    `json:"from"` // where the boundaries came from
+	Total     int       `json:"total"`
+	Steps     []StepRow `json:"steps"` // the first maxSteps
+	PeakPhase *Phase    `json:"peak_phase"`
+}
+
+func (s *Server) steps(v *view, r *http.Request) (any, error) {
+	p := v.d.Phases
+	out := &Steps{From: p.Source, Total: len(p.Steps), Steps: []StepRow{}}
+	for i, st := range p.Steps {
+		if i == maxSteps {
+			break
+		}
+		row := StepRow{Step: st.Step, FloorStart: st.FloorStart, FloorEnd: st.FloorEnd, Peak: st.Peak, PeakPhase: st.PeakPhase, Phases: []Phase{}}
+		for _, k := range st.Phases {
+			row.Phases = append(row.Phases, v.phase(&p.List[k]))
+		}
+		out.Steps = append(out.Steps, row)
+	}
+	if p.PeakPhase >= 0 {
+		ph := v.phase(&p.List[p.PeakPhase])
+		out.PeakPhase = &ph
+	}
+	return out, nil
+}
+
+// Leaks is /api/leaks.
+type Leaks struct {
+	Found         bool       `json:"found"`
+	Reason        string     `json:"reason"`
+	GrowthPerStep int64      `json:"growth_per_step"`
+	Steps         []int      `json:"steps"`
+	Floors        []int64    `json:"floors"`
+	Sites         []LeakSite `json:"sites"`
+}
+
+// LeakSite is one site of blocks that survive their step.
+type LeakSite struct {
+	Site
+	Steps        int   `json:"steps"`
+	BytesPerStep int64 `json:"bytes_per_step"`
+}
+
+var leakReasons = map[attribution.LeakReason]string{attribution.LeakDecided: "decided", attribution.LeakNoHistory: "no history recorded",
+	attribution.LeakFewSteps: "too few steady steps"}
+
+func (s *Server) leaks(v *view, r *http.Request) (any, error) {
+	l := v.d.Leak
+	out := &Leaks{Found: l.Found, Reason: leakReasons[l.Reason], GrowthPerStep: l.GrowthPerStep,
+		Steps: append([]int{}, l.Steps...), Floors: append([]int64{}, l.Floors...), Sites: []LeakSite{}}
+	for i, ls := range l.Sites {
+		if i == maxSites {
+			break
+		}
+		row := v.siteRows([]attribution.SiteBytes{ls.SiteBytes}, 1, "")
+		out.Sites = append(out.Sites, LeakSite{Site: row[0], Steps: ls.Steps, BytesPerStep: ls.BytesPerStep})
+	}
+	return out, nil
+}
+
+// OOM is one out-of-memory event of /api/oom.
+type OOM struct {
+	N          int     `json:"n"`
+	Event      int     `json:"event"`
+	X          int64   `json:"x"`
+	Request    int64   `json:"request"`
+	AllocSize  int64   `json:"alloc_size"`
+	DeviceFree int64   `json:"device_free"`
+	Site       string  `json:"site"`
+	Stack      []Frame `json:"stack"`
+	Step       int     `json:"step"`
+	Phase      string  `json:"phase"`
+	Numbers    Numbers `json:"numbers"`
+	Verdict    string  `json:"verdict"` // capacity or fragmentation
+	Pool       string  `json:"pool"`
+	Largest    int64   `json:"largest_free"`
+	Stranded   int64   `json:"stranded"`
+	Headroom   int64   `json:"headroom"`
+	TopSites   []Site  `json:"top_sites"`
+}
+
+func (s *Server) ooms(v *view, r *http.Request) (any, error) {
+	out := []OOM{}
+	for _, o := range v.d.OOMs {
+		row := OOM{N: o.N, Event: o.Index, X: v.x.xOf(o.Index), Request: o.Request, AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
+			Site: o.SiteLabel, Stack: v.stack(o.Stack), Step: o.Step, Phase: o.Phase, Numbers: numbers(o.Numbers),
+			Verdict: "capacity", Pool: o.Verdict.Pool.String(), Largest: o.Verdict.Largest, Stranded: o.Verdict.Stranded,
+			Headroom: o.Verdict.Headroom, TopSites: v.siteRows(o.At.Sites, 10, "")}
+		if o.Verdict.Kind == attribution.OOMFragmentation {
+			row.Verdict = "fragmentation"
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}

@@ -1,0 +1,455 @@
+package serve
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Bounds of one timeline answer, whatever the input: the columns, the
+// allocations drawn one by one, the sites the rest is merged into, the
+// phases shaded.
+const (
+	maxColumns   = 4000
+	maxBands     = 400
+	restSites    = 12
+	maxShades    = 300
+	defaultPx    = 1000
+	defaultBands = 300
+)
+
+// Timeline is one window of a device's allocated memory, downsampled to
+// columns (see index.timeline).
+type Timeline struct {
+	// Axis is "time_us" (µs after the first event) or "event" (event
+	// order, when the trace has no times); From and To the window and Span
+	// the whole recording, in those units.
+	Axis     string  `json:"axis"`
+	From     int64   `json:"from"`
+	To       int64   `json:"to"`
+	Span     int64   `json:"span"`
+	Events   int     `json:"events"`   // events in the window
+	Recorded int     `json:"recorded"` // events in the recording
+	Columns  int     `json:"columns"`  // columns drawn
+	X        []int64 `json:"x"`        // each column's left edge, then the last one's right edge
+	// Sample is the event each column is drawn at: the one with the most
+	// allocated bytes among the column's events (the last event before it
+	// when it has none; -1 for the state before the first event). At is
+	// allocated bytes after it, Min and Max the least and most after any
+	// event of the column.
+	Sample []int   `json:"sample"`
+	At     []int64 `json:"at"`
+	Min    []int64 `json:"min"`
+	Max    []int64 `json:"max"`
+	// Bands are the largest allocations live at a sample, each drawn by
+	// itself, stacked in allocation order from zero; Rest the other
+	// allocated bytes at each sample, by site, stacked above them. At each
+	// column the bands live there and Rest add up to At.
+	Bands []Band `json:"bands"`
+	Rest  []Rest `json:"rest"`
+	// BandsAt is the bytes of the bands live at each column: where Rest
+	// starts.
+	BandsAt []int64 `json:"bands_at"`
+	// Sites are the labels Band.Site and Rest.Site index.
+	Sites  []string `json:"sites"`
+	Phases []Shade  `json:"phases"`
+	// Candidates counts the allocations live at some sample: Bands are the
+	// largest of them.
+	Candidates int `json:"candidates"`
+}
+
+// Band is one allocation drawn by itself.
+type Band struct {
+	ID        int64  `json:"id"`    // see /api/alloc
+	Start     int    `json:"start"` // alloc event (-1: live before the first event)
+	End       int    `json:"end"`   // the event that ended it; the recording's event count when it lives on
+	Size      int64  `json:"size"`
+	Requested int64  `json:"requested"`
+	Category  string `json:"category"`
+	Phase     string `json:"phase"`
+	Step      int    `json:"step"`
+	Site      int    `json:"site"`
+	// C0 and C1 are the first and last columns whose sample it is live at;
+	// Off holds pairs (column, offset): from that column on, its lower edge
+	// is at offset bytes.
+	C0  int     `json:"c0"`
+	C1  int     `json:"c1"`
+	Off []int64 `json:"off"`
+}
+
+// Rest is one site's allocated bytes at each column, outside the bands.
+type Rest struct {
+	Site  int     `json:"site"` // -1: every other site
+	Bytes []int64 `json:"bytes"`
+}
+
+// Shade is one phase (or run of phases) shaded on the timeline.
+type Shade struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"` // the phase's name; "" for a run
+	Step  int    `json:"step"`
+	X0    int64  `json:"x0"`
+	X1    int64  `json:"x1"`
+}
+
+// span is the recording's extent on the axis.
+func (x *index) span() int64 {
+	n := len(x.events)
+	switch {
+	case n == 0:
+		return 0
+	case x.timed:
+		return x.events[n-1].TimeUS - x.t0
+	}
+	return int64(n - 1)
+}
+
+// xOf is event i's place on the axis.
+func (x *index) xOf(i int) int64 {
+	if x.timed {
+		return x.events[i].TimeUS - x.t0
+	}
+	return int64(i)
+}
+
+// firstAt returns the first event at or after axis position v.
+func (x *index) firstAt(v int64) int {
+	if !x.timed {
+		return int(min(max(v, 0), int64(len(x.events))))
+	}
+	return sort.Search(len(x.events), func(i int) bool { return x.events[i].TimeUS-x.t0 >= v })
+}
+
+// allocatedAt is allocated bytes after event i (-1: before the first).
+func (x *index) allocatedAt(i int) int64 {
+	if i < 0 {
+		return x.start0
+	}
+	return x.allocated[i]
+}
+
+// liveAt returns the recs live after event e (-1: before the first
+// event), by rec index.
+func (x *index) liveAt(e int) []int32 {
+	var out []int32
+	if len(x.live) == 0 { // no events: the blocks live before them
+		for r := 0; r < x.nInit; r++ {
+			out = append(out, int32(r))
+		}
+		return out
+	}
+	k := min((e+1)/x.checkEvery, len(x.live)-1)
+	for _, r := range x.live[k] {
+		if x.recs[r].end > int32(e) {
+			out = append(out, r)
+		}
+	}
+	for i := k * x.checkEvery; i <= e; i++ {
+		if r := x.born[i]; r >= 0 && x.recs[r].end > int32(e) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// timeline answers one window [from, to] of the axis with px columns and
+// at most bands allocations drawn by themselves.
+//
+// Each column is drawn at its sample event: the allocations live then,
+// the largest bands of them one by one (memory_viz's active-memory view:
+// stacked in allocation order, so a band's lower edge drops when one
+// below it ends) and the rest merged per site. The cost is the window's
+// events and allocations plus columns × bands, whatever the recording
+// holds outside the window.
+func (x *index) timeline(from, to int64, px, bands int) *Timeline {
+	n := len(x.events)
+	tl := &Timeline{Axis: "event", From: from, To: to, Span: x.span(), Recorded: n,
+		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
+		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
+	if x.timed {
+		tl.Axis = "time_us"
+	}
+	if n == 0 {
+		return tl
+	}
+	// The columns and their event ranges: column c holds events
+	// [bound[c], bound[c+1]).
+	e0, e1 := x.firstAt(from), x.firstAt(to+1) // events in [from, to]
+	tl.Events = e1 - e0
+	var bound []int
+	if x.timed {
+		bound = make([]int, px+1)
+		w := float64(to-from+1) / float64(px)
+		for c := 0; c <= px; c++ {
+			tl.X = append(tl.X, from+int64(float64(c)*w))
+			bound[c] = x.firstAt(from + int64(float64(c)*w))
+		}
+		bound[px] = e1
+	} else {
+		cols := min(px, max(e1-e0, 1))
+		bound = make([]int, cols+1)
+		for c := 0; c <= cols; c++ {
+			bound[c] = e0 + int(int64(c)*int64(e1-e0)/int64(cols))
+			tl.X = append(tl.X, int64(bound[c]))
+		}
+	}
+	cols := len(bound) - 1
+	tl.Columns = cols
+	for c := 0; c < cols; c++ {
+		a, b := bound[c], bound[c+1]
+		if a >= b {
+			s := a - 1
+			v := x.allocatedAt(s)
+			tl.Sample, tl.At, tl.Min, tl.Max = append(tl.Sample, s), append(tl.At, v), append(tl.Min, v), append(tl.Max, v)
+			continue
+		}
+		lo, hi, at := x.minMax(a, b)
+		tl.Sample, tl.At, tl.Min, tl.Max = append(tl.Sample, at), append(tl.At, hi), append(tl.Min, lo), append(tl.Max, hi)
+	}
+	x.draw(tl, bands)
+	tl.Phases = x.shades(from, to)
+	return tl
+}
+
+// draw chooses the bands and merges the rest (see timeline).
+func (x *index) draw(tl *Timeline, k int) {
+	S := tl.Sample
+	sMin, sMax := S[0], S[len(S)-1]
+	first := x.liveAt(sMin)
+	// The recs born after the first sample and up to the last.
+	r0 := sort.Search(len(x.recs)-x.nInit, func(i int) bool { return int(x.recs[x.nInit+i].start) > sMin }) + x.nInit
+	r1 := sort.Search(len(x.recs)-x.nInit, func(i int) bool { return int(x.recs[x.nInit+i].start) > sMax }) + x.nInit
+	h := &recHeap{x: x}
+	push := func(r int32) {
+		tl.Candidates++
+		if h.Len() < k {
+			heap.Push(h, r)
+		} else if k > 0 && h.less(h.ids[0], r) {
+			h.ids[0] = r
+			heap.Fix(h, 0)
+		}
+	}
+	for _, r := range first {
+		push(r)
+	}
+	c := 0
+	starts, ends := x.starts[:r1], x.ends[:r1]
+	for r := r0; r < r1; r++ {
+		for c < len(S) && S[c] < int(starts[r]) {
+			c++
+		}
+		if c < len(S) && S[c] < int(ends[r]) {
+			push(int32(r))
+		}
+	}
+	chosen := append([]int32(nil), h.ids...)
+	sort.Slice(chosen, func(i, j int) bool { return chosen[i] < chosen[j] })
+	x.gen++
+	if x.mark == nil {
+		x.mark = make([]uint32, len(x.recs))
+	}
+	for _, r := range chosen {
+		x.mark[r] = x.gen
+	}
+	siteRef := map[int32]int{} // index site → Timeline.Sites
+	ref := func(s int32) int {
+		if k, ok := siteRef[s]; ok {
+			return k
+		}
+		siteRef[s] = len(tl.Sites)
+		tl.Sites = append(tl.Sites, x.siteLabels[s])
+		return siteRef[s]
+	}
+
+	// The bands, stacked at each column in allocation order.
+	last := make([]int64, len(chosen))
+	bandsAt := make([]int64, len(S))
+	for i, r := range chosen {
+		rc := &x.recs[r]
+		tl.Bands = append(tl.Bands, x.band(int(r), ref(rc.site)))
+		last[i] = -1
+	}
+	for c, s := range S {
+		var off int64
+		for i, r := range chosen {
+			rc := &x.recs[r]
+			if int(rc.start) > s || int(rc.end) <= s {
+				continue
+			}
+			b := &tl.Bands[i]
+			if last[i] < 0 {
+				b.C0 = c
+			}
+			b.C1 = c
+			if off != last[i] {
+				b.Off = append(b.Off, int64(c), off)
+				last[i] = off
+			}
+			off += rc.size
+		}
+		bandsAt[c] = off
+	}
+	tl.BandsAt = bandsAt
+
+	// The rest, by site: the sites holding most of it at the window's
+	// highest column, the others together.
+	peak := 0
+	for c := range S {
+		if tl.At[c] > tl.At[peak] {
+			peak = c
+		}
+	}
+	bytes := make([]int64, len(x.sites))
+	// The sites at the highest column, from the live recs then.
+	for _, r := range x.liveAt(S[peak]) {
+		if x.mark[r] != x.gen {
+			bytes[x.recs[r].site] += x.recs[r].size
+		}
+	}
+	var top []int32
+	for s, v := range bytes {
+		if v > 0 {
+			top = append(top, int32(s))
+		}
+	}
+	sort.Slice(top, func(i, j int) bool {
+		if bytes[top[i]] != bytes[top[j]] {
+			return bytes[top[i]] > bytes[top[j]]
+		}
+		return top[i] < top[j]
+	})
+	top = top[:min(len(top), restSites)]
+	row := make([]int32, len(x.sites)) // site → its row + 1; 0 for other
+	rows := make([]Rest, len(top)+1)
+	for i, s := range top {
+		rows[i] = Rest{Site: ref(s), Bytes: make([]int64, len(S))}
+		row[s] = int32(i + 1)
+	}
+	rows[len(top)] = Rest{Site: -1, Bytes: make([]int64, len(S))}
+	// Every allocation of the top sites, bands too, swept over the
+	// window's events in order; then each band's bytes come off its site's
+	// row, and other is what is left of allocated.
+	have := make([]int64, len(top))
+	for _, r := range first {
+		if k := row[x.recs[r].site]; k > 0 {
+			have[k-1] += x.recs[r].size
+		}
+	}
+	cur := sMin
+	for c, s := range S {
+		if s > cur {
+			x.addSites(cur+1, s+1, row, have)
+		}
+		cur = max(cur, s)
+		for k := range top {
+			rows[k].Bytes[c] = have[k]
+		}
+	}
+	for i, r := range chosen {
+		k := row[x.recs[r].site]
+		if k == 0 {
+			continue
+		}
+		b := &tl.Bands[i]
+		for c := b.C0; c <= b.C1 && len(b.Off) > 0; c++ {
+			rows[k-1].Bytes[c] -= x.recs[r].size
+		}
+	}
+	for c := range S {
+		other := tl.At[c] - bandsAt[c]
+		for k := range top {
+			other -= rows[k].Bytes[c]
+		}
+		rows[len(top)].Bytes[c] = other
+	}
+	tl.Rest = rows
+}
+
+// band describes rec r for the timeline and the tooltip.
+func (x *index) band(r, site int) Band {
+	rc := &x.recs[r]
+	b := x.block(r)
+	phase, step := "", -1
+	if rc.start >= 0 {
+		phase, step = x.d.PhaseOf(int(rc.start))
+	}
+	return Band{ID: x.id(r), Start: int(rc.start), End: int(rc.end), Size: rc.size, Requested: b.Requested,
+		Category: x.d.CategoryOf(&b).String(), Phase: phase, Step: step, Site: site, Off: []int64{}}
+}
+
+// block is rec r as the live block attribution classifies.
+func (x *index) block(r int) snapshot.LiveBlock {
+	rc := &x.recs[r]
+	if r < x.nInit {
+		return x.d.Timeline.Initial[rc.live]
+	}
+	ev := &x.events[rc.start]
+	return snapshot.LiveBlock{Addr: ev.Addr, Size: rc.size, Requested: ev.Size, Stream: ev.Stream, Stack: ev.Stack,
+		AllocIndex: int(rc.start), AllocTimeUS: ev.TimeUS}
+}
+
+// shades lists the phases overlapping [from, to]; past maxShades, runs of
+// consecutive phases are merged into one shade each.
+func (x *index) shades(from, to int64) []Shade {
+	var in []Shade
+	t0 := x.t0
+	for _, ph := range x.d.Phases.List {
+		if ph.Last < ph.First {
+			continue
+		}
+		s := Shade{Name: ph.Name, Phase: ph.Name, Step: ph.Step, X0: int64(ph.First), X1: int64(ph.Last)}
+		if x.timed {
+			s.X0, s.X1 = ph.StartUS-t0, ph.EndUS-t0
+		}
+		if s.X1 < from || s.X0 > to {
+			continue
+		}
+		if ph.Step >= 0 && len(in) < maxShades {
+			s.Name = fmt.Sprintf("step %d %s", ph.Step, ph.Name) // past maxShades the runs are named instead
+		}
+		in = append(in, s)
+	}
+	if len(in) <= maxShades {
+		if in == nil {
+			return []Shade{}
+		}
+		return in
+	}
+	per := (len(in) + maxShades - 1) / maxShades
+	out := []Shade{}
+	for i := 0; i < len(in); i += per {
+		j := min(i+per, len(in)) - 1
+		s := Shade{Name: fmt.Sprintf("steps %d–%d", in[i].Step, in[j].Step), Step: in[i].Step, X0: in[i].X0, X1: in[j].X1}
+		if in[i].Step == in[j].Step {
+			s.Name = fmt.Sprintf("step %d", in[i].Step)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// recHeap is a min-heap of recs, the smallest (then the latest) on top:
+// what a larger rec replaces.
+type recHeap struct {
+	x   *index
+	ids []int32
+}
+
+func (h *recHeap) less(a, b int32) bool {
+	sa, sb := h.x.recs[a].size, h.x.recs[b].size
+	if sa != sb {
+		return sa < sb
+	}
+	return a > b
+}
+func (h *recHeap) Len() int           { return len(h.ids) }
+func (h *recHeap) Less(i, j int) bool { return h.less(h.ids[i], h.ids[j]) }
+func (h *recHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
+func (h *recHeap) Push(v any)         { h.ids = append(h.ids, v.(int32)) }
+func (h *recHeap) Pop() any {
+	v := h.ids[len(h.ids)-1]
+	h.ids = h.ids[:len(h.ids)-1]
+	return v
+}

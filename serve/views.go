@@ -1,0 +1,288 @@
+package serve
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// Bounds of the moment, sites and steps answers.
+const (
+	maxSegments = 2000
+	maxBlocks   = 20000
+	maxSites    = 500
+	maxSteps    = 5000
+	treeNodes   = 400
+	treeMin     = 0.002
+)
+
+// Numbers are the allocator's four quantities at a moment.
+type Numbers struct {
+	Requested int64 `json:"requested"`
+	Allocated int64 `json:"allocated"`
+	Active    int64 `json:"active"`
+	Reserved  int64 `json:"reserved"`
+}
+
+func numbers(n snapshot.Numbers) Numbers {
+	return Numbers{n.Requested, n.Allocated, n.Active, n.Reserved}
+}
+
+// Peak is one quantity's peak and when it was reached.
+type Peak struct {
+	Bytes int64 `json:"bytes"`
+	Event int   `json:"event"`
+	X     int64 `json:"x"` // on the timeline's axis
+}
+
+func (v *view) peak(p snapshot.Peak) Peak {
+	out := Peak{Bytes: p.Bytes, Event: p.Index, X: -1}
+	if p.Index >= 0 && p.Index < len(v.x.events) {
+		out.X = v.x.xOf(p.Index)
+	}
+	return out
+}
+
+// Summary is /api/summary: the four numbers, each one's peak, the phases.
+type Summary struct {
+	Source     string  `json:"source"`
+	Device     int     `json:"device"`
+	Axis       string  `json:"axis"`
+	Span       int64   `json:"span"`
+	Events     int     `json:"events"`
+	Timed      bool    `json:"timed"`
+	DurationUS int64   `json:"duration_us"`
+	Start      Numbers `json:"start"`
+	AtPeak     Numbers `json:"at_peak"`
+	End        Numbers `json:"end"`
+	Peaks      struct {
+		Requested Peak `json:"requested"`
+		Allocated Peak `json:"allocated"`
+		Active    Peak `json:"active"`
+		Reserved  Peak `json:"reserved"`
+	} `json:"peaks"`
+	PeakStep  *int   `json:"peak_step"`
+	PeakPhase string `json:"peak_phase"`
+	StepsFrom string `json:"steps_from"`
+	Steps     int    `json:"steps"`
+	Segments  int    `json:"segments"`
+	Blocks    int    `json:"blocks"`
+	OOMs      int    `json:"ooms"`
+	// OOMAt places each OOM event on the timeline's axis.
+	OOMAt      []Peak    `json:"oom_at"`
+	TopSites   []Site    `json:"top_sites"`
+	Categories []Bytes   `json:"categories"`
+	Findings   []string  `json:"findings"`
+	Warnings   []string  `json:"warnings"`
+	Phases     []Phase   `json:"phases"`
+	Ops        []OpBytes `json:"ops"`
+}
+
+// Phase is one phase with its event and axis ranges.
+type Phase struct {
+	Name   string `json:"name"`
+	Step   int    `json:"step"`
+	First  int    `json:"first"`
+	Last   int    `json:"last"`
+	X0     int64  `json:"x0"`
+	X1     int64  `json:"x1"`
+	Peak   int64  `json:"peak"` // allocated
+	PeakAt int    `json:"peak_event"`
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"`
+}
+
+// OpBytes is one operator's bytes at the peak, with a joined trace.
+type OpBytes struct {
+	Op    string `json:"op"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Bytes is a byte and block count under a name.
+type Bytes struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	Count int    `json:"count"`
+}
+
+// Site is one site's bytes at a moment.
+type Site struct {
+	Label     string  `json:"label"`
+	Kind      string  `json:"kind"`
+	Bytes     int64   `json:"bytes"`
+	Requested int64   `json:"requested"`
+	Count     int     `json:"count"`
+	Share     float64 `json:"share"`
+	Stack     []Frame `json:"stack"` // of its largest block
+}
+
+// Frame is one stack frame, innermost first; Folded when the site rule
+// folds it away (plumbing).
+type Frame struct {
+	Name   string `json:"name"`
+	File   string `json:"file"`
+	Line   int64  `json:"line"`
+	Class  string `json:"class"`
+	Folded bool   `json:"folded"`
+}
+
+func (v *view) stack(id snapshot.StackID) []Frame {
+	st := v.an.Snapshot.Stacks
+	tab := v.an.Filter.For(st)
+	out := []Frame{}
+	for _, f := range st.Stack(id) {
+		fr := st.Frame(f)
+		out = append(out, Frame{Name: fr.Name, File: fr.Filename, Line: fr.Line, Class: tab.Class(f).String(), Folded: !tab.Counts(f)})
+	}
+	return out
+}
+
+func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []Site {
+	out := []Site{}
+	q = strings.ToLower(q)
+	for _, s := range sites {
+		if len(out) == limit {
+			break
+		}
+		if q != "" && !strings.Contains(strings.ToLower(s.Label), q) {
+			continue
+		}
+		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: finite(s.Share), Stack: v.stack(s.Stack)})
+	}
+	return out
+}
+
+// finite is f, or 0 when it is not a number JSON can hold.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+func categories(c [attribution.NumCategories]attribution.Bytes) []Bytes {
+	out := []Bytes{}
+	for k, b := range c {
+		if b.Count > 0 {
+			out = append(out, Bytes{Name: attribution.Category(k).String(), Bytes: b.Bytes, Count: b.Count})
+		}
+	}
+	return out
+}
+
+func (s *Server) summary(v *view, r *http.Request) (any, error) {
+	ds := v.sum
+	out := &Summary{Source: v.source, Device: v.d.Device, Axis: "event", Span: v.x.span(), Events: len(v.x.events),
+		Timed: ds.Timed, DurationUS: ds.DurationUS, Start: numbers(ds.Start), AtPeak: numbers(ds.AtPeak), End: numbers(ds.End),
+		PeakStep: ds.PeakStep, PeakPhase: ds.PeakPhase, StepsFrom: ds.StepsSource, Steps: ds.Steps,
+		Segments: ds.Segments, Blocks: ds.Blocks, OOMs: ds.OOMs, TopSites: v.siteRows(ds.TopSites, 10, ""),
+		Categories: categories(ds.Categories), Findings: []string{}, Warnings: []string{}, Phases: []Phase{}, Ops: []OpBytes{}}
+	if v.x.timed {
+		out.Axis = "time_us"
+	}
+	out.Peaks.Requested, out.Peaks.Allocated = v.peak(ds.PeakRequested), v.peak(ds.PeakAllocated)
+	out.Peaks.Active, out.Peaks.Reserved = v.peak(ds.PeakActive), v.peak(ds.PeakReserved)
+	out.OOMAt = []Peak{}
+	for _, o := range v.d.OOMs {
+		out.OOMAt = append(out.OOMAt, v.peak(snapshot.Peak{Bytes: o.Request, Index: o.Index}))
+	}
+	for _, f := range ds.Findings {
+		if f.Problem() {
+			out.Findings = append(out.Findings, f.Kind.String())
+		}
+	}
+	for _, w := range ds.Warnings {
+		out.Warnings = append(out.Warnings, w.Message)
+	}
+	for _, w := range v.an.Snapshot.Warnings {
+		out.Warnings = append(out.Warnings, w.Message)
+	}
+	for _, o := range ds.Ops {
+		out.Ops = append(out.Ops, OpBytes{Op: o.Label, Bytes: o.Bytes.Bytes})
+	}
+	for i, ph := range v.d.Phases.List {
+		if i == maxSteps {
+			break
+		}
+		out.Phases = append(out.Phases, v.phase(&ph))
+	}
+	return out, nil
+}
+
+func (v *view) phase(ph *attribution.Phase) Phase {
+	p := Phase{Name: ph.Name, Step: ph.Step, First: ph.First, Last: ph.Last, X0: int64(ph.First), X1: int64(ph.Last),
+		Peak: ph.Peak.Allocated, PeakAt: ph.PeakIndex, Start: ph.Start.Allocated, End: ph.End.Allocated}
+	if v.x.timed {
+		p.X0, p.X1 = ph.StartUS-v.x.t0, ph.EndUS-v.x.t0
+	}
+	return p
+}
+
+// Alloc is /api/alloc: one allocation with its stack and lifetime.
+type Alloc struct {
+	ID        int64   `json:"id"`
+	Addr      string  `json:"addr"`
+	Size      int64   `json:"size"`
+	Requested int64   `json:"requested"`
+	Stream    int64   `json:"stream"`
+	Category  string  `json:"category"`
+	Phase     string  `json:"phase"`
+	Step      int     `json:"step"`
+	Site      string  `json:"site"`
+	Stack     []Frame `json:"stack"`
+	// FreeStack: the stack is where it was freed (it predates the
+	// recording and only its free was recorded).
+	FreeStack bool `json:"free_stack"`
+	// Start is the alloc event (-1: before the first); End the event that
+	// ended it, -1 when it lives to the end; X0 and X1 on the axis.
+	Start      int    `json:"start"`
+	End        int    `json:"end"`
+	X0         int64  `json:"x0"`
+	X1         int64  `json:"x1"`
+	EndPhase   string `json:"end_phase"`
+	EndStep    int    `json:"end_step"`
+	Events     int    `json:"events"` // events it lived through
+	DurationUS *int64 `json:"duration_us"`
+}
+
+func (s *Server) alloc(v *view, r *http.Request) (any, error) {
+	q := r.URL.Query().Get("id")
+	if q == "" {
+		return nil, badf("id: missing: give an allocation's id from /api/timeline")
+	}
+	id, err := intParam(r, "id", 0, -int64(v.x.nInit), int64(len(v.x.events)-1))
+	if err != nil {
+		return nil, err
+	}
+	rn := v.x.recOf(id)
+	if rn < 0 {
+		return nil, badf("id=%d: event %d is not an allocation", id, id)
+	}
+	rc := &v.x.recs[rn]
+	b := v.x.block(rn)
+	n := len(v.x.events)
+	out := &Alloc{ID: id, Addr: fmt.Sprintf("0x%x", b.Addr), Size: rc.size, Requested: b.Requested, Stream: b.Stream,
+		Category: v.d.CategoryOf(&b).String(), Step: -1, Site: v.x.siteLabels[rc.site], Stack: v.stack(b.Stack),
+		FreeStack: b.FreeStack, Start: int(rc.start), End: int(rc.end), EndStep: -1, X0: 0, X1: v.x.span()}
+	if rc.start >= 0 {
+		out.Phase, out.Step = v.d.PhaseOf(int(rc.start))
+		out.X0 = v.x.xOf(int(rc.start))
+	}
+	if int(rc.end) >= n {
+		out.End = -1
+		out.Events = n - 1 - int(rc.start)
+	} else {
+		out.EndPhase, out.EndStep = v.d.PhaseOf(int(rc.end))
+		out.X1 = v.x.xOf(int(rc.end))
+		out.Events = int(rc.end) - int(rc.start)
+	}
+	if v.x.timed && rc.start >= 0 {
+		d := v.x.events[min(int(rc.end), n-1)].TimeUS - v.x.events[rc.start].TimeUS
+		out.DurationUS = &d
+	}
+	return out, nil
+}
