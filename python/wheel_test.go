@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -192,12 +193,70 @@ func TestWheel(t *testing.T) {
 		t.Errorf("build.sh wrote %d files, want the %d wheels", len(entries), len(platforms))
 	}
 
+	readme := readmeSection(t)
+	t.Run("readme", func(t *testing.T) { checkReadme(t, readme, wheels[platforms[0].tag]) })
+
 	t.Run("install", func(t *testing.T) {
 		if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 			t.Skipf("the linux amd64 wheel does not run on %s/%s", runtime.GOOS, runtime.GOARCH)
 		}
-		installed(t, py, wheels[platforms[0].tag])
+		installed(t, py, wheels[platforms[0].tag], readme)
 	})
+}
+
+// readmeSection returns the README's "pip install memscope" section.
+func readmeSection(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## `pip install memscope`\n")
+	if !ok {
+		t.Fatal("README.md has no '## `pip install memscope`' section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// checkReadme: the README's commands build the wheels the way this test
+// does, and its pip install line names the linux amd64 wheel.
+func checkReadme(t *testing.T, section, linuxWheel string) {
+	if !strings.Contains(section, "\nbash python/build.sh dist\n") {
+		t.Error("README.md's pip install section does not build with 'bash python/build.sh dist'")
+	}
+	n := 0
+	for line := range strings.Lines(section) {
+		pattern, ok := strings.CutPrefix(strings.TrimSpace(line), "pip install dist/")
+		if !ok {
+			continue
+		}
+		n++
+		if m, err := filepath.Match(pattern, filepath.Base(linuxWheel)); err != nil || !m {
+			t.Errorf("README.md's 'pip install dist/%s' does not match the wheel build.sh wrote, %s", pattern, filepath.Base(linuxWheel))
+		}
+	}
+	if n == 0 {
+		t.Error("README.md's pip install section has no 'pip install dist/…whl' line")
+	}
+}
+
+// readmeNames returns the memscope.X and a.X names the README's Python
+// lines use, for the installed package to have.
+func readmeNames(section string) (module, analysis []string) {
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\b(memscope|a)\.([A-Za-z_]\w*)`).FindAllStringSubmatch(section, -1) {
+		if seen[m[0]] {
+			continue
+		}
+		seen[m[0]] = true
+		if m[1] == "memscope" {
+			module = append(module, m[2])
+		} else {
+			analysis = append(analysis, m[2])
+		}
+	}
+	return module, analysis
 }
 
 // checkWheel opens one wheel: every file RECORD lists is there with its
@@ -323,6 +382,9 @@ out = {
     "findings": {f.kind: f.problem for f in d.findings},
     "scalars": a.scalars(), "html": a._repr_html_(),
 }
+names = json.loads(sys.argv[2])
+out["missing"] = ["memscope." + n for n in names["module"] if not hasattr(memscope, n)] + \
+    ["a." + n for n in names["analysis"] if not hasattr(a, n)]
 try:
     memscope.analyze("no-such.pickle")
     out["error"] = None
@@ -349,6 +411,7 @@ type analyzeOut struct {
 	Findings      map[string]bool
 	Scalars       map[string]float64
 	HTML          string
+	Missing       []string
 	Error         *struct {
 		Status int
 		Stderr string
@@ -356,7 +419,7 @@ type analyzeOut struct {
 }
 
 // installed installs the wheel into a fresh venv and runs what a user runs.
-func installed(t *testing.T, py, wheel string) {
+func installed(t *testing.T, py, wheel, readme string) {
 	venv := filepath.Join(t.TempDir(), "venv")
 	start := time.Now()
 	run(t, ".", nil, py, "-m", "venv", venv)
@@ -399,9 +462,17 @@ func installed(t *testing.T, py, wheel string) {
 	if err := os.WriteFile(script, []byte(analyzeScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	module, analysis := readmeNames(readme)
+	if len(module) < 3 || len(analysis) < 5 {
+		t.Errorf("README.md's Python lines use memscope.%v and a.%v: want record, analyze… and a's fields", module, analysis)
+	}
+	names, _ := json.Marshal(map[string][]string{"module": module, "analysis": analysis})
 	var got analyzeOut
-	if err := json.Unmarshal([]byte(run(t, root, nil, vpy, script, snap)), &got); err != nil {
+	if err := json.Unmarshal([]byte(run(t, root, nil, vpy, script, snap, string(names))), &got); err != nil {
 		t.Fatalf("analyze.py's output: %v", err)
+	}
+	if len(got.Missing) > 0 {
+		t.Errorf("README.md's Python lines use names the installed package lacks: %v", got.Missing)
 	}
 	if !strings.HasPrefix(got.File, venv+string(filepath.Separator)) || got.Version != testVersion {
 		t.Errorf("memscope imported from %s at version %s, want the venv's, %s", got.File, got.Version, testVersion)
