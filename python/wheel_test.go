@@ -385,6 +385,11 @@ out = {
 names = json.loads(sys.argv[2])
 out["missing"] = ["memscope." + n for n in names["module"] if not hasattr(memscope, n)] + \
     ["a." + n for n in names["analysis"] if not hasattr(a, n)]
+out["fixtures"] = {}
+for p in sys.argv[3:]:
+    f = memscope.analyze(p).device()
+    out["fixtures"][p] = {"peaks": {q: getattr(f.peaks, q).bytes for q in ("requested", "allocated", "active", "reserved")},
+                          "end": dataclasses.asdict(f.end)}
 try:
     memscope.analyze("no-such.pickle")
     out["error"] = None
@@ -412,6 +417,7 @@ type analyzeOut struct {
 	Scalars       map[string]float64
 	HTML          string
 	Missing       []string
+	Fixtures      map[string]struct{ Peaks, End numbers }
 	Error         *struct {
 		Status int
 		Stderr string
@@ -467,8 +473,16 @@ func installed(t *testing.T, py, wheel, readme string) {
 		t.Errorf("README.md's Python lines use memscope.%v and a.%v: want record, analyze… and a's fields", module, analysis)
 	}
 	names, _ := json.Marshal(map[string][]string{"module": module, "analysis": analysis})
+	dirs, err := truth.Fixtures(filepath.Join(root, "fixtures"))
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	args := []string{script, snap, string(names)}
+	for _, dir := range dirs {
+		args = append(args, filepath.Join(dir, "snapshot.pickle"))
+	}
 	var got analyzeOut
-	if err := json.Unmarshal([]byte(run(t, root, nil, vpy, script, snap, string(names))), &got); err != nil {
+	if err := json.Unmarshal([]byte(run(t, root, nil, vpy, args...)), &got); err != nil {
 		t.Fatalf("analyze.py's output: %v", err)
 	}
 	if len(got.Missing) > 0 {
@@ -576,6 +590,37 @@ func installed(t *testing.T, py, wheel, readme string) {
 		}
 		if !strings.Contains(page, units.Bytes(w.MaxAllocated)) {
 			t.Errorf("_repr_html_()'s page does not show the allocated peak %s", units.Bytes(w.MaxAllocated))
+		}
+	}
+
+	// Every fixture with a truth.json: the peaks and the end torch measured.
+	t.Logf("memscope.analyze on %d fixtures with truth.json", len(dirs))
+	for _, dir := range dirs {
+		tr, err := truth.Read(filepath.Join(dir, "truth.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := filepath.Join(dir, "snapshot.pickle")
+		f, ok := got.Fixtures[snap]
+		if !ok {
+			t.Errorf("analyze.py did not analyze %s", snap)
+			continue
+		}
+		w := tr.Window
+		for _, c := range []struct {
+			name      string
+			got, want int64
+		}{
+			{"peaks.allocated", f.Peaks.Allocated, w.MaxAllocated},
+			{"peaks.requested", f.Peaks.Requested, w.MaxRequested},
+			{"peaks.reserved", f.Peaks.Reserved, w.MaxReserved},
+			{"end.allocated", f.End.Allocated, w.AllocatedEnd},
+			{"end.requested", f.End.Requested, w.RequestedEnd},
+			{"end.reserved", f.End.Reserved, w.ReservedEnd},
+		} {
+			if c.got != c.want {
+				t.Errorf("analyze(%s).%s = %d, want %d (truth.json)", snap, c.name, c.got, c.want)
+			}
 		}
 	}
 

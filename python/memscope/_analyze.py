@@ -259,7 +259,7 @@ class Device:
         return {prefix + k: v for k, v in s.items()}
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
     """memscope's summary of one snapshot: one Device per CUDA device
     recorded, in device order. The attributes of the first device
@@ -287,6 +287,16 @@ class Analysis:
         return cls(source=f["source"], format=f["format"], protocol=int(f.get("protocol") or 0),
                    devices=[Device._from(d) for d in f["devices"]], warnings=list(f.get("warnings") or []),
                    path=path, trace=trace)
+
+    def __repr__(self):
+        parts = []
+        for d in self.devices:
+            where = "step %d %s" % (d.peak_step, d.peak_phase) if d.peak_step is not None else "outside the steps"
+            problems = [f.kind for f in d.findings if f.problem]
+            parts.append("device %d: allocated peak %d bytes (reserved %d) at %s%s" % (
+                d.device, d.peaks.allocated.bytes, d.peaks.reserved.bytes, where,
+                "; " + ", ".join(problems) if problems else ""))
+        return "<memscope.Analysis of %s: %s>" % (self.source, "; ".join(parts) or "no CUDA device")
 
     def device(self, n=None):
         """Device n (its CUDA index); the first when n is None."""

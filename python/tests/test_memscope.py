@@ -209,6 +209,17 @@ class BinaryTest(unittest.TestCase):
                     self.assertEqual(cm.exception.cmd, ["memscope", "summary", "--json", "x"])
 
 
+class SyntaxTest(unittest.TestCase):
+    def test_python_38(self):
+        # The wheel says Requires-Python >=3.8: its files parse as 3.8.
+        import ast
+        pkg = os.path.join(PYTHON_DIR, "memscope")
+        for name in sorted(os.listdir(pkg)):
+            if name.endswith(".py"):
+                with self.subTest(name), open(os.path.join(pkg, name)) as f:
+                    ast.parse(f.read(), name, feature_version=(3, 8))
+
+
 class BuildWheelsTest(unittest.TestCase):
     def test_version_from_describe(self):
         cases = [
