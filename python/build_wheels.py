@@ -198,7 +198,9 @@ def build_binary(go, goos, goarch, version, out):
     env = dict(os.environ, CGO_ENABLED="0", GOOS=goos, GOARCH=goarch)
     if goarch == "amd64":
         env.setdefault("GOAMD64", "v1")
-    cmd = [go, "build", "-trimpath", "-ldflags", "-s -w -X %s=%s" % (VERSION_VAR, version),
+    # -buildvcs=false: the version is the -X one, and a tarball or a
+    # checkout owned by another user builds too.
+    cmd = [go, "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X %s=%s" % (VERSION_VAR, version),
            "-o", out, GO_PACKAGE]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     if r.returncode != 0:

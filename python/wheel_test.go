@@ -51,8 +51,8 @@ type platform struct {
 var platforms = []platform{
 	{"manylinux_2_17_x86_64.manylinux2014_x86_64", "memscope", elfCheck(elf.EM_X86_64)},
 	{"manylinux_2_17_aarch64.manylinux2014_aarch64", "memscope", elfCheck(elf.EM_AARCH64)},
-	{"macosx_10_12_x86_64", "memscope", machoCheck(macho.CpuAmd64)},
-	{"macosx_11_0_arm64", "memscope", machoCheck(macho.CpuArm64)},
+	{"macosx_10_12_x86_64", "memscope", machoCheck(macho.CpuAmd64, false)},
+	{"macosx_11_0_arm64", "memscope", machoCheck(macho.CpuArm64, true)},
 	{"win_amd64", "memscope.exe", peCheck(pe.IMAGE_FILE_MACHINE_AMD64)},
 }
 
@@ -75,7 +75,10 @@ func elfCheck(m elf.Machine) func([]byte) error {
 	}
 }
 
-func machoCheck(c macho.Cpu) func([]byte) error {
+// machoCheck: a Mach-O executable for cpu c; signed: with a code
+// signature (the ad-hoc one Go's linker writes), which arm64 macOS needs
+// before it runs a binary.
+func machoCheck(c macho.Cpu, signed bool) func([]byte) error {
 	return func(b []byte) error {
 		f, err := macho.NewFile(bytes.NewReader(b))
 		if err != nil {
@@ -83,6 +86,16 @@ func machoCheck(c macho.Cpu) func([]byte) error {
 		}
 		if f.Cpu != c || f.Type != macho.TypeExec {
 			return fmt.Errorf("Mach-O cpu %v type %v, want %v executable", f.Cpu, f.Type, c)
+		}
+		const lcCodeSignature = 0x1d
+		has := false
+		for _, l := range f.Loads {
+			if raw := l.Raw(); len(raw) >= 4 && f.ByteOrder.Uint32(raw) == lcCodeSignature {
+				has = true
+			}
+		}
+		if signed && !has {
+			return fmt.Errorf("Mach-O has no LC_CODE_SIGNATURE: arm64 macOS refuses to run it")
 		}
 		return nil
 	}

@@ -322,7 +322,9 @@ class Analysis:
         return self.device(device).scalars(prefix)
 
     def html(self):
-        """The `memscope report` page of this snapshot (and trace), as text."""
+        """The `memscope report` page of this snapshot (and trace), as text.
+        Its charts load ECharts from the network unless $MEMSCOPE_ECHARTS
+        names a local echarts.min.js (memscope help report)."""
         if self._html is None:
             with tempfile.TemporaryDirectory(prefix="memscope-") as tmp:
                 out = os.path.join(tmp, "report.html")
@@ -362,6 +364,8 @@ def analyze(path, trace=None):
         trace = os.fspath(trace)
         args += ["--trace", trace]
     r = _check(args + [path], capture_output=True, encoding="utf-8", errors="replace")
+    # The report (_repr_html_) is made later, perhaps from another directory.
+    path, trace = os.path.abspath(path), trace and os.path.abspath(trace)
     try:
         doc = json.loads(r.stdout)
     except ValueError as e:

@@ -19,6 +19,7 @@ ENV_BIN = "MEMSCOPE_BIN"
 _ENV_GUARD = "_MEMSCOPE_FROM_PYTHON"
 
 EXIT_NO_BINARY = 127  # what a shell returns for a command it cannot find
+EXIT_CANNOT_RUN = 126  # and for one it cannot execute
 
 
 class MemscopeError(Exception):
@@ -88,7 +89,10 @@ def run(args, **kwargs):
     """subprocess.run of the binary with args (a list of str)."""
     binary = find_binary()
     env = kwargs.pop("env", None) or _child_env(binary)
-    return subprocess.run([binary] + list(args), env=env, **kwargs)
+    try:
+        return subprocess.run([binary] + list(args), env=env, **kwargs)
+    except OSError as e:
+        raise MemscopeError("memscope: cannot run %s: %s" % (binary, e), cmd=[binary] + list(args)) from e
 
 
 def main(argv=None):
@@ -103,17 +107,21 @@ def main(argv=None):
         print(e, file=sys.stderr)
         return EXIT_NO_BINARY
     env = _child_env(binary)
-    if os.name == "nt":
-        try:
-            return subprocess.run([binary] + args, env=env).returncode
-        except KeyboardInterrupt:
-            return 130
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if env is None:
-        os.execv(binary, [binary] + args)
-    os.execve(binary, [binary] + args, env)
-    return 0  # not reached
+    try:
+        if os.name == "nt":
+            try:
+                return subprocess.run([binary] + args, env=env).returncode
+            except KeyboardInterrupt:
+                return 130
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if env is None:
+            os.execv(binary, [binary] + args)
+        os.execve(binary, [binary] + args, env)
+    except OSError as e:  # not executable, or built for another platform
+        print("memscope: cannot run %s: %s" % (binary, e), file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    return 0  # not reached: exec does not return
 
 
 if __name__ == "__main__":

@@ -190,6 +190,22 @@ class BinaryTest(unittest.TestCase):
                                    capture_output=True, text=True, env=clean_env(MEMSCOPE_BIN=fake))
                 self.assertEqual((r.returncode, r.stdout, r.stderr), (3, "summary|--json|a b.pickle||", "err\n"))
 
+    def test_cannot_run(self):
+        # Executable but not a program this system runs (a binary of
+        # another platform looks the same to exec).
+        junk = os.path.join(self.tmp, "junk")
+        with open(junk, "wb") as f:
+            f.write(b"\x00\x01not a program\n")
+        os.chmod(junk, 0o755)
+        r = subprocess.run([sys.executable, "-m", "memscope", "--version"], cwd=PYTHON_DIR, capture_output=True,
+                           text=True, env=clean_env(MEMSCOPE_BIN=junk))
+        self.assertEqual(r.returncode, _binary.EXIT_CANNOT_RUN, r.stderr)
+        self.assertIn("cannot run " + junk, r.stderr)
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=junk), clear=True):
+            with self.assertRaises(memscope.MemscopeError) as cm:
+                memscope.analyze("x")
+        self.assertIn("cannot run " + junk, str(cm.exception))
+
     def test_analyze_errors(self):
         cases = [
             ("exit status", 'echo "memscope: stat x: no such file" >&2; exit 2\n', 2, "no such file"),
