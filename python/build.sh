@@ -10,4 +10,8 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: bash python/build.sh OUTDIR [VERSION]" >&2
 	exit 2
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "build.sh: python3 not found (the wheel writer is python/build_wheels.py, standard library only)" >&2
+	exit 1
+fi
 exec python3 "$(dirname "$0")/build_wheels.py" "$@"

@@ -295,6 +295,16 @@ class BuildWheelsTest(unittest.TestCase):
                 want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 self.assertEqual((digest, int(size)), (want, len(data)), name)
 
+    def test_reproducible(self):
+        # The same inputs give the same bytes (fixed zip times and order).
+        a, b = tempfile.mkdtemp(prefix="memscope-wheel-"), tempfile.mkdtemp(prefix="memscope-wheel-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", a, b]))
+        with mock.patch.dict(os.environ, {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}, clear=True):
+            pa = build_wheels.write_wheel(a, "1.0", "win_amd64", b"MZ binary", "memscope.exe")
+            pb = build_wheels.write_wheel(b, "1.0", "win_amd64", b"MZ binary", "memscope.exe")
+        with open(pa, "rb") as fa, open(pb, "rb") as fb:
+            self.assertEqual(fa.read(), fb.read())
+
     def test_bad_version_refused(self):
         with self.assertRaises(build_wheels.BuildError) as cm:
             build_wheels.build(tempfile.gettempdir(), "v1.0")
