@@ -109,9 +109,17 @@ func runHelp(cc *cmdContext, args []string) error {
 	return nil
 }
 
-// version returns memscope's version: the module version it was built at
-// (go install …@v1.2.3), or "devel" with the VCS revision when known.
+// buildVersion is set by the wheel build (python/build.sh:
+// -ldflags "-X main.buildVersion=0.1.0"); empty in other builds.
+var buildVersion string
+
+// version returns memscope's version: the one the wheel build set, else the
+// module version it was built at (go install …@v1.2.3), or "devel" with the
+// VCS revision when known.
 func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	return versionOf(bi, ok)
 }

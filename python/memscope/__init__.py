@@ -1,11 +1,25 @@
 """memscope: where did the GPU memory go, and what to change so the job fits.
 
     import memscope
-    with memscope.record("snapshot.pickle"):
+    with memscope.record("snapshot.pickle"):    # needs torch
         train()
-    # then: memscope summary snapshot.pickle
+    a = memscope.analyze("snapshot.pickle")     # runs the memscope binary
+    a.peaks.allocated.bytes, a.peak_step, a.top_sites
+    wandb.log(a.scalars())                      # or mlflow.log_metrics(a.scalars())
+    a                                           # in Jupyter: the HTML report
+
+The memscope command and `python -m memscope` run the Go binary the wheel
+holds (memscope/bin/memscope); see memscope._binary for where it is looked
+for otherwise.
 """
 
-from ._record import record, rank_path
+from ._analyze import (Analysis, Device, Finding, Fix, Frame, Numbers, OpBytes, Peak, Peaks, Range, Site,
+                       analyze)
+from ._binary import BinaryNotFoundError, MemscopeError, find_binary
+from ._record import rank_path, record
+from ._version import __version__
 
-__all__ = ["record", "rank_path"]
+__all__ = [
+    "record", "rank_path", "analyze", "Analysis", "Device", "Numbers", "Peak", "Peaks", "Range", "Frame",
+    "Site", "Finding", "Fix", "OpBytes", "MemscopeError", "BinaryNotFoundError", "find_binary", "__version__",
+]

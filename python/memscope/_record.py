@@ -14,6 +14,17 @@ import pickle
 PICKLE_PROTOCOL = 4
 
 
+def _torch():
+    """torch, imported when recording starts: memscope.analyze and the
+    memscope command need no torch."""
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("memscope.record needs torch (with CUDA) in this Python; "
+                          "memscope.analyze and the memscope command do not: %s" % e) from e
+    return torch
+
+
 def _rank():
     """This process's rank under torchrun (RANK, else LOCAL_RANK), or None
     for a single process."""
@@ -73,7 +84,7 @@ class record:
     # -- the context manager --
 
     def __enter__(self):
-        import torch
+        torch = _torch()
 
         if not torch.cuda.is_available():
             raise RuntimeError("memscope.record: CUDA is not available; the caching allocator records nothing")
@@ -89,7 +100,7 @@ class record:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        import torch
+        torch = _torch()
 
         oom = exc_type is not None and issubclass(exc_type, getattr(torch.cuda, "OutOfMemoryError", MemoryError))
         try:
@@ -121,7 +132,7 @@ class record:
         self.oom_written = True
 
     def _write(self):
-        import torch
+        torch = _torch()
 
         snap = torch.cuda.memory._snapshot()
         tmp = self.path + ".tmp"

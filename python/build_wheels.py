@@ -1,0 +1,254 @@
+"""Build memscope's platform wheels: the Go binary cross-compiled for each
+platform, inside the Python package, zipped as a wheel (PEP 427, 491).
+
+    python3 python/build_wheels.py OUTDIR [VERSION]
+    python3 python/build_wheels.py --print-version
+
+Offline and standard library only: the wheel is a zip with the package,
+memscope/bin/memscope[.exe] (mode 0755 in the zip), and a dist-info folder
+with METADATA, WHEEL, entry_points.txt and RECORD (sha256 digests, sizes).
+The Go binary is static (CGO_ENABLED=0), built with -trimpath and
+-ldflags "-s -w -X main.buildVersion=VERSION". VERSION defaults to the one
+git describe gives (see version_from_describe); it must be a PEP 440
+version. The go command is $GO, else go on PATH; GOCACHE and the other
+Go settings come from the environment.
+"""
+
+import argparse
+import base64
+import csv
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+NAME = "memscope"
+SUMMARY = "Where did the GPU memory go: PyTorch CUDA allocator snapshots explained"
+REQUIRES_PYTHON = ">=3.8"
+GO_PACKAGE = "./cmd/memscope"
+VERSION_VAR = "main.buildVersion"
+
+# (GOOS, GOARCH, wheel platform tag). A compressed tag set (a.b) names
+# every tag the binary satisfies; WHEEL lists each.
+PLATFORMS = [
+    ("linux", "amd64", "manylinux_2_17_x86_64.manylinux2014_x86_64"),
+    ("linux", "arm64", "manylinux_2_17_aarch64.manylinux2014_aarch64"),
+    ("darwin", "amd64", "macosx_10_12_x86_64"),
+    ("darwin", "arm64", "macosx_11_0_arm64"),
+    ("windows", "amd64", "win_amd64"),
+]
+
+# PEP 440's canonical public version with an optional local label
+# (packaging.version's VERSION_PATTERN, normalised forms only).
+PEP440 = re.compile(
+    r"^([1-9][0-9]*!)?(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*"
+    r"((a|b|rc)(0|[1-9][0-9]*))?(\.post(0|[1-9][0-9]*))?(\.dev(0|[1-9][0-9]*))?"
+    r"(\+[a-z0-9]+(\.[a-z0-9]+)*)?$")
+
+# Zip entries get this time (1980-01-02, inside every zip reader's range)
+# unless SOURCE_DATE_EPOCH says otherwise, so that a build is reproducible.
+DEFAULT_DATE = (1980, 1, 2, 0, 0, 0)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+class BuildError(Exception):
+    pass
+
+
+def valid_version(v):
+    return PEP440.match(v) is not None
+
+
+def version_from_describe(describe, count):
+    """The PEP 440 version of a checkout: describe is the output of
+    `git describe --tags --long --match v[0-9]*` ("" when there is no
+    tag), count the number of commits (`git rev-list --count HEAD`).
+
+    v1.2.3-0-gSHA → 1.2.3; v1.2.3-5-gSHA → 1.2.4.dev5 (the next patch
+    release, as setuptools-scm guesses); no tag → 0.0.0.devCOUNT."""
+    m = re.match(r"^v(\d+(?:\.\d+)*)-(\d+)-g[0-9a-f]+$", describe.strip())
+    if not m:
+        return "0.0.0.dev%d" % int(count)
+    release, distance = m.group(1), int(m.group(2))
+    parts = [str(int(p)) for p in release.split(".")]
+    if distance == 0:
+        return ".".join(parts)
+    parts[-1] = str(int(parts[-1]) + 1)
+    return "%s.dev%d" % (".".join(parts), distance)
+
+
+def _git(*args):
+    try:
+        r = subprocess.run(["git", "-C", REPO] + list(args), capture_output=True, text=True)
+    except OSError:
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def default_version():
+    count = _git("rev-list", "--count", "HEAD") or "0"
+    describe = _git("describe", "--tags", "--long", "--match", "v[0-9]*") or ""
+    return version_from_describe(describe, count)
+
+
+def record_line(path, data):
+    """RECORD's row for a file: path, sha256=<urlsafe base64, no padding>, size."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+    return [path, "sha256=" + digest, str(len(data))]
+
+
+def metadata(version):
+    readme = (
+        "memscope reads PyTorch CUDA caching-allocator snapshots and says where the GPU memory "
+        "went: the peak, the sites and categories that hold it, leaks, fragmentation, OOMs, and "
+        "what to change so the job fits.\n\n"
+        "This wheel holds the memscope binary (the `memscope` command and `python -m memscope`) "
+        "and a small module: `memscope.record(path)` around a training loop writes a snapshot; "
+        "`memscope.analyze(path)` returns typed results, with `scalars()` for W&B or MLflow and "
+        "the HTML report in Jupyter.\n")
+    return ("Metadata-Version: 2.1\n"
+            "Name: %s\n"
+            "Version: %s\n"
+            "Summary: %s\n"
+            "Requires-Python: %s\n"
+            "Description-Content-Type: text/markdown\n"
+            "\n%s" % (NAME, version, SUMMARY, REQUIRES_PYTHON, readme))
+
+
+def wheel_file(platform_tag):
+    lines = ["Wheel-Version: 1.0", "Generator: memscope build_wheels.py", "Root-Is-Purelib: false"]
+    lines += ["Tag: py3-none-%s" % tag for tag in platform_tag.split(".")]
+    return "\n".join(lines) + "\n"
+
+
+ENTRY_POINTS = "[console_scripts]\nmemscope = memscope._binary:main\n"
+
+
+def package_files(version):
+    """The Python package's files, (path in the wheel, bytes), sorted;
+    _version.py is written with the wheel's version."""
+    files = []
+    pkg = os.path.join(HERE, NAME)
+    for name in sorted(os.listdir(pkg)):
+        if not name.endswith(".py") or name == "_version.py":
+            continue
+        with open(os.path.join(pkg, name), "rb") as f:
+            files.append(("%s/%s" % (NAME, name), f.read()))
+    files.append(("%s/_version.py" % NAME, ('__version__ = "%s"\n' % version).encode()))
+    return sorted(files)
+
+
+def _zip_date():
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if not epoch:
+        return DEFAULT_DATE
+    t = time.gmtime(max(int(epoch), 315619200))  # no earlier than 1980-01-02
+    return t[:6]
+
+
+def write_wheel(outdir, version, platform_tag, binary, binary_name):
+    """Write one wheel for platform_tag holding the binary (bytes) as
+    memscope/bin/<binary_name>; returns its path."""
+    dist_info = "%s-%s.dist-info" % (NAME, version)
+    entries = [(path, data, 0o644) for path, data in package_files(version)]
+    entries.append(("%s/bin/%s" % (NAME, binary_name), binary, 0o755))
+    entries += [
+        ("%s/METADATA" % dist_info, metadata(version).encode(), 0o644),
+        ("%s/WHEEL" % dist_info, wheel_file(platform_tag).encode(), 0o644),
+        ("%s/entry_points.txt" % dist_info, ENTRY_POINTS.encode(), 0o644),
+    ]
+    record = io.StringIO()
+    w = csv.writer(record, lineterminator="\n")
+    for path, data, _ in entries:
+        w.writerow(record_line(path, data))
+    w.writerow(["%s/RECORD" % dist_info, "", ""])
+    entries.append(("%s/RECORD" % dist_info, record.getvalue().encode(), 0o644))
+
+    name = "%s-%s-py3-none-%s.whl" % (NAME, version.replace("-", "_"), platform_tag)
+    path = os.path.join(outdir, name)
+    tmp = path + ".tmp"
+    date = _zip_date()
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for p, data, mode in entries:
+            info = zipfile.ZipInfo(p, date_time=date)
+            info.external_attr = (0o100000 | mode) << 16  # a regular file with its permission bits
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # Unix, so that readers honour the mode
+            z.writestr(info, data)
+    os.replace(tmp, path)
+    return path
+
+
+def go_command():
+    go = os.environ.get("GO") or shutil.which("go")
+    if not go:
+        raise BuildError("no go command: install Go (go.mod names the version) or set $GO")
+    return go
+
+
+def build_binary(go, goos, goarch, version, out):
+    env = dict(os.environ, CGO_ENABLED="0", GOOS=goos, GOARCH=goarch)
+    if goarch == "amd64":
+        env.setdefault("GOAMD64", "v1")
+    # -buildvcs=false: the version is the -X one, and a tarball or a
+    # checkout owned by another user builds too.
+    cmd = [go, "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X %s=%s" % (VERSION_VAR, version),
+           "-o", out, GO_PACKAGE]
+    r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError("GOOS=%s GOARCH=%s %s: exit status %d\n%s" % (
+            goos, goarch, " ".join(cmd), r.returncode, r.stderr.strip()))
+
+
+def build(outdir, version, platforms=PLATFORMS, log=sys.stderr):
+    if not valid_version(version):
+        raise BuildError("version %r is not a normalised PEP 440 version (e.g. 1.2.3, 0.1.0.dev4, 1.0rc1)" % version)
+    go = go_command()
+    os.makedirs(outdir, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="memscope-build-") as tmp:
+        for goos, goarch, tag in platforms:
+            exe = "memscope.exe" if goos == "windows" else "memscope"
+            out = os.path.join(tmp, "%s-%s" % (goos, goarch), exe)
+            start = time.monotonic()
+            build_binary(go, goos, goarch, version, out)
+            with open(out, "rb") as f:
+                binary = f.read()
+            path = write_wheel(outdir, version, tag, binary, exe)
+            written.append(path)
+            print("wrote %s (%s/%s, %.1f MiB, go build %.1f s)" % (
+                path, goos, goarch, os.path.getsize(path) / (1 << 20), time.monotonic() - start), file=log)
+    return written
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="build_wheels.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("outdir", nargs="?", help="folder the wheels are written to")
+    p.add_argument("version", nargs="?", help="the wheels' PEP 440 version (default: from git describe)")
+    p.add_argument("--print-version", action="store_true", help="print the default version and exit")
+    args = p.parse_args(argv)
+    if args.print_version:
+        print(default_version())
+        return 0
+    if not args.outdir:
+        p.print_usage(sys.stderr)
+        print("build_wheels.py: OUTDIR is required", file=sys.stderr)
+        return 2
+    try:
+        build(args.outdir, args.version or default_version())
+    except BuildError as e:
+        print("build_wheels.py: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,315 @@
+"""Torch-free tests of the memscope package and of build_wheels.py, run by
+python/wheel_test.go's TestPythonUnit (python3 -m unittest discover -s
+python/tests). The package is the source checkout's (python/ first on
+sys.path), which holds no binary: tests that need one point $MEMSCOPE_BIN
+at a shell script. The real binary, in an installed wheel, is
+TestWheel's."""
+
+import base64
+import csv
+import hashlib
+import importlib.util
+import io
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+import zipfile
+from unittest import mock
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, PYTHON_DIR)
+
+import build_wheels  # noqa: E402
+import memscope  # noqa: E402
+from memscope import _binary  # noqa: E402
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+POSIX = os.name == "posix"
+
+
+def script(dir, name, body):
+    """An executable shell script at dir/name."""
+    path = os.path.join(dir, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + textwrap.dedent(body))
+    os.chmod(path, 0o755)
+    return path
+
+
+def clean_env(**extra):
+    """os.environ without the variables that choose a rank or a binary."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", _binary.ENV_BIN, "_MEMSCOPE_FROM_PYTHON")}
+    env.update(extra)
+    return env
+
+
+class RankPathTest(unittest.TestCase):
+    cases = [
+        # (name, environment, path, rank argument, want)
+        ("single process", {}, "snap.pickle", None, "snap.pickle"),
+        ("single process placeholder", {}, "out/snap_{rank}.pickle", None, "out/snap_0.pickle"),
+        ("torchrun rank", {"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1"}, "snap.pickle", None,
+         "snap.rank3.pickle"),
+        ("torchrun placeholder", {"WORLD_SIZE": "2", "RANK": "1"}, "r{rank}/snap.pickle", None, "r1/snap.pickle"),
+        ("world of one ignores RANK", {"WORLD_SIZE": "1", "RANK": "0"}, "snap.pickle", None, "snap.pickle"),
+        ("LOCAL_RANK alone", {"LOCAL_RANK": "2"}, "snap.pickle", None, "snap.rank2.pickle"),
+        ("RANK not a number", {"WORLD_SIZE": "2", "RANK": "x"}, "snap.pickle", None, "snap.pickle"),
+        ("explicit rank", {}, "snap.pickle", 5, "snap.rank5.pickle"),
+        ("explicit rank wins", {"WORLD_SIZE": "8", "RANK": "7"}, "snap.pickle", 2, "snap.rank2.pickle"),
+        ("no extension", {"WORLD_SIZE": "2", "RANK": "1"}, os.path.join("out", "snap"), None,
+         os.path.join("out", "snap.rank1.pickle")),
+        ("other extension", {"WORLD_SIZE": "2", "RANK": "0"}, "snap.pkl", None, "snap.rank0.pkl"),
+    ]
+
+    def test_rank_path(self):
+        for name, env, path, rank, want in self.cases:
+            with self.subTest(name), mock.patch.dict(os.environ, clean_env(**env), clear=True):
+                got = memscope.rank_path(path, rank)
+                self.assertEqual(got, want, "rank_path(%r, %r) with %s = %r, want %r" % (path, rank, env, got, want))
+
+
+class RecordTest(unittest.TestCase):
+    def test_argument_checks(self):
+        bad = [
+            ("stacks", dict(stacks="cpp"), "stacks must be 'python' or 'all'"),
+            ("max_entries zero", dict(max_entries=0), "max_entries must be positive"),
+            ("max_entries negative", dict(max_entries=-5), "max_entries must be positive"),
+            ("max_entries not a number", dict(max_entries="many"), "invalid literal"),
+        ]
+        for name, kwargs, msg in bad:
+            with self.subTest(name), self.assertRaises(ValueError) as cm:
+                memscope.record("snap.pickle", **kwargs)
+            self.assertIn(msg, str(cm.exception))
+
+    def test_defaults(self):
+        r = memscope.record(pathlib.Path("out") / "snap.pickle")
+        self.assertEqual(r.requested_path, os.path.join("out", "snap.pickle"))
+        self.assertEqual((r.max_entries, r.stacks, r.on_oom), (1_000_000, "python", True))
+        self.assertIsNone(r.path)  # set at __enter__, after rank_path
+        self.assertFalse(r.oom_written)
+        r = memscope.record("s.pickle", max_entries="5000", stacks="all", on_oom=False)
+        self.assertEqual((r.max_entries, r.stacks, r.on_oom), (5000, "all", False))
+
+    def test_torch_is_imported_lazily(self):
+        # A fresh interpreter: importing memscope, making a record and
+        # decorating a function import no torch.
+        code = ("import sys, memscope\n"
+                "r = memscope.record('s.pickle')\n"
+                "f = r(lambda: 1)\n"
+                "a = memscope.analyze\n"
+                "print('torch' in sys.modules)\n")
+        out = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "False")
+
+    @unittest.skipIf(HAVE_TORCH, "torch is installed")
+    def test_without_torch(self):
+        called = []
+
+        @memscope.record("snap.pickle")
+        def train(x):
+            "Train."
+            called.append(x)
+
+        self.assertEqual((train.__name__, train.__doc__), ("train", "Train."))
+        for name, enter in [("with", lambda: memscope.record("snap.pickle").__enter__()), ("decorator", lambda: train(1))]:
+            with self.subTest(name), self.assertRaises(ImportError) as cm:
+                enter()
+            self.assertIn("memscope.record needs torch", str(cm.exception))
+        self.assertEqual(called, [], "the decorated function ran without a recording")
+
+
+@unittest.skipUnless(POSIX, "shell scripts stand in for the binary")
+class BinaryTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="memscope-test-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        self.assertFalse(os.path.exists(_binary.bundled_path()),
+                         "the source checkout holds a binary at %s" % _binary.bundled_path())
+
+    def run_module(self, args, **env):
+        return subprocess.run([sys.executable, "-m", "memscope"] + args, cwd=PYTHON_DIR, capture_output=True,
+                              text=True, env=clean_env(PATH=env.pop("PATH", self.tmp), **env))
+
+    def test_missing_binary(self):
+        empty = os.path.join(self.tmp, "empty")
+        os.mkdir(empty)
+        with mock.patch.dict(os.environ, clean_env(PATH=empty), clear=True):
+            with self.assertRaises(memscope.BinaryNotFoundError) as cm:
+                memscope.find_binary()
+            for want in ("python/build.sh", "MEMSCOPE_BIN", "PATH", _binary.bundled_path()):
+                self.assertIn(want, str(cm.exception))
+            with self.assertRaises(memscope.BinaryNotFoundError):
+                memscope.analyze("snap.pickle")
+        r = self.run_module(["summary", "x"], PATH=empty)
+        self.assertEqual(r.returncode, _binary.EXIT_NO_BINARY)
+        self.assertIn("python/build.sh", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_bad_env_bin(self):
+        missing = os.path.join(self.tmp, "nope")
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=missing), clear=True):
+            with self.assertRaises(memscope.BinaryNotFoundError) as cm:
+                memscope.find_binary()
+        self.assertIn(missing, str(cm.exception))
+
+    def test_path_skips_python_scripts(self):
+        # pip's console script for this package, first on PATH, is not the binary.
+        shim_dir, bin_dir = os.path.join(self.tmp, "shim"), os.path.join(self.tmp, "bin")
+        os.mkdir(shim_dir)
+        os.mkdir(bin_dir)
+        with open(os.path.join(shim_dir, "memscope"), "w") as f:
+            f.write("#!%s\nimport sys\nfrom memscope._binary import main\nsys.exit(main())\n" % sys.executable)
+        os.chmod(os.path.join(shim_dir, "memscope"), 0o755)
+        real = script(bin_dir, "memscope", "echo real\n")
+        with mock.patch.dict(os.environ, clean_env(PATH=shim_dir), clear=True):
+            with self.assertRaises(memscope.BinaryNotFoundError):
+                memscope.find_binary()
+        with mock.patch.dict(os.environ, clean_env(PATH=shim_dir + os.pathsep + bin_dir), clear=True):
+            self.assertEqual(memscope.find_binary(), real)
+        # A binary from PATH that runs python -m memscope again stops there.
+        loop = os.path.join(self.tmp, "loop")
+        os.mkdir(loop)
+        script(loop, "memscope", 'exec "%s" -m memscope "$@"\n' % sys.executable)
+        r = self.run_module(["summary"], PATH=loop, PYTHONPATH=PYTHON_DIR)
+        self.assertEqual(r.returncode, _binary.EXIT_NO_BINARY, r.stderr)
+
+    def test_argv_and_exit_status(self):
+        fake = script(self.tmp, "fake", 'printf "%s|" "$@"; echo err >&2; exit 3\n')
+        for name, cmd in [("python -m memscope", [sys.executable, "-m", "memscope"]),
+                          ("console entry point", [sys.executable, "-c",
+                                                   "import sys; from memscope._binary import main; sys.exit(main())"])]:
+            with self.subTest(name):
+                r = subprocess.run(cmd + ["summary", "--json", "a b.pickle", ""], cwd=PYTHON_DIR,
+                                   capture_output=True, text=True, env=clean_env(MEMSCOPE_BIN=fake))
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (3, "summary|--json|a b.pickle||", "err\n"))
+
+    def test_cannot_run(self):
+        # Executable but not a program this system runs (a binary of
+        # another platform looks the same to exec).
+        junk = os.path.join(self.tmp, "junk")
+        with open(junk, "wb") as f:
+            f.write(b"\x00\x01not a program\n")
+        os.chmod(junk, 0o755)
+        r = subprocess.run([sys.executable, "-m", "memscope", "--version"], cwd=PYTHON_DIR, capture_output=True,
+                           text=True, env=clean_env(MEMSCOPE_BIN=junk))
+        self.assertEqual(r.returncode, _binary.EXIT_CANNOT_RUN, r.stderr)
+        self.assertIn("cannot run " + junk, r.stderr)
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=junk), clear=True):
+            with self.assertRaises(memscope.MemscopeError) as cm:
+                memscope.analyze("x")
+        self.assertIn("cannot run " + junk, str(cm.exception))
+
+    def test_analyze_errors(self):
+        cases = [
+            ("exit status", 'echo "memscope: stat x: no such file" >&2; exit 2\n', 2, "no such file"),
+            ("not JSON", "echo hello\n", 0, "not JSON"),
+            ("not a summary", 'echo \'{"schema": "memscope/v1", "kind": "peak", "files": []}\'\n', None,
+             "not a memscope/v1 summary"),
+        ]
+        for name, body, status, msg in cases:
+            fake = script(self.tmp, "fake-" + name.replace(" ", "-"), body)
+            with self.subTest(name), mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
+                with self.assertRaises(memscope.MemscopeError) as cm:
+                    memscope.analyze("x")
+                self.assertIn(msg, str(cm.exception))
+                self.assertEqual(cm.exception.returncode, status)
+                if status == 2:
+                    self.assertEqual(cm.exception.stderr, "memscope: stat x: no such file\n")
+                    self.assertEqual(cm.exception.cmd, ["memscope", "summary", "--json", "x"])
+
+
+class SyntaxTest(unittest.TestCase):
+    def test_python_38(self):
+        # The wheel says Requires-Python >=3.8: its files parse as 3.8.
+        import ast
+        pkg = os.path.join(PYTHON_DIR, "memscope")
+        for name in sorted(os.listdir(pkg)):
+            if name.endswith(".py"):
+                with self.subTest(name), open(os.path.join(pkg, name)) as f:
+                    ast.parse(f.read(), name, feature_version=(3, 8))
+
+
+class BuildWheelsTest(unittest.TestCase):
+    def test_version_from_describe(self):
+        cases = [
+            ("", "291", "0.0.0.dev291"),
+            ("v1.2.3-0-gabc1234", "40", "1.2.3"),
+            ("v1.2.3-5-gabc1234", "45", "1.2.4.dev5"),
+            ("v0.9-12-g0123abcd", "99", "0.10.dev12"),
+            ("v2-0-gdeadbee", "1", "2"),
+            ("release-3", "7", "0.0.0.dev7"),  # not a vN tag
+        ]
+        for describe, count, want in cases:
+            got = build_wheels.version_from_describe(describe, count)
+            self.assertEqual(got, want, "version_from_describe(%r, %r) = %r, want %r" % (describe, count, got, want))
+            self.assertTrue(build_wheels.valid_version(got), got)
+
+    def test_valid_version(self):
+        for v in ["0.0.0.dev0", "1.2.3", "1.0rc1", "2.0.post1", "1!2.0", "0.1.0.dev4+g1234abc", "10.20.30a4"]:
+            self.assertTrue(build_wheels.valid_version(v), v)
+        for v in ["", "v1.2.3", "1.2.3-dev", "01.2", "1.2.3.dev", "1.2 3", "latest", "1.0-rc1", "1.2.3+"]:
+            self.assertFalse(build_wheels.valid_version(v), v)
+
+    def test_default_version(self):
+        v = build_wheels.default_version()
+        self.assertTrue(build_wheels.valid_version(v), v)
+
+    def test_write_wheel(self):
+        tmp = tempfile.mkdtemp(prefix="memscope-wheel-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        binary = b"\x7fELF not really a binary"
+        path = build_wheels.write_wheel(tmp, "1.2.3.dev4", "manylinux_2_17_x86_64.manylinux2014_x86_64",
+                                        binary, "memscope")
+        self.assertEqual(os.path.basename(path), "memscope-1.2.3.dev4-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            for want in ["memscope/__init__.py", "memscope/__main__.py", "memscope/_analyze.py", "memscope/_binary.py",
+                         "memscope/_record.py", "memscope/_version.py", "memscope/bin/memscope",
+                         "memscope-1.2.3.dev4.dist-info/METADATA", "memscope-1.2.3.dev4.dist-info/WHEEL",
+                         "memscope-1.2.3.dev4.dist-info/entry_points.txt", "memscope-1.2.3.dev4.dist-info/RECORD"]:
+                self.assertIn(want, names)
+            self.assertEqual(z.read("memscope/bin/memscope"), binary)
+            self.assertEqual(stat.S_IMODE(z.getinfo("memscope/bin/memscope").external_attr >> 16), 0o755)
+            self.assertEqual(stat.S_IMODE(z.getinfo("memscope/__init__.py").external_attr >> 16), 0o644)
+            self.assertEqual(z.read("memscope/_version.py"), b'__version__ = "1.2.3.dev4"\n')
+            wheel = z.read("memscope-1.2.3.dev4.dist-info/WHEEL").decode()
+            self.assertIn("Root-Is-Purelib: false\n", wheel)
+            self.assertIn("Tag: py3-none-manylinux_2_17_x86_64\nTag: py3-none-manylinux2014_x86_64\n", wheel)
+            meta = z.read("memscope-1.2.3.dev4.dist-info/METADATA").decode()
+            self.assertTrue(meta.startswith("Metadata-Version: 2.1\nName: memscope\nVersion: 1.2.3.dev4\n"), meta)
+            self.assertIn("memscope = memscope._binary:main", z.read("memscope-1.2.3.dev4.dist-info/entry_points.txt").decode())
+            rows = list(csv.reader(io.StringIO(z.read("memscope-1.2.3.dev4.dist-info/RECORD").decode())))
+            self.assertEqual(sorted(r[0] for r in rows), sorted(names))
+            for name, digest, size in rows:
+                if name.endswith("/RECORD"):
+                    self.assertEqual((digest, size), ("", ""))
+                    continue
+                data = z.read(name)
+                want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                self.assertEqual((digest, int(size)), (want, len(data)), name)
+
+    def test_reproducible(self):
+        # The same inputs give the same bytes (fixed zip times and order).
+        a, b = tempfile.mkdtemp(prefix="memscope-wheel-"), tempfile.mkdtemp(prefix="memscope-wheel-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", a, b]))
+        with mock.patch.dict(os.environ, {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}, clear=True):
+            pa = build_wheels.write_wheel(a, "1.0", "win_amd64", b"MZ binary", "memscope.exe")
+            pb = build_wheels.write_wheel(b, "1.0", "win_amd64", b"MZ binary", "memscope.exe")
+        with open(pa, "rb") as fa, open(pb, "rb") as fb:
+            self.assertEqual(fa.read(), fb.read())
+
+    def test_bad_version_refused(self):
+        with self.assertRaises(build_wheels.BuildError) as cm:
+            build_wheels.build(tempfile.gettempdir(), "v1.0")
+        self.assertIn("PEP 440", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
