@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"github.com/memscope/memscope/snapshot"
+	"slices"
 )
 
 // maxSeriesSites bounds SeriesOptions.TopSites: each point carries one
@@ -99,6 +100,19 @@ func (d *Device) Series(opt SeriesOptions) *Series {
 		fill(i)
 	}
 	return s
+}
+
+// Overview returns the states the analysis's own replay sampled
+// (Options.SeriesPoints): each bucket's first, last, lowest and highest of
+// the four numbers, in event order, with no categories or sites, so it
+// costs nothing more; nil when the analysis sampled none.
+func (d *Device) Overview() []SeriesPoint {
+	if d.series == nil {
+		return nil
+	}
+	pts, _ := d.series.clone().points(0)
+	slices.SortStableFunc(pts, func(a, b SeriesPoint) int { return a.Index - b.Index })
+	return pts
 }
 
 // sweep keeps the allocated bytes by category and by site while the events

@@ -30,7 +30,7 @@ func benchIndex(b *testing.B, size int64) *index {
 		b.Fatal(err)
 	}
 	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
-	x := newIndex(an.Devices[0], s.Stacks)
+	x := newIndex(an.Devices[0], s.Stacks, newAxis(an.Devices[0].Timeline))
 	benchIndexes[size] = x
 	return x
 }
@@ -107,7 +107,7 @@ func BenchmarkIndex(b *testing.B) {
 	x := benchIndex(b, size)
 	b.ReportAllocs()
 	for b.Loop() {
-		newIndex(x.d, x.stacks)
+		newIndex(x.d, x.stacks, x.axis)
 	}
 	b.ReportMetric(float64(len(x.events)), "events")
 }

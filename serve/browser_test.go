@@ -92,15 +92,22 @@ func (th *timedHandler) last() time.Duration {
 // again (its latency logged); the moment view at the peak draws as many
 // segments as were reserved then.
 func browse(t *testing.T, path, shots string) {
+	analyzed(t, path) // decoded and analysed before the clock starts
+	th := &timedHandler{}
+	c, base, problems := openBrowser(t, th) // the browser is up before the analysis is ready, as a user's is
 	start := time.Now()
-	srv := newServer(t, path)
-	t.Logf("indexed in %s", time.Since(start).Round(time.Millisecond))
-	th := &timedHandler{h: srv}
-	c, base, problems := openBrowser(t, th)
-	navigated := time.Now()
+	srv, err := New([]Source{{Path: path, Analysis: analyzed(t, path)}}, Options{Version: "test"}) // returns at once; the index is built in the background
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := make(chan time.Duration, 1)
+	go func() { srv.Ready(); indexed <- time.Since(start) }()
+	th.h = srv
 	c.page(t, "Page.navigate", map[string]any{"url": base})
 	c.waitFor(t, "the timeline draws", `document.getElementById('tl').dataset.drawn >= 1`, 120*time.Second)
-	t.Logf("first paint %s after navigating (the first /api/timeline took %s on the server)", time.Since(navigated).Round(time.Millisecond), th.last())
+	t.Logf("first paint %s after the analysis, navigating at once (index built in %s; the first /api/timeline, the overview drawn while it was built, took %s on the server)",
+		time.Since(start).Round(time.Millisecond), (<-indexed).Round(time.Millisecond), th.last())
+	c.waitFor(t, "the bands draw", `memscope.partial === false && document.getElementById('tl').dataset.drawn >= 1`, 120*time.Second)
 
 	v := srv.views[0]
 	var g struct {
@@ -139,15 +146,15 @@ func browse(t *testing.T, path, shots string) {
 			if attempt > 4 {
 				t.Fatal("no band with a Python frame is large enough to hover, even zoomed in on the peak")
 			}
-			w := v.x.span() >> (4 * attempt)
-			at := v.x.xOf(max(v.d.Timeline.PeakAllocated.Index, 0))
-			from := min(max(at-w/2, 0), v.x.span()-w)
+			w := v.idx().span() >> (4 * attempt)
+			at := v.idx().xOf(max(v.d.Timeline.PeakAllocated.Index, 0))
+			from := min(max(at-w/2, 0), v.idx().span()-w)
 			c.eval(t, fmt.Sprintf("memscope.zoom(%d, %d)", from, from+w), nil)
 			geometry()
 		}
 		// The answer the page drew, computed again here.
 		v.mu.Lock()
-		tl := v.x.timeline(int64(num("from")), int64(num("to")), int(num("px")), defaultBands)
+		tl := v.idx().timeline(int64(num("from")), int64(num("to")), int(num("px")), defaultBands)
 		v.mu.Unlock()
 		if int(num("bands")) != len(tl.Bands) || int(num("columns")) != tl.Columns || len(tl.Bands) == 0 {
 			t.Fatalf("the page drew %s bands in %s columns; the query gives %d in %d", g.Data["bands"], g.Data["columns"], len(tl.Bands), tl.Columns)
@@ -165,7 +172,7 @@ func browse(t *testing.T, path, shots string) {
 			}
 			var stack snapshot.StackID
 			if b.ID >= 0 {
-				stack = v.x.events[b.ID].Stack
+				stack = v.idx().events[b.ID].Stack
 			} else {
 				stack = v.d.Timeline.Initial[-b.ID-1].Stack
 			}
@@ -226,8 +233,8 @@ func browse(t *testing.T, path, shots string) {
 		c.eval(t, `memscope.lastMs`, &pageMs)
 		geometry()
 		t.Logf("zoom %d (deltaY %+.0f): %s – %s of %d: /api/timeline answered in %s on the server, %.1f ms in the page (fetch and parse); %s bands",
-			k+1, dy, g.Data["from"], g.Data["to"], v.x.span(), th.last().Round(10*time.Microsecond), pageMs, g.Data["bands"])
-		if k == 0 && num("to")-num("from") >= float64(v.x.span()) {
+			k+1, dy, g.Data["from"], g.Data["to"], v.idx().span(), th.last().Round(10*time.Microsecond), pageMs, g.Data["bands"])
+		if k == 0 && num("to")-num("from") >= float64(v.idx().span()) {
 			t.Errorf("zooming in left the window at %s – %s, the whole recording", g.Data["from"], g.Data["to"])
 		}
 	}
@@ -266,7 +273,7 @@ func browse(t *testing.T, path, shots string) {
 	if want := segmentsAt(v.d.Timeline, peak); segs != fmt.Sprint(min(want, maxSegments)) {
 		t.Errorf("the moment view at the peak draws %s segments; %d were reserved after event %d", segs, want, peak)
 	}
-	if len(v.x.events) < 1_000_000 { // a what-if per setting: on demand, and long on a big trace
+	if len(v.idx().events) < 1_000_000 { // a what-if per setting: on demand, and long on a big trace
 		c.eval(t, `document.getElementById('m-sim').click()`, nil)
 		c.waitFor(t, "the settings are simulated", `document.getElementById('m-sim-out').innerText.includes('recorded reserved peak')`, 60*time.Second)
 	}

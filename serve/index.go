@@ -15,11 +15,7 @@ import (
 type index struct {
 	d      *attribution.Device
 	stacks *snapshot.Stacks
-	events []snapshot.Event
-	// timed: the axis is µs after the first event (t0); otherwise event
-	// order. A trace whose times go backwards is drawn in event order.
-	timed bool
-	t0    int64
+	axis
 
 	// recs are the allocations: the blocks live before the first event
 	// first (start -1), then one per alloc event, in event order.
@@ -111,23 +107,53 @@ func (x *index) recOf(id int64) int {
 	return int(x.born[id])
 }
 
-func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
-	t := d.Timeline
-	n := len(t.Events)
-	x := &index{d: d, stacks: stacks, events: t.Events, born: make([]int32, n), delta: make([]int64, n), site: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
-	x.timed = t.Timed && n > 0
-	if n > 0 {
-		x.t0 = t.Events[0].TimeUS
+// axis is a device's timeline axis: µs after the first event when the
+// trace is timed, else event order.
+type axis struct {
+	events []snapshot.Event
+	// timed: the axis is µs after the first event (t0); otherwise event
+	// order. A trace whose times go backwards is drawn in event order.
+	timed bool
+	t0    int64
+}
+
+// newAxis reads the axis of a timeline (one pass over its times).
+func newAxis(t *snapshot.Timeline) axis {
+	ax := axis{events: t.Events, timed: t.Timed && len(t.Events) > 0}
+	if len(t.Events) > 0 {
+		ax.t0 = t.Events[0].TimeUS
 	}
-	for i := 1; i < n && x.timed; i++ {
+	for i := 1; i < len(t.Events) && ax.timed; i++ {
 		if t.Events[i].TimeUS < t.Events[i-1].TimeUS {
-			x.timed = false
+			ax.timed = false
 		}
 	}
+	return ax
+}
+
+func newIndex(d *attribution.Device, stacks *snapshot.Stacks, ax axis) *index {
+	t := d.Timeline
+	n := len(t.Events)
+	x := &index{d: d, stacks: stacks, axis: ax, born: make([]int32, n), delta: make([]int64, n), site: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
+	// One pass over the events (they are most of the memory this touches)
+	// counts the allocs, while the other core fills the per-event tables
+	// with "none".
 	died := make([]int32, n) // the rec event i ended, -1 for none
-	for i := range x.born {
-		x.born[i], died[i], x.site[i] = -1, -1, -1
+	filled := make(chan struct{})
+	go func() {
+		for i := range x.born {
+			x.born[i], died[i], x.site[i] = -1, -1, -1
+		}
+		close(filled)
+	}()
+	allocs := 0
+	for i := range t.Events {
+		ev := &t.Events[i]
+		if ev.Action == snapshot.ActionAlloc {
+			allocs++
+		}
 	}
+	<-filled
 	st := d.Timeline
 	siteIndex := map[attribution.Site]int32{}
 	byStack := make([]int32, stacks.Len()) // stack → its site + 1; 0: not seen yet
@@ -153,12 +179,6 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks) *index {
 			return int32(n)
 		}
 		return int32(death)
-	}
-	allocs := 0
-	for i := range t.Events {
-		if t.Events[i].Action == snapshot.ActionAlloc {
-			allocs++
-		}
 	}
 	x.recs = make([]rec, 0, len(st.Initial)+allocs)
 	for k := range st.Initial {

@@ -89,8 +89,8 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 		Frag: Frag{Reserved: f.Reserved, Allocated: f.Allocated, Cached: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
 			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: finite(f.Verdict.Share),
 			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...)}}
-	if m.Index >= 0 && m.Index < len(v.x.events) {
-		out.X = v.x.xOf(m.Index)
+	if m.Index >= 0 && m.Index < len(v.ax.events) {
+		out.X = v.ax.xOf(m.Index)
 	}
 	for _, sb := range m.Streams {
 		out.Streams = append(out.Streams, Stream{Stream: sb.Stream, PoolID: [2]int64{sb.Pool.A, sb.Pool.B}, Bytes: sb.Bytes.Bytes, Count: sb.Count})
@@ -117,7 +117,7 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 				b := &m.Live[lb.Live]
 				blk := Block{Offset: lb.Offset, Size: b.Size, Requested: b.Requested, Pending: b.PendingFree,
 					Category: d.CategoryOf(b).String(), Site: d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks)}
-				if id, ok := v.x.idOfLive(b); ok {
+				if id, ok := v.idx().idOfLive(b); ok {
 					blk.ID = &id
 				}
 				seg.Blocks = append(seg.Blocks, blk)

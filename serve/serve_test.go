@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,7 @@ func analyzed(t testing.TB, path string) *attribution.Analysis {
 	if err != nil {
 		testenv.Need(t, "fixture %s: %v", path, err)
 	}
-	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
+	an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true, SeriesPoints: OverviewPoints})
 	analyses[path] = an
 	return an
 }
@@ -52,6 +53,7 @@ func newServer(t testing.TB, paths ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Ready() // the answers of a built index (TestOverview and the browser test see the overview)
 	return s
 }
 
@@ -95,7 +97,7 @@ func TestIndexAllocated(t *testing.T) {
 	for _, path := range fixtureSnapshots(t) {
 		an := analyzed(t, path)
 		for _, d := range an.Devices {
-			x := newIndex(d, an.Snapshot.Stacks)
+			x := newIndex(d, an.Snapshot.Stacks, newAxis(d.Timeline))
 			if err := x.checkValid(); err != nil {
 				t.Errorf("%s device %d: %v", path, d.Device, err)
 			}
@@ -133,7 +135,7 @@ func TestTimelineStacks(t *testing.T) {
 		path := "../fixtures/" + name + "/snapshot.pickle"
 		an := analyzed(t, path)
 		d := an.Devices[0]
-		x := newIndex(d, an.Snapshot.Stacks)
+		x := newIndex(d, an.Snapshot.Stacks, newAxis(d.Timeline))
 		span := x.span()
 		for _, w := range []struct {
 			from, to  int64
@@ -524,7 +526,7 @@ func TestConcurrentQueries(t *testing.T) {
 // or fails: each is answered (valid JSON) or refused with a 400.
 func FuzzQuery(f *testing.F) {
 	srv := newServer(f, "../fixtures/llama-bf16/snapshot.pickle")
-	span := srv.views[0].x.span()
+	span := srv.views[0].idx().span()
 	f.Add(int64(0), span, int64(800), int64(300), "peak", int64(1))
 	f.Add(span/2, span/2+1, int64(1), int64(0), "oom1", int64(-1))
 	f.Add(int64(-5), int64(1)<<60, int64(4000), int64(400), "event:3", int64(3075))
@@ -601,5 +603,50 @@ func TestNothingToServe(t *testing.T) {
 	an := attribution.Analyze(s, attribution.Options{Device: 5})
 	if _, err := New([]Source{{Path: "llama-bf16", Analysis: an}}, Options{}); err == nil || !strings.Contains(err.Error(), "no device") {
 		t.Errorf("New of an analysis with no device: %v, want an error saying so", err)
+	}
+}
+
+// TestOverview: the timeline drawn before the index is built (from the
+// states the analysis sampled) reaches the device's allocated peak, and
+// each column holding a sampled state lies within the index's own least
+// and most for the same column, since the samples are some of the
+// column's states.
+func TestOverview(t *testing.T) {
+	for _, path := range []string{"../fixtures/llama-bf16/snapshot.pickle", "../fixtures/plain-trainer-late/snapshot.pickle", "../fixtures/oom/snapshot.pickle"} {
+		an := analyzed(t, path)
+		d := an.Primary()
+		ax := newAxis(d.Timeline)
+		x := newIndex(d, an.Snapshot.Stacks, ax)
+		pts := d.Overview()
+		if len(pts) == 0 {
+			t.Fatalf("%s: no overview sampled", path)
+		}
+		for _, px := range []int{50, 800} {
+			ov := overview(d, &ax, pts, 0, ax.span(), px)
+			full := x.timeline(0, ax.span(), px, defaultBands)
+			if !ov.Partial || ov.Columns != full.Columns || len(ov.Max) != ov.Columns {
+				t.Fatalf("%s px %d: overview of %d columns (partial %v), index %d", path, px, ov.Columns, ov.Partial, full.Columns)
+			}
+			sampled := map[int]bool{}
+			for _, p := range pts {
+				if p.Index >= 0 {
+					x := ax.xOf(p.Index)
+					sampled[min(max(sort.Search(len(ov.X), func(k int) bool { return ov.X[k] > x })-1, 0), ov.Columns-1)] = true
+				}
+			}
+			var top int64
+			bad := 0
+			for c := range ov.Max {
+				top = max(top, ov.Max[c])
+				if sampled[c] && (ov.Max[c] > full.Max[c] || ov.Min[c] < full.Min[c]) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s px %d column %d: overview %d–%d outside the index's %d–%d", path, px, c, ov.Min[c], ov.Max[c], full.Min[c], full.Max[c])
+					}
+				}
+			}
+			if want := d.Timeline.PeakAllocated.Bytes; top != want {
+				t.Errorf("%s px %d: overview's highest %d, want the allocated peak %d", path, px, top, want)
+			}
+		}
 	}
 }

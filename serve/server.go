@@ -48,14 +48,27 @@ type view struct {
 	an     *attribution.Analysis
 	d      *attribution.Device
 	sum    *attribution.DeviceSummary
-	x      *index
-	mu     sync.Mutex // the device's lazily filled state and the index's marks
+	// x is the timeline's index, built in the background from New on;
+	// idx waits for it. The server listens meanwhile, so the page loads
+	// while the index is built.
+	x     *index
+	ready chan struct{}
+	ax    axis       // the axis, known at once
+	mu    sync.Mutex // the device's lazily filled state and the index's marks
 	// settings is /api/settings's answer, once asked for.
 	settings *Settings
 }
 
-// New indexes every device of the sources for the timeline (one pass over
-// each device's events and allocations) and returns the server.
+// idx returns the view's index, waiting for it to be built.
+func (v *view) idx() *index {
+	<-v.ready
+	return v.x
+}
+
+// New returns the server and indexes every device of the sources for the
+// timeline in the background (one pass over each device's events and
+// allocations, one device at a time); a query that needs an index waits
+// for it. Ready reports when every index is built.
 func New(srcs []Source, opt Options) (*Server, error) {
 	s := &Server{opt: opt, mux: http.NewServeMux()}
 	for _, src := range srcs {
@@ -64,14 +77,19 @@ func New(srcs []Source, opt Options) (*Server, error) {
 			sum = attribution.Summarize(src.Analysis, 10)
 		}
 		for i, d := range src.Analysis.Devices {
-			v := &view{id: len(s.views), source: src.Path, an: src.Analysis, d: d, sum: &sum.Devices[i]}
-			v.x = newIndex(d, src.Analysis.Snapshot.Stacks)
+			v := &view{id: len(s.views), source: src.Path, an: src.Analysis, d: d, sum: &sum.Devices[i], ready: make(chan struct{}), ax: newAxis(d.Timeline)}
 			s.views = append(s.views, v)
 		}
 	}
 	if len(s.views) == 0 {
 		return nil, errors.New("nothing to serve: the snapshots hold no device")
 	}
+	go func() {
+		for _, v := range s.views {
+			v.x = newIndex(v.d, v.an.Snapshot.Stacks, v.ax)
+			close(v.ready)
+		}
+	}()
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -107,6 +125,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Views says how many device views the server has (each API call picks one
 // with v, from 0).
 func (s *Server) Views() int { return len(s.views) }
+
+// Ready waits until every view's index is built.
+func (s *Server) Ready() {
+	for _, v := range s.views {
+		v.idx()
+	}
+}
 
 // badRequest is a query the API refuses: 400 with its message.
 type badRequest struct{ msg string }
@@ -196,17 +221,17 @@ func (s *Server) viewList() viewList {
 	out := viewList{Version: s.opt.Version, Trace: s.opt.Trace, Views: []viewInfo{}}
 	for _, v := range s.views {
 		axis := "event"
-		if v.x.timed {
+		if v.ax.timed {
 			axis = "time_us"
 		}
-		out.Views = append(out.Views, viewInfo{ID: v.id, Source: v.source, Device: v.d.Device, Events: len(v.x.events), Axis: axis})
+		out.Views = append(out.Views, viewInfo{ID: v.id, Source: v.source, Device: v.d.Device, Events: len(v.ax.events), Axis: axis})
 	}
 	return out
 }
 
 // timeline answers /api/timeline?from=&to=&px=&bands=: see index.timeline.
 func (s *Server) timeline(v *view, r *http.Request) (any, error) {
-	span := v.x.span()
+	span := v.ax.span()
 	from, err := intParam(r, "from", 0, math.MinInt64/4, math.MaxInt64/4)
 	if err != nil {
 		return nil, err
@@ -227,7 +252,22 @@ func (s *Server) timeline(v *view, r *http.Request) (any, error) {
 	if from > to {
 		return nil, badf("from=%d, to=%d: want from ≤ to within the recording, 0 to %d", from, to, span)
 	}
-	return v.x.timeline(from, to, int(px), int(bands)), nil
+	wait, err := intParam(r, "wait", 0, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	if wait == 0 {
+		select {
+		case <-v.ready:
+		default:
+			// The index is still being built: an overview now, the page
+			// asks again with wait=1 for the bands.
+			if pts := v.d.Overview(); pts != nil {
+				return overview(v.d, &v.ax, pts, from, to, int(px)), nil
+			}
+		}
+	}
+	return v.idx().timeline(from, to, int(px), int(bands)), nil
 }
 
 // momentOf resolves the at parameter: peak (default), end, oom, oomN or

@@ -159,7 +159,7 @@ type OOM struct {
 func (s *Server) ooms(v *view, r *http.Request) (any, error) {
 	out := []OOM{}
 	for _, o := range v.d.OOMs {
-		row := OOM{N: o.N, Event: o.Index, X: v.x.xOf(o.Index), Request: o.Request, AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
+		row := OOM{N: o.N, Event: o.Index, X: v.ax.xOf(o.Index), Request: o.Request, AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
 			Site: o.SiteLabel, Stack: v.stack(o.Stack), Step: o.Step, Phase: o.Phase, Numbers: numbers(o.Numbers),
 			Verdict: "capacity", Pool: o.Verdict.Pool.String(), Largest: o.Verdict.Largest, Stranded: o.Verdict.Stranded,
 			Headroom: o.Verdict.Headroom, TopSites: v.siteRows(o.At.Sites, 10, "")}

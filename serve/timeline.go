@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -58,6 +59,10 @@ type Timeline struct {
 	// Candidates counts the allocations live at some sample: Bands are the
 	// largest of them.
 	Candidates int `json:"candidates"`
+	// Partial is true for an overview answered before the index was
+	// built: allocated memory from the states the analysis sampled (each
+	// bucket's lowest and highest), no bands; ask again with wait=1.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Band is one allocation drawn by itself.
@@ -95,7 +100,7 @@ type Shade struct {
 }
 
 // span is the recording's extent on the axis.
-func (x *index) span() int64 {
+func (x *axis) span() int64 {
 	n := len(x.events)
 	switch {
 	case n == 0:
@@ -107,7 +112,7 @@ func (x *index) span() int64 {
 }
 
 // xOf is event i's place on the axis.
-func (x *index) xOf(i int) int64 {
+func (x *axis) xOf(i int) int64 {
 	if x.timed {
 		return x.events[i].TimeUS - x.t0
 	}
@@ -115,7 +120,7 @@ func (x *index) xOf(i int) int64 {
 }
 
 // firstAt returns the first event at or after axis position v.
-func (x *index) firstAt(v int64) int {
+func (x *axis) firstAt(v int64) int {
 	if !x.timed {
 		return int(min(max(v, 0), int64(len(x.events))))
 	}
@@ -392,6 +397,80 @@ func (x *index) block(r int) snapshot.LiveBlock {
 
 // shades lists the phases overlapping [from, to]; past maxShades, runs of
 // consecutive phases are merged into one shade each.
+// OverviewPoints is how many states an analysis for the server should
+// sample (attribution.Options.SeriesPoints): the timeline's first paint
+// draws them before the server has indexed the allocations.
+const OverviewPoints = 8192
+
+// overview is the timeline of [from, to] in px columns drawn from the
+// states the analysis sampled (attribution's Overview): a column's Min and
+// Max are the least and most allocated among its sampled states, At the
+// most; a column with none carries the last sampled state before it. No
+// bands, no rest. It needs no
+// index, so the page paints while the index is built.
+func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, from, to int64, px int) *Timeline {
+	n := len(ax.events)
+	tl := &Timeline{Axis: "event", From: from, To: to, Span: ax.span(), Recorded: n, Partial: true,
+		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
+		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
+	if ax.timed {
+		tl.Axis = "time_us"
+	}
+	if n == 0 {
+		return tl
+	}
+	e0, e1 := ax.firstAt(from), ax.firstAt(to+1)
+	tl.Events = e1 - e0
+	// The columns of index.timeline: the same edges, so the overview
+	// and the full answer draw the same columns.
+	cols := px
+	if ax.timed {
+		w := float64(to-from+1) / float64(cols)
+		for c := 0; c <= cols; c++ {
+			tl.X = append(tl.X, from+int64(float64(c)*w))
+		}
+	} else {
+		cols = min(px, max(e1-e0, 1))
+		for c := 0; c <= cols; c++ {
+			tl.X = append(tl.X, int64(e0+int(int64(c)*int64(e1-e0)/int64(cols))))
+		}
+	}
+	tl.Columns = cols
+	seen := make([]bool, cols)
+	tl.Sample, tl.At, tl.Min, tl.Max = make([]int, cols), make([]int64, cols), make([]int64, cols), make([]int64, cols)
+	var before int64 // allocated at the last sampled state left of the column
+	sample := -1
+	last := make([]int64, cols) // each column's last sampled state
+	for _, p := range pts {
+		if p.Index < 0 || ax.xOf(p.Index) < from { // the state before the first event, or before the window
+			before, sample = p.Allocated, p.Index
+			continue
+		}
+		x := ax.xOf(p.Index)
+		if x > to {
+			break
+		}
+		c := min(max(sort.Search(len(tl.X), func(k int) bool { return tl.X[k] > x })-1, 0), cols-1)
+		if !seen[c] || p.Allocated > tl.Max[c] {
+			tl.Max[c], tl.At[c], tl.Sample[c] = p.Allocated, p.Allocated, p.Index
+		}
+		if !seen[c] || p.Allocated < tl.Min[c] {
+			tl.Min[c] = p.Allocated
+		}
+		seen[c], last[c] = true, p.Allocated
+	}
+	for c := range cols {
+		if !seen[c] {
+			tl.Min[c], tl.Max[c], tl.At[c], tl.Sample[c] = before, before, before, sample
+			continue
+		}
+		before, sample = last[c], tl.Sample[c]
+	}
+	tl.BandsAt = make([]int64, cols)
+	tl.Phases = (&index{d: d, axis: *ax}).shades(from, to)
+	return tl
+}
+
 func (x *index) shades(from, to int64) []Shade {
 	var in []Shade
 	t0 := x.t0

@@ -41,8 +41,8 @@ type Peak struct {
 
 func (v *view) peak(p snapshot.Peak) Peak {
 	out := Peak{Bytes: p.Bytes, Event: p.Index, X: -1}
-	if p.Index >= 0 && p.Index < len(v.x.events) {
-		out.X = v.x.xOf(p.Index)
+	if p.Index >= 0 && p.Index < len(v.ax.events) {
+		out.X = v.ax.xOf(p.Index)
 	}
 	return out
 }
@@ -176,12 +176,12 @@ func categories(c [attribution.NumCategories]attribution.Bytes) []Bytes {
 
 func (s *Server) summary(v *view, r *http.Request) (any, error) {
 	ds := v.sum
-	out := &Summary{Source: v.source, Device: v.d.Device, Axis: "event", Span: v.x.span(), Events: len(v.x.events),
+	out := &Summary{Source: v.source, Device: v.d.Device, Axis: "event", Span: v.ax.span(), Events: len(v.ax.events),
 		Timed: ds.Timed, DurationUS: ds.DurationUS, Start: numbers(ds.Start), AtPeak: numbers(ds.AtPeak), End: numbers(ds.End),
 		PeakStep: ds.PeakStep, PeakPhase: ds.PeakPhase, StepsFrom: ds.StepsSource, Steps: ds.Steps,
 		Segments: ds.Segments, Blocks: ds.Blocks, OOMs: ds.OOMs, TopSites: v.siteRows(ds.TopSites, 10, ""),
 		Categories: categories(ds.Categories), Findings: []string{}, Warnings: []string{}, Phases: []Phase{}, Ops: []OpBytes{}}
-	if v.x.timed {
+	if v.ax.timed {
 		out.Axis = "time_us"
 	}
 	out.Peaks.Requested, out.Peaks.Allocated = v.peak(ds.PeakRequested), v.peak(ds.PeakAllocated)
@@ -216,8 +216,8 @@ func (s *Server) summary(v *view, r *http.Request) (any, error) {
 func (v *view) phase(ph *attribution.Phase) Phase {
 	p := Phase{Name: ph.Name, Step: ph.Step, First: ph.First, Last: ph.Last, X0: int64(ph.First), X1: int64(ph.Last),
 		Peak: ph.Peak.Allocated, PeakAt: ph.PeakIndex, Start: ph.Start.Allocated, End: ph.End.Allocated}
-	if v.x.timed {
-		p.X0, p.X1 = ph.StartUS-v.x.t0, ph.EndUS-v.x.t0
+	if v.ax.timed {
+		p.X0, p.X1 = ph.StartUS-v.ax.t0, ph.EndUS-v.ax.t0
 	}
 	return p
 }
@@ -254,34 +254,34 @@ func (s *Server) alloc(v *view, r *http.Request) (any, error) {
 	if q == "" {
 		return nil, badf("id: missing: give an allocation's id from /api/timeline")
 	}
-	id, err := intParam(r, "id", 0, -int64(v.x.nInit), int64(len(v.x.events)-1))
+	id, err := intParam(r, "id", 0, -int64(v.idx().nInit), int64(len(v.ax.events)-1))
 	if err != nil {
 		return nil, err
 	}
-	rn := v.x.recOf(id)
+	rn := v.idx().recOf(id)
 	if rn < 0 {
 		return nil, badf("id=%d: event %d is not an allocation", id, id)
 	}
-	rc := &v.x.recs[rn]
-	b := v.x.block(rn)
-	n := len(v.x.events)
+	rc := &v.idx().recs[rn]
+	b := v.idx().block(rn)
+	n := len(v.ax.events)
 	out := &Alloc{ID: id, Addr: fmt.Sprintf("0x%x", b.Addr), Size: rc.size, Requested: b.Requested, Stream: b.Stream,
-		Category: v.d.CategoryOf(&b).String(), Step: -1, Site: v.x.siteLabels[rc.site], Stack: v.stack(b.Stack),
-		FreeStack: b.FreeStack, Start: int(rc.start), End: int(rc.end), EndStep: -1, X0: 0, X1: v.x.span()}
+		Category: v.d.CategoryOf(&b).String(), Step: -1, Site: v.idx().siteLabels[rc.site], Stack: v.stack(b.Stack),
+		FreeStack: b.FreeStack, Start: int(rc.start), End: int(rc.end), EndStep: -1, X0: 0, X1: v.ax.span()}
 	if rc.start >= 0 {
 		out.Phase, out.Step = v.d.PhaseOf(int(rc.start))
-		out.X0 = v.x.xOf(int(rc.start))
+		out.X0 = v.ax.xOf(int(rc.start))
 	}
 	if int(rc.end) >= n {
 		out.End = -1
 		out.Events = n - 1 - int(rc.start)
 	} else {
 		out.EndPhase, out.EndStep = v.d.PhaseOf(int(rc.end))
-		out.X1 = v.x.xOf(int(rc.end))
+		out.X1 = v.ax.xOf(int(rc.end))
 		out.Events = int(rc.end) - int(rc.start)
 	}
-	if v.x.timed && rc.start >= 0 {
-		d := v.x.events[min(int(rc.end), n-1)].TimeUS - v.x.events[rc.start].TimeUS
+	if v.ax.timed && rc.start >= 0 {
+		d := v.ax.events[min(int(rc.end), n-1)].TimeUS - v.ax.events[rc.start].TimeUS
 		out.DurationUS = &d
 	}
 	return out, nil

@@ -118,7 +118,7 @@ func runServe(cc *cmdContext, o serveOptions, paths []string) error {
 			size = st.Size()
 		}
 		progress.Reading(p, size)
-		an, err := analyzeSnapshot(cc, p, attribution.Options{Filter: filter, Device: o.device, AllocSizes: true})
+		an, err := analyzeSnapshot(cc, p, attribution.Options{Filter: filter, Device: o.device, AllocSizes: true, SeriesPoints: serve.OverviewPoints})
 		if err != nil {
 			return err
 		}

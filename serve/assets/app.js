@@ -75,21 +75,25 @@ function plotBox() {
   return { l: M.left, t: M.top, w: Math.max(10, w - M.left - M.right), h: h - M.top - M.bottom };
 }
 
-async function loadTimeline(from, to) {
+async function loadTimeline(from, to, wait) {
   const box = plotBox();
   const seq = ++tl.seq;
   const t0 = performance.now();
   const params = { px: Math.max(1, Math.round(box.w)) };
   if (from !== undefined) { params.from = Math.round(from); params.to = Math.round(to); }
+  if (wait) params.wait = 1;
   const d = await api('timeline', params);
   const dt = performance.now() - t0;
   if (seq !== tl.seq) return; // a later zoom overtook this one
   ms.requests++;
   ms.lastMs = dt;
+  ms.partial = !!d.partial;
   tl.data = d; tl.px = params.px; tl.from = d.from; tl.to = d.to; tl.span = d.span; tl.axis = d.axis;
   $('tl-status').textContent = fmtX(d.from, d.axis) + ' – ' + fmtX(d.to, d.axis) + ' · ' + d.events + ' events · ' +
-    d.bands.length + ' of ' + d.candidates + ' allocations drawn one by one · answered in ' + dt.toFixed(0) + ' ms';
+    (d.partial ? 'an overview while the server indexes the allocations…' :
+      d.bands.length + ' of ' + d.candidates + ' allocations drawn one by one') + ' · answered in ' + dt.toFixed(0) + ' ms';
   drawTimeline();
+  if (d.partial) await loadTimeline(from, to, true); // the bands, once the index is built
 }
 
 function drawTimeline() {
