@@ -143,6 +143,10 @@ def package_files(version):
         with open(os.path.join(pkg, name), "rb") as f:
             files.append(("%s/%s" % (NAME, name), f.read()))
     files.append(("%s/_version.py" % NAME, ('__version__ = "%s"\n' % version).encode()))
+    # The capture harness memscope capture runs (the binary embeds the same
+    # file), so that a job can run it itself: torchrun ... -m memscope.harness run --out DIR -- train.py
+    with open(os.path.join(os.path.dirname(HERE), "capture", "harness.py"), "rb") as f:
+        files.append(("%s/harness.py" % NAME, f.read()))
     return sorted(files)
 
 

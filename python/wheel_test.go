@@ -340,6 +340,12 @@ func checkWheel(t *testing.T, path string, p platform) {
 			t.Errorf("the wheel has no %s", name)
 		}
 	}
+	// The capture harness, as memscope capture embeds it.
+	if harness, err := os.ReadFile(filepath.Join("..", "capture", "harness.py")); err != nil {
+		t.Error(err)
+	} else if !bytes.Equal(files["memscope/harness.py"], harness) {
+		t.Errorf("the wheel's memscope/harness.py is not capture/harness.py")
+	}
 
 	bin := "memscope/bin/" + p.exe
 	b, ok := files[bin]
@@ -461,6 +467,9 @@ func installed(t *testing.T, py, wheel, readme string) {
 
 	if got, want := run(t, root, nil, vbin, "--version"), "memscope "+testVersion+"\n"; got != want {
 		t.Errorf("memscope --version = %q, want %q", got, want)
+	}
+	if help := run(t, root, nil, vpy, "-m", "memscope.harness", "--help"); !strings.Contains(help, "memscope capture harness") {
+		t.Errorf("python -m memscope.harness --help:\n%s", help)
 	}
 	summary := run(t, root, nil, vpy, "-m", "memscope", "summary", snap)
 	if want := "peak allocated " + units.Bytes(w.MaxAllocated) + " "; !strings.Contains(summary, want) {
