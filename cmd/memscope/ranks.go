@@ -313,6 +313,9 @@ type summaryDoc struct {
 	} `json:"files"`
 }
 
+// maxRankBytes bounds a byte count a summary may give: 1 PiB.
+const maxRankBytes = 1 << 50
+
 // maxSummaryJSON bounds a summary document ranks reads: a summary is a few
 // hundred KB at most.
 const maxSummaryJSON = 64 << 20
@@ -332,11 +335,30 @@ func summaryRanks(path string) ([]attribution.RankStats, error) {
 		return nil, fmt.Errorf("schema %q kind %q, want a %s summary document (memscope summary --json)", doc.Schema, doc.Kind, report.Schema)
 	}
 	var out []attribution.RankStats
-	for _, file := range doc.Files {
+	for k, file := range doc.Files {
 		if len(file.Devices) == 0 {
 			continue
 		}
 		d := file.Devices[0]
+		bad := func(what string, v int64) error {
+			return fmt.Errorf("files[%d] (%s) device %d: %s %d B: want 0 to %d (1 PiB)", k, file.Source, d.Device, what, v, maxRankBytes)
+		}
+		for _, c := range []struct {
+			what string
+			v    int64
+		}{{"peak allocated", d.Peaks.Allocated.Bytes}, {"peak reserved", d.Peaks.Reserved.Bytes}} {
+			if c.v < 0 || c.v > maxRankBytes {
+				return nil, bad(c.what, c.v)
+			}
+		}
+		if u := d.DeviceUsedPeak; u != nil && (*u < 0 || *u > maxRankBytes) {
+			return nil, bad("device used", *u)
+		}
+		for _, s := range d.TopSites {
+			if s.Bytes < 0 || s.Bytes > maxRankBytes {
+				return nil, bad("site "+strconv.Quote(s.Label), s.Bytes)
+			}
+		}
 		name := path
 		if len(doc.Files) > 1 {
 			name = path + ": " + file.Source

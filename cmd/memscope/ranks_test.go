@@ -244,3 +244,95 @@ func TestRanksOfCaptureRun(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRanksSummary feeds ranks' summary reader documents built from the
+// fuzzer's numbers (files, devices, peaks, sites: the schema's shape with
+// any values, negative and huge ones included) and raw bytes, and compares
+// what it reads: it never panics, a document it accepts gives ranks with
+// no negative peak, and CompareRanks of them holds its invariants (the
+// median and the worst are ranks' peaks, the z-scores finite, outliers
+// beyond the bar).
+func FuzzRanksSummary(f *testing.F) {
+	r := runMemscope("summary", "--json", "../../fixtures/plain-record/snapshot.pickle")
+	if r.code != 0 {
+		f.Fatal(r.err)
+	}
+	f.Add([]byte(r.stdout), false, int64(0), int64(0), uint8(0), uint8(0))
+	f.Add([]byte(nil), true, int64(574559232), int64(614465536), uint8(3), uint8(2))
+	f.Add([]byte(nil), true, int64(-1), int64(1<<62), uint8(1), uint8(200))
+	f.Add([]byte(`{"schema": "memscope/v1", "kind": "summary", "files": [{"devices": [{}]}]}`), false, int64(0), int64(0), uint8(0), uint8(0))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, raw []byte, built bool, peak, reserved int64, files, sites uint8) {
+		doc := raw
+		if built {
+			doc = builtSummary(peak, reserved, int(files%8), int(sites))
+		}
+		path := filepath.Join(dir, "rank3.json")
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ranks, err := summaryRanks(path)
+		if err != nil {
+			return
+		}
+		for _, x := range ranks {
+			if x.PeakAllocated < 0 || x.PeakReserved < 0 {
+				t.Fatalf("accepted a negative peak: %+v", x)
+			}
+			for s, b := range x.Sites {
+				if b < 0 {
+					t.Fatalf("accepted a negative site %q: %d", s, b)
+				}
+			}
+		}
+		fl := attribution.CompareRanks(ranks)
+		found := func(v int64) bool {
+			for _, x := range fl.Ranks {
+				if x.PeakAllocated == v {
+					return true
+				}
+			}
+			return false
+		}
+		if !found(fl.MedianPeak) || fl.Ranks[fl.Worst].PeakAllocated < fl.MedianPeak {
+			t.Fatalf("median %d, worst %d: not the ranks' peaks", fl.MedianPeak, fl.Ranks[fl.Worst].PeakAllocated)
+		}
+		for _, o := range fl.Outliers {
+			if z := fl.Z[o.Index]; z != z || z > -attribution.OutlierZ && z < attribution.OutlierZ {
+				t.Fatalf("outlier with z %v", z)
+			}
+		}
+	})
+}
+
+// builtSummary writes a summary document of the schema's shape with the
+// given numbers: files entries of one device each, sites top sites.
+func builtSummary(peak, reserved int64, files, sites int) []byte {
+	type site struct {
+		Label string `json:"label"`
+		Bytes int64  `json:"bytes"`
+	}
+	type dev struct {
+		Device   int            `json:"device"`
+		Peaks    map[string]any `json:"peaks"`
+		TopSites []site         `json:"top_sites"`
+	}
+	type file struct {
+		Source  string `json:"source"`
+		Devices []dev  `json:"devices"`
+	}
+	doc := struct {
+		Schema string `json:"schema"`
+		Kind   string `json:"kind"`
+		Files  []file `json:"files"`
+	}{Schema: report.Schema, Kind: "summary"}
+	for i := range files {
+		d := dev{Peaks: map[string]any{"allocated": map[string]int64{"bytes": peak + int64(i)}, "reserved": map[string]int64{"bytes": reserved}}}
+		for k := range sites {
+			d.TopSites = append(d.TopSites, site{fmt.Sprintf("f.py:%d g", k), peak / int64(k+1)})
+		}
+		doc.Files = append(doc.Files, file{Source: fmt.Sprintf("snapshot.rank%d.pickle", i), Devices: []dev{d}})
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
