@@ -9,12 +9,14 @@ import (
 )
 
 // fuzzSources are the fixtures FuzzReplay mutates: a clean start, an
-// OOM with its retry, expandable segments, a late start.
+// OOM with its retry, expandable segments, a late start, a CUDA graph's
+// private pool.
 var fuzzSources = []string{
 	"../fixtures/mlp-adamw/snapshot.pickle",
 	"../fixtures/oom/snapshot.pickle",
 	"../fixtures/expandable/snapshot.pickle",
 	"../fixtures/plain-lightning/snapshot.pickle",
+	"../fixtures/advise/infer-static/snapshot.pickle",
 }
 
 // mutate applies the mutations data encodes, 8 bytes each, to a copy of
@@ -36,7 +38,7 @@ func mutate(s *snapshot.Snapshot, data []byte) *snapshot.Snapshot {
 			break
 		}
 		i := int(arg) % len(tr)
-		switch op % 12 {
+		switch op % 13 {
 		case 0:
 			tr = slices.Delete(tr, i, i+1)
 		case 1:
@@ -64,6 +66,11 @@ func mutate(s *snapshot.Snapshot, data []byte) *snapshot.Snapshot {
 			}
 		case 11:
 			tr = tr[:i]
+		case 12: // move a segment to another pool: routes by recorded address change
+			if len(c.Segments) > 0 {
+				j := int(arg) % len(c.Segments)
+				c.Segments[j].Pool = snapshot.PoolID{A: v % 3, B: v / 3 % 3}
+			}
 		}
 	}
 	c.Traces[0] = tr
