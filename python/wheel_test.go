@@ -386,7 +386,7 @@ func checkWheel(t *testing.T, path string, p platform) {
 // analyzeScript is what a user runs: memscope.analyze on a snapshot, then
 // the results as JSON for the test to compare with truth.json.
 const analyzeScript = `
-import dataclasses, json, sys
+import dataclasses, importlib.util, json, sys
 import memscope
 
 a = memscope.analyze(sys.argv[1])
@@ -402,7 +402,8 @@ out = {
     "scalars": a.scalars(), "html": a._repr_html_(),
 }
 names = json.loads(sys.argv[2])
-out["missing"] = ["memscope." + n for n in names["module"] if not hasattr(memscope, n)] + \
+out["missing"] = ["memscope." + n for n in names["module"]
+                  if not hasattr(memscope, n) and importlib.util.find_spec("memscope." + n) is None] + \
     ["a." + n for n in names["analysis"] if not hasattr(a, n)]
 out["fixtures"] = {}
 for p in sys.argv[3:]:
