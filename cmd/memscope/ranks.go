@@ -32,7 +32,7 @@ type ranksOptions struct {
 func ranksFlags(fs *pflag.FlagSet) runFunc {
 	var o ranksOptions
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	fs.IntVarP(&o.jobs, "jobs", "j", min(2, runtime.NumCPU()), "decode `N` snapshots at a time (each worker holds one snapshot at a time)")
+	fs.IntVarP(&o.jobs, "jobs", "j", min(2, runtime.NumCPU()), "read `N` ranks at a time: each worker holds one snapshot, and one decodes while the others analyse")
 	fs.IntVar(&o.top, "top", 16, "show the `N` highest ranks (and every outlier) in the text table, and N differing sites per outlier")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
