@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -647,6 +648,39 @@ func TestOverview(t *testing.T) {
 			if want := d.Timeline.PeakAllocated.Bytes; top != want {
 				t.Errorf("%s px %d: overview's highest %d, want the allocated peak %d", path, px, top, want)
 			}
+		}
+	}
+}
+
+// TestAPIDocs: docs/serve-api.md lists exactly the endpoints the server
+// answers, and each answers a fixture's view with 200.
+func TestAPIDocs(t *testing.T) {
+	b, err := os.ReadFile("../docs/serve-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("\\| `/api/([a-z]+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		documented[m[1]] = true
+	}
+	srv := newServer(t, "../fixtures/oom/snapshot.pickle", "../fixtures/mlp-adamw/snapshot.pickle")
+	var tl Timeline
+	if code := get(t, srv, "/api/timeline", &tl); code != http.StatusOK || len(tl.Bands) == 0 {
+		t.Fatalf("/api/timeline: status %d, %d bands", code, len(tl.Bands))
+	}
+	for name := range documented {
+		url := "/api/" + name
+		if name == "alloc" {
+			url += fmt.Sprintf("?id=%d", tl.Bands[0].ID)
+		}
+		var out any
+		if code := get(t, srv, url, &out); code != http.StatusOK {
+			t.Errorf("%s: status %d", url, code)
+		}
+	}
+	for _, name := range []string{"summary", "timeline", "alloc", "moment", "sites", "steps", "leaks", "oom", "settings", "compare", "views"} {
+		if !documented[name] {
+			t.Errorf("docs/serve-api.md does not list /api/%s", name)
 		}
 	}
 }
