@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/textsafe"
@@ -110,7 +112,7 @@ func (r *Ranks) shown() []int {
 	for i := range byPeak {
 		byPeak[i] = i
 	}
-	sortByPeak(byPeak, f.Ranks)
+	slices.SortStableFunc(byPeak, func(a, b int) int { return cmp.Compare(f.Ranks[b].PeakAllocated, f.Ranks[a].PeakAllocated) })
 	for _, i := range byPeak[:r.Top] {
 		keep[i] = true
 	}
@@ -121,14 +123,6 @@ func (r *Ranks) shown() []int {
 		}
 	}
 	return out
-}
-
-func sortByPeak(idx []int, ranks []attribution.RankStats) {
-	for i := 1; i < len(idx); i++ { // insertion sort keeps equal peaks in rank order
-		for j := i; j > 0 && ranks[idx[j]].PeakAllocated > ranks[idx[j-1]].PeakAllocated; j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
 }
 
 func rankName(x attribution.RankStats) string {

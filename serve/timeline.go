@@ -179,27 +179,9 @@ func (x *index) timeline(from, to int64, px, bands int) *Timeline {
 	if n == 0 {
 		return tl
 	}
-	// The columns and their event ranges: column c holds events
-	// [bound[c], bound[c+1]).
-	e0, e1 := x.firstAt(from), x.firstAt(to+1) // events in [from, to]
-	tl.Events = e1 - e0
 	var bound []int
-	if x.timed {
-		bound = make([]int, px+1)
-		w := float64(to-from+1) / float64(px)
-		for c := 0; c <= px; c++ {
-			tl.X = append(tl.X, from+int64(float64(c)*w))
-			bound[c] = x.firstAt(from + int64(float64(c)*w))
-		}
-		bound[px] = e1
-	} else {
-		cols := min(px, max(e1-e0, 1))
-		bound = make([]int, cols+1)
-		for c := 0; c <= cols; c++ {
-			bound[c] = e0 + int(int64(c)*int64(e1-e0)/int64(cols))
-			tl.X = append(tl.X, int64(bound[c]))
-		}
-	}
+	tl.X, bound = x.columns(from, to, px)
+	tl.Events = bound[len(bound)-1] - bound[0]
 	cols := len(bound) - 1
 	tl.Columns = cols
 	for c := 0; c < cols; c++ {
@@ -397,6 +379,31 @@ func (x *index) block(r int) snapshot.LiveBlock {
 
 // shades lists the phases overlapping [from, to]; past maxShades, runs of
 // consecutive phases are merged into one shade each.
+// columns cuts [from, to] into at most px columns: their left edges on
+// the axis, then the last one's right edge, and their event ranges
+// (column c holds events [bound[c], bound[c+1])). In event order there
+// are no more columns than events.
+func (x *axis) columns(from, to int64, px int) (edges []int64, bound []int) {
+	e0, e1 := x.firstAt(from), x.firstAt(to+1) // events in [from, to]
+	if x.timed {
+		bound = make([]int, px+1)
+		w := float64(to-from+1) / float64(px)
+		for c := 0; c <= px; c++ {
+			edges = append(edges, from+int64(float64(c)*w))
+			bound[c] = x.firstAt(edges[c])
+		}
+		bound[px] = e1
+		return edges, bound
+	}
+	cols := min(px, max(e1-e0, 1))
+	bound = make([]int, cols+1)
+	for c := 0; c <= cols; c++ {
+		bound[c] = e0 + int(int64(c)*int64(e1-e0)/int64(cols))
+		edges = append(edges, int64(bound[c]))
+	}
+	return edges, bound
+}
+
 // OverviewPoints is how many states an analysis for the server should
 // sample (attribution.Options.SeriesPoints): the timeline's first paint
 // draws them before the server has indexed the allocations.
@@ -419,22 +426,12 @@ func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, fr
 	if n == 0 {
 		return tl
 	}
-	e0, e1 := ax.firstAt(from), ax.firstAt(to+1)
-	tl.Events = e1 - e0
-	// The columns of index.timeline: the same edges, so the overview
-	// and the full answer draw the same columns.
-	cols := px
-	if ax.timed {
-		w := float64(to-from+1) / float64(cols)
-		for c := 0; c <= cols; c++ {
-			tl.X = append(tl.X, from+int64(float64(c)*w))
-		}
-	} else {
-		cols = min(px, max(e1-e0, 1))
-		for c := 0; c <= cols; c++ {
-			tl.X = append(tl.X, int64(e0+int(int64(c)*int64(e1-e0)/int64(cols))))
-		}
-	}
+	// The columns of index.timeline, so that the overview and the full
+	// answer draw the same ones.
+	var bound []int
+	tl.X, bound = ax.columns(from, to, px)
+	tl.Events = bound[len(bound)-1] - bound[0]
+	cols := len(bound) - 1
 	tl.Columns = cols
 	seen := make([]bool, cols)
 	tl.Sample, tl.At, tl.Min, tl.Max = make([]int, cols), make([]int64, cols), make([]int64, cols), make([]int64, cols)

@@ -3,12 +3,11 @@ per-process cap, and dumps the snapshot in the except clause, as the
 PyTorch docs suggest."""
 
 import argparse
-import traceback
 
 import torch
 import torch.nn as nn
 
-from truthlib import Truth, param_bytes
+from truthlib import Truth, oom_facts, param_bytes
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", required=True)
@@ -41,11 +40,6 @@ try:
         step += 1
         batch *= 2
 except torch.OutOfMemoryError as e:
-    tb = traceback.extract_tb(e.__traceback__)
-    mine = [f for f in tb if f.filename == truth.script]
-    truth.t.update(param_bytes=param_bytes(model), oom={
-        "message": str(e).splitlines()[0], "step": step, "batch": batch,
-        "phase": truth.cur[1] if truth.cur else None,
-        "file": truth.script, "line": mine[-1].lineno if mine else None,
-        "num_ooms": torch.cuda.memory_stats().get("num_ooms")})
+    truth.t.update(param_bytes=param_bytes(model),
+                   oom=oom_facts(truth, e, truth.cur[1] if truth.cur else None, step=step, batch=batch))
     truth.finish(args.out)

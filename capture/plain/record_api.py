@@ -9,12 +9,11 @@ memscope.record wrote, its frame paths rewritten neutral afterwards."""
 import argparse
 import os
 import sys
-import traceback
 
 import torch
 import torch.nn as nn
 
-from truthlib import Truth, optimizer_state_bytes, param_bytes
+from truthlib import Truth, oom_facts, optimizer_state_bytes, param_bytes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
 import memscope  # noqa: E402
@@ -68,14 +67,8 @@ try:
             if args.oom:
                 batch *= 2
 except torch.OutOfMemoryError as e:
-    tb = traceback.extract_tb(e.__traceback__)
-    mine = [f for f in tb if f.filename == truth.script]
-    truth.t.update(oom={
-        "message": str(e).splitlines()[0], "step": step, "batch": batch,
-        "phase": getattr(truth, "oom_at", truth.cur or (None, None))[1],
-        "file": truth.script, "line": mine[-1].lineno if mine else None,
-        "num_ooms": torch.cuda.memory_stats().get("num_ooms"),
-        "written_by_observer": rec.oom_written})
+    truth.t.update(oom=oom_facts(truth, e, getattr(truth, "oom_at", truth.cur or (None, None))[1],
+                                 step=step, batch=batch, written_by_observer=rec.oom_written))
 if "RANK" in os.environ:
     # Under torchrun (both ranks on one GPU here): each rank's own file.
     print("rank", os.environ["RANK"], "wrote", rec.path, os.path.getsize(rec.path), "bytes")

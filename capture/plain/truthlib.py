@@ -57,6 +57,20 @@ def round512(n):
     return (n + 511) // 512 * 512
 
 
+def oom_facts(truth, e, phase, **extra):
+    """truth.json's "oom" for an OutOfMemoryError e caught by the script:
+    torch's message, the phase, the script's line that asked, num_ooms,
+    and the script's own facts (step, batch…)."""
+    import traceback
+
+    mine = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == truth.script]
+    facts = {"message": str(e).splitlines()[0], "phase": phase, "file": truth.script,
+             "line": mine[-1].lineno if mine else None,
+             "num_ooms": torch.cuda.memory_stats().get("num_ooms")}
+    facts.update(extra)
+    return facts
+
+
 def optimizer_state_bytes(opt):
     """Bytes of every device tensor in opt.state, and the same rounded up to
     the allocator's 512-byte blocks."""

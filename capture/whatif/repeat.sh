@@ -7,13 +7,7 @@ set -u
 out=${1:?usage: repeat.sh OUT WORKLOAD N} w=${2:?workload} n=${3:?count}
 cd "$(dirname "$0")"
 export PYTHONUNBUFFERED=1
-settings=(
-	"default="
-	"expandable=expandable_segments:True"
-	"maxsplit128=max_split_size_mb:128"
-	"gc06=garbage_collection_threshold:0.6,max_split_size_mb:256"
-	"pow2div4=roundup_power2_divisions:4"
-)
+. ./settings.sh
 status=0
 for k in $(seq 1 "$n"); do
 	for s in "${settings[@]}"; do
