@@ -120,6 +120,15 @@ type fastState struct {
 	joins     int     // second scanners whose tapes were taken, for tests
 	// parallelMin, when set (tests), replaces fastParallel.
 	parallelMin int
+	// Reading by chunks (decode_chunks.go): chunkLen, when set (tests),
+	// replaces chunkLen; noChunks (tests) reads by windows only; chunks
+	// counts the chunks taken after the one before joined, for tests; the pools of chunk buffers and
+	// lanes' tapes.
+	chunkLen   int
+	noChunks   bool
+	chunks     int
+	chunkBufs  chan []byte
+	chunkTapes chan []fastTape
 }
 
 // fastBatch reads batches of trace entries from the MARK at in.pos, whose
@@ -139,6 +148,9 @@ func (d *decoder) fastBatch() (bool, error) {
 	}
 	if m := &d.memo; m.count != m.n || len(m.sparse) != 0 {
 		return false, nil
+	}
+	if d.useChunks() {
+		return d.fastChunks(lo, uint32(lv.n))
 	}
 	in := &d.in
 	if in.end-in.pos < fastWindow && !in.eof && len(in.buf) >= 2*fastWindow {

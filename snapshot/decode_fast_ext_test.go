@@ -60,3 +60,36 @@ func FuzzFastPath(f *testing.F) {
 		snapshot.DecodeBothForTest(t, "fuzz", data)
 	})
 }
+
+// TestChunksEqualGeneral decodes snapshots of several MB, big enough to be
+// read by chunks ahead of the window at the default chunk size, whole and
+// cut short, and requires the general machine's snapshot or error.
+func TestChunksEqualGeneral(t *testing.T) {
+	total := 0
+	for _, c := range []struct {
+		name string
+		opt  snapgen.Options
+	}{
+		{"plain-trainer-late", snapgen.Options{}},
+		{"llama-bf16", snapgen.Options{Stacks: 8, Frames: 4}},
+	} {
+		src, err := snapshot.Open(filepath.Join("..", "fixtures", c.name, "snapshot.pickle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := snapgen.WriteOptions(&buf, src, 6<<20, c.opt); err != nil {
+			t.Fatal(err)
+		}
+		data := buf.Bytes()
+		_, chunks := snapshot.DecodeBothChunksForTest(t, c.name, data)
+		if chunks == 0 {
+			t.Errorf("%s (%d bytes): no chunk read ahead was taken", c.name, len(data))
+		}
+		total += chunks
+		for _, frac := range []int{10, 50, 90} {
+			snapshot.DecodeBothChunksForTest(t, c.name, data[:len(data)*frac/100])
+		}
+	}
+	t.Logf("%d chunks read ahead taken", total)
+}

@@ -13,13 +13,13 @@ import (
 // that snapshot and its replays pass CheckValid. It returns the number of
 // batches the fast path read.
 func decodeBoth(t *testing.T, name string, data []byte) int {
-	n, _ := decodeBothJoins(t, name, data)
+	n, _, _ := decodeBothJoins(t, name, data)
 	return n
 }
 
 // decodeBothJoins is decodeBoth, also returning how many times a second
-// scanner's tapes were taken.
-func decodeBothJoins(t *testing.T, name string, data []byte) (int, int) {
+// scanner's tapes were taken, and how many chunks read ahead were.
+func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 	t.Helper()
 	decode := func(set func(f *fastState), opt Options) (*decoder, *Snapshot, error) {
 		d := newDecoder(name)
@@ -28,12 +28,15 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int) {
 		return d, s, err
 	}
 	_, gs, gerr := decode(func(*fastState) {}, Options{generalOnly: true})
-	batches, joins := 0, 0
+	batches, joins, chunkRuns := 0, 0, 0
 	for _, v := range []struct {
 		what string
 		set  func(f *fastState)
 	}{
 		{"the fast path", func(*fastState) {}},
+		{"the fast path reading by windows only", func(f *fastState) { f.noChunks = true }},
+		{"the fast path reading chunks of a few KB ahead", func(f *fastState) { f.chunkLen = 8 << 10 }},
+		{"the fast path reading chunks of 128 KiB ahead", func(f *fastState) { f.chunkLen = 128 << 10 }},
 		{"the fast path with the scanner on the decoding goroutine (what small inputs get)", func(f *fastState) { f.serial = true }},
 		{"the fast path with one scanner goroutine, not two", func(f *fastState) { f.serial2 = true }},
 		{"the fast path with scanners for windows of a few KB (small inputs take the two-scanner path)", func(f *fastState) { f.parallelMin = 4 << 10 }},
@@ -49,11 +52,12 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int) {
 		}
 		batches = max(batches, d.fast.batch)
 		joins += d.fast.joins
+		chunkRuns += d.fast.chunks
 	}
 	if gs != nil { // after the comparisons: CheckValid builds the device index
 		checkAllValid(t, gs)
 	}
-	return batches, joins
+	return batches, joins, chunkRuns
 }
 
 func TestFastPathEqualsGeneral(t *testing.T) {
@@ -63,14 +67,14 @@ func TestFastPathEqualsGeneral(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("only %d files", len(files))
 	}
-	total, joins := 0, 0
+	total, joins, chunks := 0, 0, 0
 	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, j := decodeBothJoins(t, path, data)
-		total, joins = total+n, joins+j
+		n, j, c := decodeBothJoins(t, path, data)
+		total, joins, chunks = total+n, joins+j, chunks+c
 		// Cut short: the salvaged part must agree too.
 		for _, frac := range []int{10, 50, 90} {
 			decodeBoth(t, path, data[:len(data)*frac/100])
@@ -84,5 +88,8 @@ func TestFastPathEqualsGeneral(t *testing.T) {
 	if joins == 0 {
 		t.Fatal("no second scanner's tapes were taken: the two-scanner path went untested")
 	}
-	t.Logf("%d files, %d batches read by the fast path, %d second scanners joined", len(files), total, joins)
+	if chunks == 0 {
+		t.Fatal("no chunk read ahead was taken: reading by chunks went untested")
+	}
+	t.Logf("%d files, %d batches read by the fast path, %d second scanners joined, %d chunks read ahead taken", len(files), total, joins, chunks)
 }

@@ -19,6 +19,17 @@ type input struct {
 	eof  bool  // r has no more data
 	rerr error // a read error other than io.EOF
 	size int64 // stream length when known, else -1
+	// at is r as an io.ReaderAt and io.Seeker when it is both and its
+	// length is known (a file, a bytes.Reader): the fast path then reads
+	// ahead of the window itself (decode_chunks.go). origin is r's offset
+	// of stream byte 0.
+	at     readSeekerAt
+	origin int64
+}
+
+type readSeekerAt interface {
+	io.ReaderAt
+	io.Seeker
 }
 
 func (in *input) reset(r io.Reader, size int64) {
@@ -30,6 +41,11 @@ func (in *input) reset(r io.Reader, size int64) {
 		in.buf = make([]byte, n)
 	}
 	*in = input{r: r, buf: in.buf[:cap(in.buf)], size: size}
+	if ra, ok := r.(readSeekerAt); ok && size >= 0 {
+		if cur, err := ra.Seek(0, io.SeekCurrent); err == nil {
+			in.at, in.origin = ra, cur
+		}
+	}
 }
 
 // offset is the stream offset of the next unread byte.
