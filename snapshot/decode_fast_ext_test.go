@@ -93,3 +93,17 @@ func TestChunksEqualGeneral(t *testing.T) {
 	}
 	t.Logf("%d chunks read ahead taken", total)
 }
+
+func init() {
+	snapshot.SetBenchScanInput(func(t testing.TB) []byte {
+		src, err := snapshot.Open(filepath.Join("..", "fixtures", "plain-trainer-late", "snapshot.pickle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := snapgen.WriteOptions(&buf, src, 8<<20, snapgen.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	})
+}

@@ -93,3 +93,37 @@ func TestFastPathEqualsGeneral(t *testing.T) {
 	}
 	t.Logf("%d files, %d batches read by the fast path, %d second scanners joined, %d chunks read ahead taken", len(files), total, joins, chunks)
 }
+
+// BenchmarkScan runs the fast path's scanner alone over every batch of
+// trace entries of a generated snapshot (plain-trainer-late, 8 MiB), as
+// the chunk lanes do: b.SetBytes is the bytes scanned.
+func BenchmarkScan(b *testing.B) {
+	data := benchScanInput(b)
+	var starts []int
+	for p := 0; ; {
+		q := findBatchStart(data, p)
+		if q < 0 {
+			break
+		}
+		starts, p = append(starts, q), q+1
+	}
+	fi := frameInfo{size: int64(len(data)), end: len(data)}
+	var t fastTape
+	scanned := 0
+	for _, p := range starts {
+		scanBatch(data, p, fi, &t)
+		if t.ok {
+			scanned += t.end - t.start
+		}
+	}
+	if scanned < len(data)/2 {
+		b.Fatalf("%d of %d bytes in batches that scan", scanned, len(data))
+	}
+	b.SetBytes(int64(scanned))
+	b.ResetTimer()
+	for range b.N {
+		for _, p := range starts {
+			scanBatch(data, p, fi, &t)
+		}
+	}
+}

@@ -13,6 +13,8 @@ type engine struct {
 	free []int32 // reusable slab slots
 
 	estimated, unknownFrees, doubleAllocs, insane int
+	// allocSize is the block size of the last alloc applied.
+	allocSize int64
 
 	// With ReplayOptions.Lifetimes: the event that ended each block.
 	death    []int32
@@ -64,20 +66,22 @@ func (e *engine) put(b LiveBlock) {
 }
 
 func (e *engine) apply(i int, ev *Event) {
+	e.allocSize = 0
 	if !ev.sane() {
 		e.insane++
 		return
 	}
 	switch ev.Action {
 	case ActionAlloc:
-		if _, dup := e.live.get(ev.Addr); dup {
+		if j, dup := e.live.get(ev.Addr); dup {
 			e.doubleAllocs++
-			e.release(ev.Addr)
+			e.release(ev.Addr, j)
 		}
 		size, exact := e.lay.blockSize(&e.t.round, ev.Addr, ev.Size)
 		if !exact {
 			e.estimated++
 		}
+		e.allocSize = size
 		e.put(LiveBlock{Addr: ev.Addr, Size: size, Requested: ev.Size, Stream: ev.Stream,
 			Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS, Estimated: !exact})
 		e.lay.insertBlock(ev.Addr)
@@ -106,7 +110,7 @@ func (e *engine) apply(i int, ev *Event) {
 		if b := &e.slab[j]; !b.PendingFree {
 			e.died(b, i)
 		}
-		e.release(ev.Addr)
+		e.release(ev.Addr, j)
 	case ActionSegmentAlloc, ActionSegmentMap:
 		if e.lay.add(ev.Addr, ev.Addr+uint64(ev.Size), ev.Action == ActionSegmentMap) {
 			e.n.Reserved += ev.Size
@@ -129,9 +133,9 @@ func (e *engine) died(b *LiveBlock, i int) {
 	}
 }
 
-// release drops the block at addr from the live set and the totals.
-func (e *engine) release(addr uint64) {
-	j, _ := e.live.get(addr)
+// release drops the block at addr, in slab slot j, from the live set and
+// the totals.
+func (e *engine) release(addr uint64, j int32) {
 	b := &e.slab[j]
 	if !b.PendingFree {
 		e.n.Requested -= b.Requested

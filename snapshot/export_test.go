@@ -16,3 +16,10 @@ func DecodeBothChunksForTest(t *testing.T, name string, data []byte) (batches, c
 	batches, _, chunks = decodeBothJoins(t, name, data)
 	return batches, chunks
 }
+
+// benchScanInput is set by the external tests' init: a generated snapshot
+// for BenchmarkScan.
+var benchScanInput func(testing.TB) []byte
+
+// SetBenchScanInput sets benchScanInput.
+func SetBenchScanInput(f func(testing.TB) []byte) { benchScanInput = f }

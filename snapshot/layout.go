@@ -172,9 +172,22 @@ type blockSet = sortedList[struct{}]
 // sorted slice does.
 type layout struct {
 	segs sortedList[segVal] // by addr, non-overlapping; empty ranges allowed
-	// last is the range find returned last, a hint: consecutive lookups
-	// often land in one segment. Cleared when the ranges change.
-	last segRange
+	// hints remember the range find returned for an address's 2 MiB page
+	// (the granule segments come in), so that a lookup is one compare
+	// while the ranges stay as they are; gen changes whenever they do.
+	hints [findHints]findHint
+	gen   uint32
+}
+
+const (
+	findHints    = 256
+	findHintPage = 21
+)
+
+type findHint struct {
+	page uint64
+	gen  uint32
+	seg  segRange
 }
 
 func (l *layout) clone() layout {
@@ -183,9 +196,18 @@ func (l *layout) clone() layout {
 	return c
 }
 
+// changed forgets every hint: the ranges changed.
+func (l *layout) changed() {
+	if l.gen++; l.gen == 0 { // wrapped: hints of gen 0 could be old
+		clear(l.hints[:])
+	}
+}
+
 // find returns the non-empty range holding addr, or nil.
 func (l *layout) find(addr uint64) segRange {
-	if s := l.last; s != nil && s.key <= addr && addr < s.val.end {
+	page := addr >> findHintPage
+	h := &l.hints[page%findHints]
+	if s := h.seg; s != nil && h.page == page && h.gen == l.gen && s.key <= addr && addr < s.val.end {
 		return s
 	}
 	p, ok := l.segs.prev(l.segs.upperBound(addr))
@@ -196,7 +218,7 @@ func (l *layout) find(addr uint64) segRange {
 	if addr >= e.val.end {
 		return nil
 	}
-	l.last = e
+	*h = findHint{page, l.gen, e}
 	return e
 }
 
@@ -211,7 +233,7 @@ func (l *layout) add(addr, end uint64, expandable bool) bool {
 	if l.segs.valid(p) && l.segs.at(p).key < end {
 		return false
 	}
-	l.last = nil
+	l.changed()
 	l.segs.insertAt(p, addr, segVal{end: end, expandable: expandable})
 	return true
 }
@@ -237,7 +259,7 @@ func (l *layout) remove(addr, end uint64) uint64 {
 		}
 		lo, hi := max(e.key, addr), min(e.val.end, end)
 		removed += hi - lo
-		l.last = nil
+		l.changed()
 		left, right := splitBlocks(e.val.active, lo, hi, e.key < lo, hi < e.val.end)
 		p = l.segs.deleteAt(p)
 		if e.key < lo {

@@ -140,51 +140,116 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	if opt.Series {
 		t.Points = make([]Point, 0, len(t.Events))
 	}
+	ob := &observer{t: t, opt: opt}
 	if opt.Observe != nil {
 		opt.Observe(-1, e.n)
 	}
-	var w watch
-	w.observe(-1, e.n)
-	for i := range t.Events {
-		ev := &t.Events[i]
-		e.apply(i, ev)
-		if opt.ObserveAlloc != nil && ev.Action == ActionAlloc {
-			var size int64
-			if j, ok := e.live.get(ev.Addr); ok {
-				size = e.slab[j].Size
-			}
-			opt.ObserveAlloc(i, size)
+	ob.w.observe(-1, e.n)
+	if len(t.Events) < pipelineMin {
+		for i := range t.Events {
+			ev := &t.Events[i]
+			e.apply(i, ev)
+			ob.post(i, ev, &e.n, e.allocSize)
 		}
-		if ev.Action == ActionOOM && ev.Size >= 0 {
-			t.OOMs = append(t.OOMs, i)
-		}
-		n := &e.n
-		if n.Requested > t.PeakRequested.Bytes {
-			t.PeakRequested = Peak{n.Requested, i, ev.TimeUS}
-		}
-		if n.Allocated > t.PeakAllocated.Bytes {
-			t.PeakAllocated = Peak{n.Allocated, i, ev.TimeUS}
-		}
-		if n.Active > t.PeakActive.Bytes {
-			t.PeakActive = Peak{n.Active, i, ev.TimeUS}
-		}
-		if n.Reserved > t.PeakReserved.Bytes {
-			t.PeakReserved = Peak{n.Reserved, i, ev.TimeUS}
-		}
-		w.observe(i, *n)
-		if opt.Series {
-			t.Points = append(t.Points, Point{i, ev.TimeUS, *n})
-		}
-		if opt.Observe != nil {
-			opt.Observe(i, *n)
-		}
+	} else {
+		t.pipelined(e, ob)
 	}
+	w := ob.w
 	t.End = e.n
 	t.Death, t.PreDeath = e.death, e.preDeath
 	t.warnings(e, &w)
 	t.final = e
 	t.cur = &cursor{}
 	return t
+}
+
+// pipelineMin is the trace length from which Replay observes the numbers
+// on a second goroutine while the first applies the events.
+// (A variable: tests pipeline small traces.)
+var pipelineMin = 1 << 16
+
+// observer is the half of Replay that follows the numbers: peaks, OOMs,
+// the warnings' watch, points and the caller's Observe functions.
+type observer struct {
+	t   *Timeline
+	opt ReplayOptions
+	w   watch
+}
+
+// post observes the state n after event i; size is the block size of an
+// alloc.
+func (ob *observer) post(i int, ev *Event, n *Numbers, size int64) {
+	t, opt := ob.t, &ob.opt
+	if opt.ObserveAlloc != nil && ev.Action == ActionAlloc {
+		opt.ObserveAlloc(i, size)
+	}
+	if ev.Action == ActionOOM && ev.Size >= 0 {
+		t.OOMs = append(t.OOMs, i)
+	}
+	if n.Requested > t.PeakRequested.Bytes {
+		t.PeakRequested = Peak{n.Requested, i, ev.TimeUS}
+	}
+	if n.Allocated > t.PeakAllocated.Bytes {
+		t.PeakAllocated = Peak{n.Allocated, i, ev.TimeUS}
+	}
+	if n.Active > t.PeakActive.Bytes {
+		t.PeakActive = Peak{n.Active, i, ev.TimeUS}
+	}
+	if n.Reserved > t.PeakReserved.Bytes {
+		t.PeakReserved = Peak{n.Reserved, i, ev.TimeUS}
+	}
+	ob.w.observe(i, *n)
+	if opt.Series {
+		t.Points = append(t.Points, Point{i, ev.TimeUS, *n})
+	}
+	if opt.Observe != nil {
+		opt.Observe(i, *n)
+	}
+}
+
+// replayBatch is the numbers after a run of events, and the block size of
+// each alloc among them, passed from the engine to the observer.
+type replayBatch struct {
+	first int
+	nums  []Numbers
+	sizes []int64
+}
+
+const replayBatchLen = 4096
+
+// pipelined applies the events on this goroutine and observes their
+// numbers on another, in order; it returns when both are done.
+func (t *Timeline) pipelined(e *engine, ob *observer) {
+	const depth = 4
+	full := make(chan *replayBatch, depth)
+	empty := make(chan *replayBatch, depth)
+	for range depth {
+		empty <- &replayBatch{nums: make([]Numbers, 0, replayBatchLen), sizes: make([]int64, 0, replayBatchLen)}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			for k := range b.nums {
+				i := b.first + k
+				ob.post(i, &t.Events[i], &b.nums[k], b.sizes[k])
+			}
+			empty <- b
+		}
+	}()
+	for first := 0; first < len(t.Events); first += replayBatchLen {
+		b := <-empty
+		b.first, b.nums, b.sizes = first, b.nums[:0], b.sizes[:0]
+		last := min(first+replayBatchLen, len(t.Events))
+		for i := first; i < last; i++ {
+			e.apply(i, &t.Events[i])
+			b.nums = append(b.nums, e.n)
+			b.sizes = append(b.sizes, e.allocSize)
+		}
+		full <- b
+	}
+	close(full)
+	<-done
 }
 
 // cursor is a replay stopped after event at, kept so that At and StateAt
