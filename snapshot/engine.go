@@ -84,7 +84,9 @@ func (e *engine) apply(i int, ev *Event) {
 		e.allocSize = size
 		e.put(LiveBlock{Addr: ev.Addr, Size: size, Requested: ev.Size, Stream: ev.Stream,
 			Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS, Estimated: !exact})
-		e.lay.insertBlock(ev.Addr)
+		if tracked(size) {
+			e.lay.insertBlock(ev.Addr)
+		}
 		e.n.Requested += ev.Size
 		e.n.Allocated += size
 		e.n.Active += size
@@ -143,7 +145,9 @@ func (e *engine) release(addr uint64, j int32) {
 	}
 	e.n.Active -= b.Size
 	e.live.del(addr)
-	e.lay.removeBlock(addr)
+	if tracked(b.Size) {
+		e.lay.removeBlock(addr)
+	}
 	e.free = append(e.free, j)
 }
 
@@ -250,4 +254,18 @@ func (t *Timeline) initialState() {
 		t.init.insertBlock(b.Addr)
 		b.Size, b.Estimated = size, !exact
 	}
+	// The layout keeps large-pool blocks only: see tracked.
+	for i := range t.Initial {
+		if b := &t.Initial[i]; !tracked(b.Size) {
+			t.init.removeBlock(b.Addr)
+		}
+	}
 }
+
+// tracked reports whether the layout keeps a block of size bytes among a
+// range's active blocks. Only a block handed out from the large pool
+// (over 1 MiB) can decide the size of another (layout.blockSize: a
+// request that rounds to 1 MiB or less is split to its rounded size), and
+// large-pool segments hold no other: so the small pool's blocks, most of
+// a trace's, are not kept.
+func tracked(size int64) bool { return size > smallSize }
