@@ -29,14 +29,39 @@ type chartView struct {
 }
 
 // snippetter is what every go-echarts chart is.
-type snippetter interface{ RenderSnippet() render.ChartSnippet }
+type snippetter interface {
+	RenderSnippet() render.ChartSnippet
+	Validate()
+	JSONNotEscaped() template.HTML
+}
+
+// optionOf is c's option as go-echarts' RenderSnippet gives it (its
+// Option), without the element and script RenderSnippet also renders
+// and the regular expression it runs over all three: the JSON of the
+// options with the markers of JavaScript functions taken out. (Its HTML
+// escaping and unescaping give back the JSON, which holds no NUL.)
+// TestOptionOf holds it to RenderSnippet.
+func optionOf(c snippetter) string {
+	c.Validate()
+	o := string(c.JSONNotEscaped())
+	if strings.Contains(o, "__f__") {
+		o = strings.NewReplacer(`"__f__`, "", `__f__"`, "", "__f__", "").Replace(o)
+	}
+	return strings.TrimSpace(o)
+}
+
+// optionMade, when set (tests), is called with every chart and its option.
+var optionMade func(c snippetter, option string)
 
 // newChart renders c's option. The option is JSON; '<', '>' and '&' are
 // escaped as \u003c, \u003e and \u0026 (the same string to a JSON reader)
 // so that no file or function name can end the <script> element holding
 // it.
 func newChart(id, kind string, height int, c snippetter) chartView {
-	o := strings.TrimSpace(c.RenderSnippet().Option)
+	o := optionOf(c)
+	if optionMade != nil {
+		optionMade(c, o)
+	}
 	o = strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`,
 		"\u2028", `\u2028`, "\u2029", `\u2029`).Replace(o)
 	return chartView{ID: id, Kind: kind, Height: height, Option: template.JS(o)}
