@@ -317,8 +317,8 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	// less than reserved then plus the size asked for.
 	failed := w.rec.dev.limit
 	room := len(tl.OOMs) == 0
-	for _, i := range tl.OOMs {
-		n, _, _ := tl.At(i)
+	for k, i := range tl.OOMs {
+		n := tl.OOMStates[k] // not tl.At: the what-ifs run at once, and would move its cursor back and forth
 		ev := &w.evs[i]
 		if need := w.rec.set.AllocationSize(ev.Size); ev.DeviceFree() >= need {
 			room = true // the device had room: a cap refused it

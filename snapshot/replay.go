@@ -61,8 +61,10 @@ type Timeline struct {
 
 	// Initial is what was live before the first recorded event, by address.
 	Initial []LiveBlock
-	// OOMs are the indexes of oom events.
-	OOMs []int
+	// OOMs are the indexes of oom events; OOMStates the numbers after
+	// each (the state the allocator was in when it gave up).
+	OOMs      []int
+	OOMStates []Numbers
 
 	// With ReplayOptions.Lifetimes: Death[i] is the event that ended the
 	// block allocated at event i (its free_requested, or its free_completed
@@ -185,6 +187,7 @@ func (ob *observer) post(i int, ev *Event, n *Numbers, size int64) {
 	}
 	if ev.Action == ActionOOM && ev.Size >= 0 {
 		t.OOMs = append(t.OOMs, i)
+		t.OOMStates = append(t.OOMStates, *n)
 	}
 	if n.Requested > t.PeakRequested.Bytes {
 		t.PeakRequested = Peak{n.Requested, i, ev.TimeUS}

@@ -176,6 +176,7 @@ func TestTimelineCheckValid(t *testing.T) {
 		{"end", func(s *Snapshot, tl *Timeline) { tl.End.Requested-- }, "device 0: End = {Requested:1999 Allocated:2048 Active:2048 Reserved:8192}, the state after the last event is"},
 		{"end and final state", func(s *Snapshot, tl *Timeline) { j, _ := tl.final.live.get(0x1000); tl.final.release(0x1000, j) }, "End = {Requested:2000 Allocated:2048 Active:2048 Reserved:8192}, but the blocks live and the ranges reserved after the last event add up to {Requested:1000 Allocated:1024 Active:1024 Reserved:8192}"},
 		{"ooms", func(s *Snapshot, tl *Timeline) { tl.OOMs = []int{1} }, "device 0: 1 OOMs, the trace has 0 oom events"},
+		{"oom states", func(s *Snapshot, tl *Timeline) { tl.OOMStates = []Numbers{{}} }, "device 0: 1 OOM states for 0 OOMs"},
 		{"death", func(s *Snapshot, tl *Timeline) { tl.Death[0] = 0 }, "device 0: Death[0] = 0: not -1, nor a later free of an alloc"},
 		{"death length", func(s *Snapshot, tl *Timeline) { tl.Death = tl.Death[:1] }, "device 0: 1 deaths for 4 events"},
 		{"predeath", func(s *Snapshot, tl *Timeline) { tl.PreDeath[0x1000] = 1 }, "device 0: PreDeath[0x1000] = 1: not a free event"},

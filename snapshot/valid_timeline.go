@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // CheckValid verifies the invariants the analyses rely on in a Timeline
@@ -112,6 +113,9 @@ func (t *Timeline) checkSeries() error {
 				want[k] = Peak{v, i, ev.TimeUS}
 			}
 		}
+		if k, ok := slices.BinarySearch(t.OOMs, i); ok && ev.Action == ActionOOM && (k >= len(t.OOMStates) || t.OOMStates[k] != n) {
+			return fmt.Errorf("device %d: the state after oom event %d is %+v; OOMStates does not hold it", t.Device, i, n)
+		}
 		if t.Points != nil {
 			if p := t.Points[i]; p != (Point{i, ev.TimeUS, n}) {
 				return fmt.Errorf("device %d: point %d = %+v, want %+v", t.Device, i, p, Point{i, ev.TimeUS, n})
@@ -145,6 +149,9 @@ func (t *Timeline) checkIndexes() error {
 		if i < 0 || i >= n || t.Events[i].Action != ActionOOM || k > 0 && t.OOMs[k-1] >= i {
 			return fmt.Errorf("device %d: OOMs[%d] = %d: not a rising index of an oom event", t.Device, k, i)
 		}
+	}
+	if len(t.OOMStates) != len(t.OOMs) {
+		return fmt.Errorf("device %d: %d OOM states for %d OOMs", t.Device, len(t.OOMStates), len(t.OOMs))
 	}
 	isFree := func(d int32) bool {
 		return d >= 0 && int(d) < n && (t.Events[d].Action == ActionFreeRequested || t.Events[d].Action == ActionFreeCompleted)
