@@ -7,90 +7,55 @@ import (
 
 // freeSet is a pool's set of free mapped blocks in the comparator's order
 // (BlockPool::blocks). A sorted slice: a pool holds few free blocks at a
-// time (tens to thousands), where a memmove beats a tree. Each block's
-// sort key is kept beside it (keys[i] is blocks[i]'s), so that a search
-// reads one array instead of a block per step.
+// time (tens to thousands), where a memmove beats a tree.
 type freeSet struct {
 	tie    TieBreak
 	blocks []*block
-	keys   []freeKey
-}
-
-// freeKey is what the comparator orders by: stream (as an unsigned
-// pointer), size, the tie-break's counter (0 when it has none), address.
-type freeKey struct {
-	stream uint64
-	size   int64
-	tie    int64
-	addr   uint64
-}
-
-func (f *freeSet) key(b *block) freeKey {
-	k := freeKey{stream: uint64(b.stream), size: b.size, addr: b.addr}
-	switch f.tie {
-	case TieSegmentCounter:
-		k.tie = b.seg.counter
-	case TieBlockCounter:
-		k.tie = b.counter
-	}
-	return k
-}
-
-func keyLess(a, b *freeKey) bool {
-	if a.stream != b.stream {
-		return a.stream < b.stream
-	}
-	if a.size != b.size {
-		return a.size < b.size
-	}
-	if a.tie != b.tie {
-		return a.tie < b.tie
-	}
-	return a.addr < b.addr
 }
 
 // less is the free-block comparator: stream (as an unsigned pointer), size,
 // then the tie-break.
 func (f *freeSet) less(a, b *block) bool {
-	ka, kb := f.key(a), f.key(b)
-	return keyLess(&ka, &kb)
+	if a.stream != b.stream {
+		return uint64(a.stream) < uint64(b.stream)
+	}
+	if a.size != b.size {
+		return a.size < b.size
+	}
+	switch f.tie {
+	case TieSegmentCounter:
+		if a.seg.counter != b.seg.counter {
+			return a.seg.counter < b.seg.counter
+		}
+	case TieBlockCounter:
+		if a.counter != b.counter {
+			return a.counter < b.counter
+		}
+	}
+	return a.addr < b.addr
 }
 
 // lowerBound returns the index of the first block not less than the search
 // key (stream, size): the smallest block of at least size on stream, if any.
 func (f *freeSet) lowerBound(stream, size int64) int {
-	s := uint64(stream)
-	lo, hi := 0, len(f.keys)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if k := &f.keys[m]; k.stream < s || k.stream == s && k.size < size {
-			lo = m + 1
-		} else {
-			hi = m
+	return sort.Search(len(f.blocks), func(i int) bool {
+		b := f.blocks[i]
+		if b.stream != stream {
+			return uint64(b.stream) > uint64(stream)
 		}
-	}
-	return lo
+		return b.size >= size
+	})
 }
 
-// search returns the index of the first key not less than k.
-func (f *freeSet) search(k *freeKey) int {
-	lo, hi := 0, len(f.keys)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if keyLess(&f.keys[m], k) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
+func (f *freeSet) search(b *block) int {
+	return sort.Search(len(f.blocks), func(i int) bool { return !f.less(f.blocks[i], b) })
 }
 
 func (f *freeSet) insert(b *block) {
-	k := f.key(b)
-	i := f.search(&k)
-	f.blocks = slices.Insert(f.blocks, i, b)
-	f.keys = slices.Insert(f.keys, i, k)
+	i := f.search(b)
+	f.blocks = append(f.blocks, nil)
+	copy(f.blocks[i+1:], f.blocks[i:])
+	f.blocks[i] = b
 	b.inSet = true
 }
 
@@ -98,15 +63,13 @@ func (f *freeSet) remove(b *block) {
 	if !b.inSet {
 		return
 	}
-	k := f.key(b)
-	for i := f.search(&k); i < len(f.blocks); i++ {
+	for i := f.search(b); i < len(f.blocks); i++ {
 		if f.blocks[i] == b {
-			f.blocks = slices.Delete(f.blocks, i, i+1)
-			f.keys = slices.Delete(f.keys, i, i+1)
+			f.blocks = append(f.blocks[:i], f.blocks[i+1:]...)
 			b.inSet = false
 			return
 		}
-		if keyLess(&k, &f.keys[i]) {
+		if f.less(b, f.blocks[i]) {
 			break
 		}
 	}
@@ -169,7 +132,4 @@ func (f *freeSet) resort() {
 		}
 		return 0
 	})
-	for i, b := range f.blocks {
-		f.keys[i] = f.key(b)
-	}
 }
