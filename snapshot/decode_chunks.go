@@ -33,6 +33,21 @@ const (
 	chunkTapes = 12
 )
 
+// newTapes makes n tapes with room for a batch of pickle.dump's 1,000
+// entries of up to 8 pairs, so that they do not grow by copying while
+// the first chunks are scanned.
+func newTapes(n int) []fastTape {
+	ts := make([]fastTape, n)
+	for i := range ts {
+		t := &ts[i]
+		t.pairs = make([]fastPair, 0, 8<<10)
+		t.ev = make([]int32, 0, 1<<10+1)
+		t.sameKeys = make([]bool, 0, 1<<10)
+		t.refs = make([]uint32, 0, 2<<10)
+	}
+	return ts
+}
+
 // chunk is one chunk read ahead, with the lane scanning it.
 type chunk struct {
 	buf  []byte // buf[:n] is stream bytes off…off+n
@@ -96,7 +111,7 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 			select {
 			case ts = <-tapes:
 			default:
-				ts = make([]fastTape, chunkTapes)
+				ts = newTapes(chunkTapes)
 			}
 			want := int(min(int64(n+slack), size-off))
 			got, err := ra.ReadAt(buf[:want], origin+off)
