@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"io"
+	"os"
+	"runtime/debug"
 )
 
 // When the input is a file (or anything else that reads at an offset and
@@ -57,6 +59,8 @@ type chunk struct {
 	// tapes are the lane's, returned to the pool with buf once the lane
 	// is done.
 	tapes []fastTape
+	// mapped: buf is a slice of the mapped file, read only, not pooled.
+	mapped bool
 }
 
 // chunkPipe is the reader goroutine of one run of chunks.
@@ -93,19 +97,46 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 		f.chunkBufs = make(chan []byte, chunksAhead+3)
 		f.chunkTapes = make(chan []fastTape, chunksAhead+3)
 	}
+	if f.mapped == nil && !f.noMap {
+		if file, ok := in.at.(*os.File); ok {
+			if data, unmap, ok := mapFile(file, in.origin+in.size); ok {
+				f.mapped, f.unmap = data, unmap
+				f.maps++
+				if f.afterMap != nil {
+					f.afterMap()
+				}
+			}
+		}
+		f.noMap = f.mapped == nil // tried once
+	}
 	p := &chunkPipe{chunks: make(chan *chunk, chunksAhead), quit: make(chan struct{}), done: make(chan struct{})}
-	ra, origin, size := in.at, in.origin, in.size
+	ra, origin, size, mapped := in.at, in.origin, in.size, f.mapped
 	bufs, tapes := f.chunkBufs, f.chunkTapes
 	go func() {
 		defer close(p.done)
 		defer close(p.chunks)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see findFaulting
 		off := from
 		for off < size {
 			var buf []byte
-			select {
-			case buf = <-bufs:
-			default:
-				buf = make([]byte, n+slack)
+			want := int(min(int64(n+slack), size-off))
+			got := want
+			if mapped != nil {
+				buf = mapped[origin+off : origin+off+int64(want) : origin+off+int64(want)]
+			} else {
+				select {
+				case buf = <-bufs:
+				default:
+					buf = make([]byte, n+slack)
+				}
+				var err error
+				got, err = ra.ReadAt(buf[:want], origin+off)
+				if got < want || (err != nil && err != io.EOF) || got == 0 {
+					got = max(got, 0) // the general machine reads it again and says what failed
+					if got == 0 {
+						return
+					}
+				}
 			}
 			var ts []fastTape
 			select {
@@ -113,23 +144,18 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 			default:
 				ts = newTapes(chunkTapes)
 			}
-			want := int(min(int64(n+slack), size-off))
-			got, err := ra.ReadAt(buf[:want], origin+off)
-			if got < want || (err != nil && err != io.EOF) || got == 0 {
-				got = max(got, 0) // the general machine reads it again and says what failed
-				if got == 0 {
-					return
-				}
-			}
 			// The next chunk starts at the first batch boundary past n;
 			// none there (the list ends, or a batch longer than the
 			// slack): this chunk is the last.
 			next := -1
 			if got > n && off+int64(got) < size {
-				next = findBatchStart(buf[:got], n)
+				var ok bool
+				if next, ok = findFaulting(buf[:got], n); !ok {
+					return // the mapped file got shorter: the general machine reads what is left
+				}
 			}
 			fi := frameInfo{size: size, base: off, eof: off+int64(got) >= size, end: got}
-			c := &chunk{buf: buf, n: got, off: off, tapes: ts}
+			c := &chunk{buf: buf, n: got, off: off, tapes: ts, mapped: mapped != nil}
 			c.lane = startLane(buf[:got], 0, next, fi, ts)
 			select {
 			case p.chunks <- c:
@@ -146,6 +172,20 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 	return p
 }
 
+// findFaulting is findBatchStart, reporting false on a memory fault (a
+// mapped file cut shorter while it was read).
+func findFaulting(buf []byte, from int) (at int, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			at, ok = -1, false
+		}
+	}()
+	return findBatchStart(buf, from), true
+}
+
 // stop ends the reader goroutine and the lanes of the chunks it read that
 // were not committed, and returns their buffers and tapes to the pool.
 func (d *decoder) stopChunks(p *chunkPipe) {
@@ -159,13 +199,35 @@ func (d *decoder) stopChunks(p *chunkPipe) {
 
 func (d *decoder) recycleChunk(c *chunk) {
 	f := &d.fast
-	select {
-	case f.chunkBufs <- c.buf:
-	default:
+	if !c.mapped {
+		select {
+		case f.chunkBufs <- c.buf:
+		default:
+		}
 	}
 	select {
 	case f.chunkTapes <- c.tapes:
 	default:
+	}
+}
+
+// dropMapped drops the mapped file's pages below offset upTo from the
+// resident set: they were read.
+func (d *decoder) dropMapped(upTo int64) {
+	f := &d.fast
+	const page = 4096
+	lo, hi := (f.dropped+page-1)/page*page, upTo/page*page
+	if hi > lo && hi <= int64(len(f.mapped)) {
+		dropPages(f.mapped[lo:hi])
+		f.dropped = hi
+	}
+}
+
+// unmapInput unmaps the file the chunk reader mapped, if it did.
+func (d *decoder) unmapInput() {
+	if f := &d.fast; f.unmap != nil {
+		f.unmap()
+		f.mapped, f.unmap = nil, nil
 	}
 }
 
@@ -180,6 +242,9 @@ func (d *decoder) fastChunks(lo *object, li uint32) (bool, error) {
 		if window != nil {
 			d.recycleChunk(window)
 			d.fast.chunks++
+			if c.mapped { // what the chunks before this one hold is read
+				d.dropMapped(in.origin + c.off)
+			}
 		}
 		window = c
 		in.buf, in.base, in.pos, in.end = c.buf[:cap(c.buf)], c.off, 0, c.n
@@ -191,8 +256,15 @@ func (d *decoder) fastChunks(lo *object, li uint32) (bool, error) {
 	}
 	d.stopChunks(p)
 	if window != nil {
-		// The window's buffer stays the window: it is not recycled. The
-		// reader goes on where the window ends.
+		// The window's buffer stays the window: it is not recycled (or,
+		// from the mapped file, is copied: the window is written to when
+		// it is filled). The reader goes on where the window ends.
+		if window.mapped {
+			rest := window.buf[in.pos:window.n]
+			nb := make([]byte, max(inputBufSize, 2*len(rest)))
+			in.buf, in.base, in.end = nb, in.base+int64(in.pos), copy(nb, rest)
+			in.pos = 0
+		}
 		if _, err := in.at.Seek(in.origin+in.base+int64(in.end), io.SeekStart); err != nil {
 			in.rerr, in.eof = err, true
 		}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 )
@@ -129,6 +130,16 @@ type fastState struct {
 	chunks     int
 	chunkBufs  chan []byte
 	chunkTapes chan []fastTape
+	// The file mapped for the chunk reader (mmap_unix.go), its unmapping,
+	// and how much of it was dropped from the resident set; noMap (tests,
+	// or after a failed try) reads instead.
+	mapped  []byte
+	unmap   func()
+	dropped int64
+	noMap   bool
+	maps    int // files mapped, for tests
+	// afterMap, when set (tests), runs once the file is mapped.
+	afterMap func()
 }
 
 // fastBatch reads batches of trace entries from the MARK at in.pos, whose
@@ -224,8 +235,15 @@ func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane 
 	}
 	go func() {
 		defer close(l.full)
+		// buf may be a mapped file (decode_chunks.go): one cut shorter
+		// while it is read faults, and the scan stops there.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		for t := range l.empty {
-			scanBatch(buf, p, fi, t)
+			if !scanFaulting(buf, p, fi, t) {
+				t.ok, t.last = false, true
+				l.full <- t
+				return
+			}
 			t.joined = false
 			if l.stop.Load() {
 				t.ok = false
@@ -243,6 +261,21 @@ func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane 
 		}
 	}()
 	return l
+}
+
+// scanFaulting is scanBatch, reporting false on a memory fault (a mapped
+// file cut shorter while it was read).
+func scanFaulting(buf []byte, p int, fi frameInfo, t *fastTape) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	scanBatch(buf, p, fi, t)
+	return true
 }
 
 // discard stops the lane's scanner and waits for it.

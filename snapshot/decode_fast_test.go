@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -54,13 +55,56 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 		joins += d.fast.joins
 		chunkRuns += d.fast.chunks
 	}
+	if decodeFiles {
+		// From a file, which the chunk reader maps (mmap_unix.go) or reads
+		// at offsets.
+		path := filepath.Join(t.TempDir(), "snapshot.pickle")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []struct {
+			what string
+			set  func(f *fastState)
+		}{
+			{"the fast path reading a file", func(*fastState) {}},
+			{"the fast path reading a file by chunks of 128 KiB", func(f *fastState) { f.chunkLen = 128 << 10 }},
+			{"the fast path reading a file at offsets, not mapped", func(f *fastState) { f.chunkLen, f.noMap = 128<<10, true }},
+		} {
+			file, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := newDecoder(name)
+			v.set(&d.fast)
+			fs, ferr := d.decodeTop(file, int64(len(data)), Options{})
+			file.Close()
+			switch {
+			case (ferr == nil) != (gerr == nil):
+				t.Fatalf("%s: %s: error %v, general machine error %v", name, v.what, ferr, gerr)
+			case ferr != nil && ferr.Error() != gerr.Error():
+				t.Fatalf("%s: %s: errors differ:\nfast:    %v\ngeneral: %v", name, v.what, ferr, gerr)
+			case !reflect.DeepEqual(fs, gs):
+				t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, v.what)
+			}
+			chunkRuns += d.fast.chunks
+			if v.what == "the fast path reading a file" && d.fast.chunks > 0 && runtime.GOOS != "windows" && d.fast.maps == 0 {
+				t.Fatalf("%s: %s: read by chunks, but the file was not mapped", name, v.what)
+			}
+		}
+	}
 	if gs != nil { // after the comparisons: CheckValid builds the device index
 		checkAllValid(t, gs)
 	}
 	return batches, joins, chunkRuns
 }
 
+// decodeFiles makes decodeBothJoins decode from a file too (set by the
+// tests, not the fuzzer: a file per input would slow it down).
+var decodeFiles bool
+
 func TestFastPathEqualsGeneral(t *testing.T) {
+	decodeFiles = true
+	defer func() { decodeFiles = false }()
 	files := differentialFiles(t)
 	more, _ := filepath.Glob("testdata/*.gz")
 	files = append(files, more...)
@@ -126,4 +170,40 @@ func BenchmarkScan(b *testing.B) {
 			scanBatch(data, p, fi, &t)
 		}
 	}
+}
+
+// TestMappedFileCutWhileRead maps a snapshot for the chunk reader, then
+// cuts the file to half: reading the pages past the new end faults, and
+// the decoder must say so (or give what it read), not crash.
+func TestMappedFileCutWhileRead(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the chunk reader maps no file on Windows")
+	}
+	data := benchScanInput(t)
+	path := filepath.Join(t.TempDir(), "snapshot.pickle")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	d := newDecoder(path)
+	d.fast.afterMap = func() {
+		if err := os.Truncate(path, int64(len(data)/2)); err != nil {
+			t.Error(err)
+		}
+	}
+	s, err := d.decodeTop(file, int64(len(data)), Options{})
+	if d.fast.maps == 0 {
+		t.Fatal("the file was not mapped")
+	}
+	switch {
+	case err == nil:
+		t.Fatalf("decoded %d devices from a file cut to half while it was read, with no error", len(s.Traces))
+	case errKindOf(err) == kindInternal:
+		t.Fatalf("an internal error: %v", err)
+	}
+	t.Logf("%v (snapshot returned: %v)", err, s != nil)
 }

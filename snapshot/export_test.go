@@ -13,6 +13,8 @@ func DecodeBothForTest(t *testing.T, name string, data []byte) int {
 // DecodeBothChunksForTest is decodeBoth, also returning how many chunks
 // read ahead were taken after the one before them joined.
 func DecodeBothChunksForTest(t *testing.T, name string, data []byte) (batches, chunks int) {
+	decodeFiles = true
+	defer func() { decodeFiles = false }()
 	batches, _, chunks = decodeBothJoins(t, name, data)
 	return batches, chunks
 }

@@ -65,9 +65,16 @@ func (d *decoder) decodeTop(r io.Reader, size int64, opt Options) (s *Snapshot, 
 	if opt.MaxMemory > 0 {
 		d.budget, d.explicitBudget = opt.MaxMemory, true
 	}
+	defer d.unmapInput() // after the recover below: nothing points into the mapping once decoding is done
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			s = nil
+			if _, fault := p.(interface{ Addr() uintptr }); fault && d.fast.maps > 0 {
+				err = &decodeError{name: name, off: d.opOff, kind: kindFormat,
+					msg: "the file got shorter while it was read (is it being written?): read it again once it is complete"}
+				return
+			}
 			err = &decodeError{name: name, off: d.opOff, kind: kindInternal,
 				msg: fmt.Sprintf("internal error (a bug, please report it): %v: %s", p,
 					strings.ReplaceAll(string(debug.Stack()), "\n", " | "))}
