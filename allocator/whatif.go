@@ -36,6 +36,12 @@ type WhatIfOptions struct {
 	MemoryLimit int64
 	// Timeline, when set, is the device's snapshot.Replay already made.
 	Timeline *snapshot.Timeline
+	// Stop, when set, is asked each time the what-if's reserved peak
+	// rises, where its capacity is unlimited (so that no request can fail
+	// later): true stops the what-if there (Outcome.Stopped). A caller
+	// that keeps only settings whose peak stays under some bound learns
+	// as soon as one cannot.
+	Stop func(peakReserved int64) bool
 }
 
 // Capacity sources, for Outcome.CapacityFrom.
@@ -93,6 +99,11 @@ type Outcome struct {
 	// finish them elsewhere (a block reused or not), so a what-if of a
 	// recording with them is exact only for the recorded timing.
 	DeferredFrees int
+
+	// Stopped, when 0 or more, is the event at which WhatIfOptions.Stop
+	// stopped the what-if: the peaks are then those up to there, and the
+	// end numbers are not known. -1 when it ran to the end.
+	Stopped int
 
 	// Window is true when the recording began late (or its ring buffer
 	// wrapped) and the what-if starts from the rebuilt state: it covers
@@ -224,7 +235,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		set.MemoryLimit = opt.MemoryLimit
 	}
 	w := &whatIf{evs: s.Traces[device], rec: r, blocks: map[uint64]*block{},
-		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, DeferredFrees: rc.deferred}}
+		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, DeferredFrees: rc.deferred, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
 	w.a = New(w.out.Settings, w.dev)
@@ -244,6 +255,13 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		w.segs = len(w.a.segs)
 		w.out.PeakReserved, w.out.PeakAllocated, w.out.PeakSegments = w.a.Reserved, w.allocated, w.segs
 		w.out.InactiveSplit, w.out.InactiveSplitBytes = w.a.inactiveSplit()
+	}
+	if opt.Stop != nil && w.out.CapacityFrom == CapacityUnlimited {
+		w.stop = opt.Stop
+		if w.stop(w.out.PeakReserved) { // the state the recording began in
+			w.out.Stopped = 0
+			return w.out, nil
+		}
 	}
 	w.run()
 	return w.out, nil
@@ -355,6 +373,10 @@ type whatIf struct {
 	dev    *capacityDevice
 	out    *Outcome
 	blocks map[uint64]*block // recorded address → the model's block, while live
+	// stop is WhatIfOptions.Stop where it applies; stopped is set when it
+	// said to stop.
+	stop    func(int64) bool
+	stopped bool
 	held   []int             // free_completed entries held for the next request (as Replay holds them)
 
 	allocated int64 // allocated_bytes
@@ -367,6 +389,10 @@ func (w *whatIf) run() {
 	collects := w.rec.collects()
 	queued := false // segment entries since the last request or free
 	for i := range w.evs {
+		if w.stopped {
+			o.Stopped = i
+			return
+		}
 		ev := &w.evs[i]
 		for len(empty) > 0 && empty[0] < i {
 			empty = empty[1:]
@@ -440,6 +466,7 @@ func (w *whatIf) request(i int) {
 	if w.a.Reserved > o.PeakReserved {
 		o.PeakReserved, o.PeakReservedAt = w.a.Reserved, i
 		o.InactiveSplit, o.InactiveSplitBytes = w.a.inactiveSplit()
+		w.stopped = w.stop != nil && w.stop(o.PeakReserved)
 	}
 	w.flushHeld()
 }

@@ -28,13 +28,18 @@ func (d *Device) SimulateSettings() []SettingAdvice { return d.simulateSettings(
 // saving first; nil when the model cannot run the trace.
 func (d *Device) simulateSettings() []SettingAdvice {
 	rec := d.Timeline.PeakReserved.Bytes
+	// A setting is kept when it saves 1% or more (below); one whose peak
+	// rises past that can be stopped there (where nothing can fail later:
+	// allocator.WhatIfOptions.Stop), which a recording that began late
+	// with its segments already reserved does at its first event.
+	saves := func(peak int64) bool { return 100*(rec-peak) >= rec }
 	var out []SettingAdvice
-	for _, w := range d.whatIfs(adviseSettings) {
+	for _, w := range d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }) {
 		if w.err != nil {
 			return nil
 		}
 		oom := w.res.OOM != nil && len(d.OOMs) == 0
-		if !oom && 100*(rec-w.res.PeakReserved) < rec {
+		if !oom && !saves(w.res.PeakReserved) {
 			continue // saves under 1%
 		}
 		out = append(out, SettingAdvice{Conf: w.conf, PeakReserved: w.res.PeakReserved, Recorded: rec, OOM: oom})

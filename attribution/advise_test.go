@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/memscope/memscope/budget"
@@ -368,4 +369,52 @@ func TestAdviseSettingsMatchTorch(t *testing.T) {
 	if e := math.Abs(float64(got-want)) / float64(want); e > 0.02 {
 		t.Errorf("expandable segments: reserved peak %d, torch's %d: off by %.1f%%", got, want, 100*e)
 	}
+}
+
+// TestSimulateSettingsStopped: advise's settings stop as soon as their
+// reserved peak cannot save 1% (allocator.WhatIfOptions.Stop), and keep
+// exactly the settings, with the same peaks, that running each to the end
+// keeps; on every fixture, generated snapshots included.
+func TestSimulateSettingsStopped(t *testing.T) {
+	stopped, kept, compared := 0, 0, 0
+	paths, _ := filepath.Glob("../fixtures/*/snapshot.pickle")
+	more, _ := filepath.Glob("../fixtures/*/*/snapshot.pickle")
+	for _, path := range append(paths, more...) {
+		s, err := snapshot.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range Analyze(s, Options{Device: -1}).Devices {
+			rec := d.Timeline.PeakReserved.Bytes
+			full := d.whatIfs(adviseSettings, nil)
+			early := d.whatIfs(adviseSettings, func(p int64) bool { return 100*(rec-p) < rec })
+			for i := range full {
+				if full[i].err != nil || early[i].err != nil {
+					if (full[i].err == nil) != (early[i].err == nil) {
+						t.Fatalf("%s device %d %s: errors %v and %v", path, d.Device, full[i].conf, full[i].err, early[i].err)
+					}
+					continue
+				}
+				compared++
+				f, e := full[i].res, early[i].res
+				if e.Stopped >= 0 {
+					stopped++
+					if 100*(rec-f.PeakReserved) >= rec || f.OOM != nil {
+						t.Errorf("%s device %d %s: stopped at event %d, but run to the end it peaks at %d of %d recorded (oom %v): kept",
+							path, d.Device, full[i].conf, e.Stopped, f.PeakReserved, rec, f.OOM != nil)
+					}
+					continue
+				}
+				if f.PeakReserved != e.PeakReserved || (f.OOM == nil) != (e.OOM == nil) {
+					t.Errorf("%s device %d %s: not stopped, yet peak %d (oom %v) against %d (oom %v) run to the end",
+						path, d.Device, full[i].conf, e.PeakReserved, e.OOM != nil, f.PeakReserved, f.OOM != nil)
+				}
+				kept++
+			}
+		}
+	}
+	if stopped == 0 || kept == 0 {
+		t.Fatalf("%d what-ifs compared, %d stopped, %d run to the end: both kinds must be seen", compared, stopped, kept)
+	}
+	t.Logf("%d what-ifs compared: %d stopped early, %d run to the end", compared, stopped, kept)
 }

@@ -39,7 +39,7 @@ var oomSettings = []string{"expandable_segments:True", "max_split_size_mb:128", 
 func (d *Device) simulateOOMs() []OOMSetting {
 	last := d.OOMs[len(d.OOMs)-1].Index
 	var out []OOMSetting
-	for _, w := range d.whatIfs(oomSettings) {
+	for _, w := range d.whatIfs(oomSettings, nil) {
 		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
 		if w.err == nil {
 			os.PeakReserved, os.Window = w.res.PeakReserved, w.res.Window
@@ -63,13 +63,13 @@ type whatIf struct {
 // whatIfs runs the device's recorded requests under each conf applied to
 // the recorded settings (allocator.WhatIf, the capacity the recording
 // shows); nil when the recorded settings cannot be read.
-func (d *Device) whatIfs(confs []string) []whatIf {
+func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool) []whatIf {
 	s := d.an.Snapshot
 	base, err := allocator.SettingsFromSnapshot(s.Settings)
 	if err != nil {
 		return nil
 	}
-	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline}) // replayed once for every conf
+	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline, Stop: stop}) // replayed once for every conf
 	var out []whatIf
 	var sets []allocator.Settings
 	for _, conf := range confs {
