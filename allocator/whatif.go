@@ -377,7 +377,7 @@ type whatIf struct {
 	// said to stop.
 	stop    func(int64) bool
 	stopped bool
-	held   []int             // free_completed entries held for the next request (as Replay holds them)
+	held    []int // free_completed entries held for the next request (as Replay holds them)
 
 	allocated int64 // allocated_bytes
 	segs      int   // cudaMalloc'd segments
