@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/memscope/memscope/internal/textsafe"
 )
 
 // This file reads settings: PYTORCH_CUDA_ALLOC_CONF strings and a
@@ -47,7 +49,7 @@ func (s *Settings) applyConf(conf string, lenient bool) error {
 			if lenient && errors.Is(err, errUnknownOption) {
 				continue
 			}
-			return fmt.Errorf("allocator option %s: %w", key, err)
+			return fmt.Errorf("allocator option %s: %w", textsafe.Escape(key), err)
 		}
 	}
 	return nil
@@ -242,7 +244,7 @@ func SettingsFromSnapshot(m map[string]any) (Settings, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := m[k]
-		bad := func() error { return fmt.Errorf("allocator_settings %s: unexpected value %v", k, v) }
+		bad := func() error { return fmt.Errorf("allocator_settings %s: unexpected value %s", k, showValue(v)) }
 		switch k {
 		case "max_split_size":
 			n, ok := asInt(v)
@@ -290,7 +292,7 @@ func (s *Settings) divisionsFromValue(v any) error {
 			mb, err := strconv.ParseUint(k, 10, 64)
 			n, ok := asInt(x)
 			if err != nil || mb == 0 || mb&(mb-1) != 0 || !ok || n < 0 {
-				return fmt.Errorf("entry %q: %v", k, x)
+				return fmt.Errorf("entry %q: %s", k, showValue(x))
 			}
 			s.Divisions[min(63-bits.LeadingZeros64(mb), len(s.Divisions)-1)] = n
 		}
@@ -298,20 +300,30 @@ func (s *Settings) divisionsFromValue(v any) error {
 		for i, x := range v {
 			n, ok := asInt(x)
 			if !ok || n < 0 || i >= len(s.Divisions) {
-				return fmt.Errorf("entry %d: %v", i, x)
+				return fmt.Errorf("entry %d: %s", i, showValue(x))
 			}
 			s.Divisions[i] = n
 		}
 	default:
 		n, ok := asInt(v)
 		if !ok || n < 0 {
-			return fmt.Errorf("unexpected value %v", v)
+			return fmt.Errorf("unexpected value %s", showValue(v))
 		}
 		for i := range s.Divisions {
 			s.Divisions[i] = n
 		}
 	}
 	return nil
+}
+
+// showValue writes a settings value from the snapshot for a message: a
+// string quoted, anything else as Go prints it, control characters
+// escaped either way (the file may be anyone's).
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return textsafe.Escape(fmt.Sprint(v))
 }
 
 func asInt(v any) (int64, bool) {
