@@ -79,23 +79,26 @@ func (d *decoder) checkValues(s *Snapshot) error {
 		return d.failAt(-1, kindSchema, "device_traces[%d]: past the last device index %d (%d device lists)", maxDevice, maxDevice-1, len(s.Traces))
 	}
 	for dev, tr := range s.Traces {
+		what := func(i int, format string, args ...any) error {
+			return d.failAt(-1, kindSchema, "device_traces[%d][%d] (%s): %s", dev, i, tr[i].Action, fmt.Sprintf(format, args...))
+		}
+		sum := total[dev]
 		for i := range tr {
 			e := &tr[i]
-			what := func(format string, args ...any) error {
-				return d.failAt(-1, kindSchema, "device_traces[%d][%d] (%s): %s", dev, i, e.Action, fmt.Sprintf(format, args...))
+			if e.Action == ActionOOM {
+				continue
 			}
-			if int(e.Action) < len(needsAddr) && needsAddr[e.Action] && e.Addr == 0 {
-				return what("no \"addr\", or addr 0")
+			if e.Addr == 0 && int(e.Action) < len(needsAddr) && needsAddr[e.Action] {
+				return what(i, "no \"addr\", or addr 0")
 			}
-			if e.Action != ActionOOM && (e.Size < -maxSize || e.Size > maxSize) {
-				return what("size %d is out of range (want at most %d)", e.Size, int64(maxSize))
+			if e.Size < -maxSize || e.Size > maxSize {
+				return what(i, "size %d is out of range (want at most %d)", e.Size, int64(maxSize))
 			}
-			if e.Action != ActionOOM {
-				if total[dev] += max(e.Size, -e.Size); total[dev] > maxTotal {
-					return what("the sizes of the device's entries up to it, with its segments' total_size and requested_size, add up past %d", int64(maxTotal))
-				}
+			if sum += max(e.Size, -e.Size); sum > maxTotal {
+				return what(i, "the sizes of the device's entries up to it, with its segments' total_size and requested_size, add up past %d", int64(maxTotal))
 			}
 		}
+		total[dev] = sum
 	}
 	for i := range s.Annotations {
 		if a := &s.Annotations[i]; a.Device < -1 || a.Device >= maxDevice {
