@@ -175,15 +175,8 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 // findFaulting is findBatchStart, reporting false on a memory fault (a
 // mapped file cut shorter while it was read).
 func findFaulting(buf []byte, from int) (at int, ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
-				panic(r)
-			}
-			at, ok = -1, false
-		}
-	}()
-	return findBatchStart(buf, from), true
+	ok = noFault(func() { at = findBatchStart(buf, from) })
+	return at, ok
 }
 
 // stop ends the reader goroutine and the lanes of the chunks it read that

@@ -265,17 +265,30 @@ func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane 
 
 // scanFaulting is scanBatch, reporting false on a memory fault (a mapped
 // file cut shorter while it was read).
-func scanFaulting(buf []byte, p int, fi frameInfo, t *fastTape) (ok bool) {
+func scanFaulting(buf []byte, p int, fi frameInfo, t *fastTape) bool {
+	return noFault(func() { scanBatch(buf, p, fi, t) })
+}
+
+// noFault runs fn and reports whether it returned: false when it faulted
+// on memory (with debug.SetPanicOnFault set on the goroutine), which is
+// what reading a mapped file cut shorter does. Other panics go on.
+func noFault(fn func()) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			if !isFault(r) {
 				panic(r)
 			}
 			ok = false
 		}
 	}()
-	scanBatch(buf, p, fi, t)
+	fn()
 	return true
+}
+
+// isFault reports whether a recovered value is a memory fault.
+func isFault(r any) bool {
+	_, fault := r.(interface{ Addr() uintptr })
+	return fault
 }
 
 // discard stops the lane's scanner and waits for it.
