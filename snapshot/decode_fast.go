@@ -130,7 +130,7 @@ type fastState struct {
 	chunks     int
 	chunkBufs  chan []byte
 	chunkTapes chan []fastTape
-	// The file mapped for the chunk reader (mmap_unix.go), its unmapping,
+	// The file mapped for the chunk reader (mmap_linux.go), its unmapping,
 	// and how much of it was dropped from the resident set; noMap (tests,
 	// or after a failed try) reads instead.
 	mapped  []byte

@@ -87,7 +87,7 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 				t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, v.what)
 			}
 			chunkRuns += d.fast.chunks
-			if v.what == "the fast path reading a file" && d.fast.chunks > 0 && runtime.GOOS != "windows" && d.fast.maps == 0 {
+			if v.what == "the fast path reading a file" && d.fast.chunks > 0 && runtime.GOOS == "linux" && d.fast.maps == 0 {
 				t.Fatalf("%s: %s: read by chunks, but the file was not mapped", name, v.what)
 			}
 		}
@@ -176,8 +176,8 @@ func BenchmarkScan(b *testing.B) {
 // cuts the file to half: reading the pages past the new end faults, and
 // the decoder must say so (or give what it read), not crash.
 func TestMappedFileCutWhileRead(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the chunk reader maps no file on Windows")
+	if runtime.GOOS != "linux" {
+		t.Skip("the chunk reader maps files on linux only")
 	}
 	data := benchScanInput(t)
 	path := filepath.Join(t.TempDir(), "snapshot.pickle")
