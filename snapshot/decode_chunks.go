@@ -115,7 +115,7 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 	go func() {
 		defer close(p.done)
 		defer close(p.chunks)
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see findFaulting
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see noFault
 		off := from
 		for off < size {
 			var buf []byte
@@ -129,13 +129,10 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 				default:
 					buf = make([]byte, n+slack)
 				}
-				var err error
-				got, err = ra.ReadAt(buf[:want], origin+off)
-				if got < want || (err != nil && err != io.EOF) || got == 0 {
-					got = max(got, 0) // the general machine reads it again and says what failed
-					if got == 0 {
-						return
-					}
+				// A short read keeps what it got; none ends the run, and the
+				// general machine reads on and says what failed.
+				if got, _ = ra.ReadAt(buf[:want], origin+off); got <= 0 {
+					return
 				}
 			}
 			var ts []fastTape
@@ -149,8 +146,7 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 			// slack): this chunk is the last.
 			next := -1
 			if got > n && off+int64(got) < size {
-				var ok bool
-				if next, ok = findFaulting(buf[:got], n); !ok {
+				if !noFault(func() { next = findBatchStart(buf[:got], n) }) {
 					return // the mapped file got shorter: the general machine reads what is left
 				}
 			}
@@ -170,13 +166,6 @@ func (d *decoder) startChunks(from int64) *chunkPipe {
 		}
 	}()
 	return p
-}
-
-// findFaulting is findBatchStart, reporting false on a memory fault (a
-// mapped file cut shorter while it was read).
-func findFaulting(buf []byte, from int) (at int, ok bool) {
-	ok = noFault(func() { at = findBatchStart(buf, from) })
-	return at, ok
 }
 
 // stop ends the reader goroutine and the lanes of the chunks it read that

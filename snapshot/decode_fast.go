@@ -123,8 +123,8 @@ type fastState struct {
 	parallelMin int
 	// Reading by chunks (decode_chunks.go): chunkLen, when set (tests),
 	// replaces chunkLen; noChunks (tests) reads by windows only; chunks
-	// counts the chunks taken after the one before joined, for tests; the pools of chunk buffers and
-	// lanes' tapes.
+	// counts the chunks taken after the one before joined, for tests;
+	// then the pools of chunk buffers and of lanes' tapes.
 	chunkLen   int
 	noChunks   bool
 	chunks     int
@@ -239,7 +239,7 @@ func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane 
 		// while it is read faults, and the scan stops there.
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		for t := range l.empty {
-			if !scanFaulting(buf, p, fi, t) {
+			if !noFault(func() { scanBatch(buf, p, fi, t) }) {
 				t.ok, t.last = false, true
 				l.full <- t
 				return
@@ -261,12 +261,6 @@ func startLane(buf []byte, p, stopAt int, fi frameInfo, tapes []fastTape) *lane 
 		}
 	}()
 	return l
-}
-
-// scanFaulting is scanBatch, reporting false on a memory fault (a mapped
-// file cut shorter while it was read).
-func scanFaulting(buf []byte, p int, fi frameInfo, t *fastTape) bool {
-	return noFault(func() { scanBatch(buf, p, fi, t) })
 }
 
 // noFault runs fn and reports whether it returned: false when it faulted

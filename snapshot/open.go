@@ -70,7 +70,7 @@ func (d *decoder) decodeTop(r io.Reader, size int64, opt Options) (s *Snapshot, 
 	defer func() {
 		if p := recover(); p != nil {
 			s = nil
-			if isFault(p) && d.fast.maps > 0 {
+			if isFault(p) && d.fast.mapped != nil {
 				err = &decodeError{name: name, off: d.opOff, kind: kindFormat,
 					msg: "the file got shorter while it was read (is it being written?): read it again once it is complete"}
 				return

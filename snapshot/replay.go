@@ -156,10 +156,9 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	} else {
 		t.pipelined(e, ob)
 	}
-	w := ob.w
 	t.End = e.n
 	t.Death, t.PreDeath = e.death, e.preDeath
-	t.warnings(e, &w)
+	t.warnings(e, &ob.w)
 	t.final = e
 	t.cur = &cursor{}
 	return t

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // CheckValid verifies the invariants the analyses rely on in a Timeline
@@ -101,6 +100,7 @@ func (t *Timeline) checkSeries() error {
 	for k, v := range value(&e.n) {
 		want[k] = Peak{Bytes: v, Index: -1}
 	}
+	oom := 0 // the oom events passed
 	for i := range t.Events {
 		ev := &t.Events[i]
 		e.apply(i, ev)
@@ -113,8 +113,11 @@ func (t *Timeline) checkSeries() error {
 				want[k] = Peak{v, i, ev.TimeUS}
 			}
 		}
-		if k, ok := slices.BinarySearch(t.OOMs, i); ok && ev.Action == ActionOOM && (k >= len(t.OOMStates) || t.OOMStates[k] != n) {
-			return fmt.Errorf("device %d: the state after oom event %d is %+v; OOMStates does not hold it", t.Device, i, n)
+		if ev.Action == ActionOOM && ev.Size >= 0 {
+			if oom >= len(t.OOMStates) || t.OOMStates[oom] != n {
+				return fmt.Errorf("device %d: the state after oom event %d is %+v; OOMStates does not hold it", t.Device, i, n)
+			}
+			oom++
 		}
 		if t.Points != nil {
 			if p := t.Points[i]; p != (Point{i, ev.TimeUS, n}) {

@@ -118,18 +118,7 @@ func TestRanksFromSummaries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := func(args ...string) report.RanksJSON {
-		t.Helper()
-		r := runMemscope(append([]string{"ranks", "--json"}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("ranks %v: exit %d: %v", args, r.code, r.err)
-		}
-		var doc report.ResultDoc[report.RanksJSON]
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-			t.Fatal(err)
-		}
-		return doc.Result
-	}
+	get := func(args ...string) report.RanksJSON { return ranksJSON(t, args...) }
 	a, b := get(snaps), get(dir)
 	if len(a.Ranks) != n || len(b.Ranks) != n {
 		t.Fatalf("%d and %d ranks, want %d", len(a.Ranks), len(b.Ranks), n)
@@ -214,18 +203,7 @@ func TestRanksOfCaptureRun(t *testing.T) {
 			t.Fatalf("no summary.rank%d.json written", r)
 		}
 	}
-	get := func(args ...string) report.RanksJSON {
-		t.Helper()
-		r := runMemscope(append([]string{"ranks", "--json"}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("ranks %v: exit %d: %v", args, r.code, r.err)
-		}
-		var doc report.ResultDoc[report.RanksJSON]
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-			t.Fatal(err)
-		}
-		return doc.Result
-	}
+	get := func(args ...string) report.RanksJSON { return ranksJSON(t, args...) }
 	run := get(dir)
 	snaps := get(filepath.Join(src, "snapshot.rank0.pickle"), filepath.Join(src, "snapshot.rank1.pickle"))
 	rd, err := capture.ReadRun(src)
@@ -335,4 +313,18 @@ func builtSummary(peak, reserved int64, files, sites int) []byte {
 	}
 	b, _ := json.Marshal(doc)
 	return b
+}
+
+// ranksJSON runs memscope ranks --json ARGS… and decodes its result.
+func ranksJSON(t *testing.T, args ...string) report.RanksJSON {
+	t.Helper()
+	r := runMemscope(append([]string{"ranks", "--json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("ranks %v: exit %d: %v", args, r.code, r.err)
+	}
+	var doc report.ResultDoc[report.RanksJSON]
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Result
 }
