@@ -159,6 +159,25 @@ func (x *index) liveAt(e int) []int32 {
 	return out
 }
 
+// window is the empty answer for [from, to] in px columns: the axis, the
+// columns' X, Events and Columns; bound are the columns' event bounds
+// (axis.columns), nil when the recording has no event.
+func (ax *axis) window(from, to int64, px int) (tl *Timeline, bound []int) {
+	tl = &Timeline{Axis: "event", From: from, To: to, Span: ax.span(), Recorded: len(ax.events),
+		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
+		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
+	if ax.timed {
+		tl.Axis = "time_us"
+	}
+	if len(ax.events) == 0 {
+		return tl, nil
+	}
+	tl.X, bound = ax.columns(from, to, px)
+	tl.Events = bound[len(bound)-1] - bound[0]
+	tl.Columns = len(bound) - 1
+	return tl, bound
+}
+
 // timeline answers one window [from, to] of the axis with px columns and
 // at most bands allocations drawn by themselves.
 //
@@ -169,21 +188,11 @@ func (x *index) liveAt(e int) []int32 {
 // events and allocations plus columns × bands, whatever the recording
 // holds outside the window.
 func (x *index) timeline(from, to int64, px, bands int) *Timeline {
-	n := len(x.events)
-	tl := &Timeline{Axis: "event", From: from, To: to, Span: x.span(), Recorded: n,
-		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
-		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
-	if x.timed {
-		tl.Axis = "time_us"
-	}
-	if n == 0 {
+	tl, bound := x.axis.window(from, to, px)
+	if bound == nil {
 		return tl
 	}
-	var bound []int
-	tl.X, bound = x.columns(from, to, px)
-	tl.Events = bound[len(bound)-1] - bound[0]
-	cols := len(bound) - 1
-	tl.Columns = cols
+	cols := tl.Columns
 	for c := 0; c < cols; c++ {
 		a, b := bound[c], bound[c+1]
 		if a >= b {
@@ -416,23 +425,14 @@ const OverviewPoints = 8192
 // bands, no rest. It needs no
 // index, so the page paints while the index is built.
 func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, from, to int64, px int) *Timeline {
-	n := len(ax.events)
-	tl := &Timeline{Axis: "event", From: from, To: to, Span: ax.span(), Recorded: n, Partial: true,
-		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
-		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
-	if ax.timed {
-		tl.Axis = "time_us"
-	}
-	if n == 0 {
-		return tl
-	}
 	// The columns of index.timeline, so that the overview and the full
 	// answer draw the same ones.
-	var bound []int
-	tl.X, bound = ax.columns(from, to, px)
-	tl.Events = bound[len(bound)-1] - bound[0]
-	cols := len(bound) - 1
-	tl.Columns = cols
+	tl, bound := ax.window(from, to, px)
+	tl.Partial = true
+	if bound == nil {
+		return tl
+	}
+	cols := tl.Columns
 	seen := make([]bool, cols)
 	tl.Sample, tl.At, tl.Min, tl.Max = make([]int, cols), make([]int64, cols), make([]int64, cols), make([]int64, cols)
 	var before int64 // allocated at the last sampled state left of the column
