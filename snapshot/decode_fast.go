@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime/debug"
-	"slices"
 	"sync/atomic"
 )
 
@@ -104,21 +103,19 @@ type fastState struct {
 	tapes2 []fastTape // the second scanner's, made once
 	memo   []pendingMemo
 	frames []FrameID
-	// The keys of the last entry resolved, and the last stack: valid while
-	// *Gen is memo.gen+1 (no committed memo entry overwritten since).
-	keyRefs   []uint32
-	keyIDs    []int64
-	keySeen   uint64
-	keysGen   uint64
-	stackRefs []uint32
-	stackID   StackID
-	stackGen  uint64
-	prev      []int64 // the last entry's resolved values, by pair
-	off       bool    // set by tests to read everything with the general machine
-	serial    bool    // set by tests: no scanner goroutine
-	serial2   bool    // set by tests: one scanner goroutine, not two
-	batch     int     // batches read here, for tests
-	joins     int     // second scanners whose tapes were taken, for tests
+	// The keys of the last entry resolved: valid while keysGen is
+	// memo.gen+1 (no committed memo entry overwritten since).
+	keyRefs []uint32
+	keyIDs  []int64
+	keySeen uint64
+	keysGen uint64
+	stacks  listStacks // the stacks that lists of frames read before made
+	prev    []int64    // the last entry's resolved values, by pair
+	off     bool       // set by tests to read everything with the general machine
+	serial  bool       // set by tests: no scanner goroutine
+	serial2 bool       // set by tests: one scanner goroutine, not two
+	batch   int        // batches read here, for tests
+	joins   int        // second scanners whose tapes were taken, for tests
 	// parallelMin, when set (tests), replaces fastParallel.
 	parallelMin int
 	// Reading by chunks (decode_chunks.go): chunkLen, when set (tests),
@@ -837,10 +834,9 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 		f.memo = append(f.memo, pendingMemo{open: true})
 	}
 	refs := t.refs[pr.n+1 : pr.n+1+int64(t.refs[pr.n])]
-	var id StackID
-	if f.stackGen == d.memo.gen+1 && slices.Equal(refs, f.stackRefs) {
-		id = f.stackID // an entry often has the stack of the one before
-	} else {
+	h := hashRefs(refs)
+	id, ok := f.stacks.get(refs, h, d.memo.gen)
+	if !ok {
 		f.frames = f.frames[:0]
 		committed := true
 		for _, i := range refs {
@@ -852,10 +848,8 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 			f.frames = append(f.frames, FrameID(v.n))
 		}
 		id = d.stacks.InternStack(f.frames)
-		f.stackGen = 0
 		if committed {
-			f.stackRefs = append(f.stackRefs[:0], refs...)
-			f.stackID, f.stackGen = id, d.memo.gen+1
+			f.stacks.put(refs, h, d.memo.gen, id)
 		}
 	}
 	if slot >= 0 {
