@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 )
 
@@ -38,6 +39,10 @@ const (
 	fastWindow   = 2 << 20
 	fastParallel = 256 << 10
 )
+
+// maxEntryPairs is how many pairs a trace entry the fast path takes may
+// have: its keys are distinct, and the committer knows kAction…kFrames.
+const maxEntryPairs = kFrames - kAction + 1
 
 // maxFastPending bounds the memo entries one batch may make.
 const maxFastPending = 1 << 16
@@ -329,6 +334,10 @@ var batchBoundary = []byte{opAppends, opMark, opEmptyDict, opMemoize, opMark}
 // skipFrames skips the FRAME opcodes at buf[p], which pickle puts between
 // any two opcodes. A FRAME that claims more than the input holds is left
 // for the general machine to report.
+//
+// The scanners look for a FRAME only where the opcode they find is not one
+// they expect: FRAME is none of them, and pickle writes one per 64 KiB, so
+// that looking for it first at every opcode cost a sixth of the scan.
 func skipFrames(buf []byte, p int, fi *frameInfo) int {
 	for p+9 <= len(buf) && buf[p] == opFrame {
 		n := binary.LittleEndian.Uint64(buf[p+1:])
@@ -343,6 +352,16 @@ func skipFrames(buf []byte, p int, fi *frameInfo) int {
 	return p
 }
 
+// expect returns the position of opcode op at buf[p] or past the FRAMEs
+// there, and whether it is there.
+func expect(buf []byte, p int, op byte, fi *frameInfo) (int, bool) {
+	if p < len(buf) && buf[p] == op {
+		return p, true
+	}
+	p = skipFrames(buf, p, fi)
+	return p, p < len(buf) && buf[p] == op
+}
+
 // scanBatch reads the batch at buf[p] (a MARK) into t. t.ok says whether it
 // is one the committer may take; t.last that no batch follows it.
 func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
@@ -353,7 +372,7 @@ func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
 	}
 	p++
 	for {
-		if p = skipFrames(buf, p, &fi); p >= len(buf) {
+		if p >= len(buf) {
 			return
 		}
 		switch buf[p] {
@@ -365,6 +384,12 @@ func scanBatch(buf []byte, p int, fi frameInfo, t *fastTape) {
 			continue
 		case opAppends:
 			p++
+		case opFrame:
+			if q := skipFrames(buf, p, &fi); q > p {
+				p = q
+				continue
+			}
+			return
 		default:
 			return
 		}
@@ -392,37 +417,57 @@ func scanRef(buf []byte, p int) (i uint32, next int, ok bool) {
 // compared with the previous entry's at the same place, so that the
 // committer resolves a value once while it repeats.
 func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
-	if p = skipFrames(buf, p+1, fi); p >= len(buf) || buf[p] != opMemoize {
+	var ok bool
+	if p, ok = expect(buf, p+1, opMemoize, fi); !ok {
 		return p, false
 	}
-	if p = skipFrames(buf, p+1, fi); p >= len(buf) || buf[p] != opMark {
+	if p, ok = expect(buf, p+1, opMark, fi); !ok {
 		return p, false
 	}
 	p++
+	n0 := len(t.pairs)
 	var prev []fastPair
 	if n := len(t.ev); n > 0 {
 		prev = t.pairs[t.ev[n-1]:]
 	}
-	t.ev = append(t.ev, int32(len(t.pairs)))
+	t.ev = append(t.ev, int32(n0))
+	// The entry's pairs are written in place, in room made once: built
+	// on the stack and appended, a pair's byte fields' stores stalled the
+	// 16-byte load of the copy.
+	if cap(t.pairs)-n0 < maxEntryPairs {
+		t.pairs = slices.Grow(t.pairs, maxEntryPairs)
+	}
+	room := (*[maxEntryPairs]fastPair)(t.pairs[n0 : n0+maxEntryPairs])
 	sameKeys := prev != nil
 	for at := 0; ; at++ {
-		if p = skipFrames(buf, p, fi); p >= len(buf) {
+		if p >= len(buf) {
 			return p, false
 		}
 		if buf[p] == opSetItems {
+			t.pairs = t.pairs[:n0+at]
 			t.sameKeys = append(t.sameKeys, sameKeys && at == len(prev))
 			return p + 1, true
 		}
-		var pr fastPair
-		var ok bool
-		if pr.key, p, ok = scanRef(buf, p); !ok {
+		if at == maxEntryPairs {
+			return p, false // more keys than the committer knows
+		}
+		key, next, ok := scanRef(buf, p)
+		if !ok {
+			if q := skipFrames(buf, p, fi); q > p {
+				p, at = q, at-1
+				continue
+			}
 			return p, false
 		}
+		p = next
+		pr := &room[at]
+		*pr = fastPair{key: key}
 		var pv *fastPair
-		if sameKeys = sameKeys && at < len(prev) && prev[at].key == pr.key; sameKeys {
+		if sameKeys = sameKeys && at < len(prev) && prev[at].key == key; sameKeys {
 			pv = &prev[at]
 		}
-		if p = skipFrames(buf, p, fi); p+2 > len(buf) {
+	value:
+		if p+2 > len(buf) {
 			return p, false
 		}
 		switch op := buf[p]; op {
@@ -461,24 +506,29 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 				string(buf[pv.n:pv.n+int64(pv.slen)]) == string(buf[p+2:p+2+k]) {
 				pr.flags |= fpSame
 			}
-			if p = skipFrames(buf, p+2+k, fi); p < len(buf) && buf[p] == opMemoize {
+			if p, ok = expect(buf, p+2+k, opMemoize, fi); ok {
 				pr.flags, p = pr.flags|fpMemo, p+1
 			}
 		case opEmptyList:
 			pr.kind = fvList
-			if p = skipFrames(buf, p+1, fi); p < len(buf) && buf[p] == opMemoize {
+			if p, ok = expect(buf, p+1, opMemoize, fi); ok {
 				pr.flags, p = pr.flags|fpMemo, p+1
 			}
 			if pv != nil && pv.kind != fvList {
 				pv = nil
 			}
-			if p, ok = scanFrames(buf, p, fi, t, &pr, pv); !ok {
+			if p, ok = scanFrames(buf, p, fi, t, pr, pv); !ok {
 				return p, false
 			}
+		case opFrame:
+			if q := skipFrames(buf, p, fi); q > p {
+				p = q
+				goto value
+			}
+			return p, false
 		default:
 			return p, false
 		}
-		t.pairs = append(t.pairs, pr)
 	}
 }
 
@@ -545,13 +595,13 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv 
 		}
 	}
 	for {
-		if p = skipFrames(buf, p, fi); p >= len(buf) {
+		if p >= len(buf) {
 			return p, false
 		}
 		if buf[p] == opMark {
 			p++
 			for {
-				if p = skipFrames(buf, p, fi); p >= len(buf) {
+				if p >= len(buf) {
 					return p, false
 				}
 				if buf[p] == opAppends {
@@ -560,6 +610,10 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv 
 				}
 				i, next, ok := scanRef(buf, p)
 				if !ok {
+					if q := skipFrames(buf, p, fi); q > p {
+						p = q
+						continue
+					}
 					return p, false
 				}
 				l.add(i)
@@ -569,13 +623,18 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv 
 		}
 		i, next, ok := scanRef(buf, p)
 		if !ok {
+			if q := skipFrames(buf, p, fi); q > p {
+				p = q
+				continue
+			}
 			end()
 			return p, true // the list ended: a key or SETITEMS follows
 		}
-		if next = skipFrames(buf, next, fi); next >= len(buf) {
-			return p, false
-		}
-		if buf[next] != opAppend {
+		next, ok = expect(buf, next, opAppend, fi)
+		if !ok {
+			if next >= len(buf) {
+				return p, false
+			}
 			end()
 			return p, true // that was the next key
 		}
