@@ -601,6 +601,21 @@ func scanFrames(buf []byte, p int, fi *frameInfo, t *fastTape, pr *fastPair, pv 
 		if buf[p] == opMark {
 			p++
 			for {
+				// A run of references, what a list of frames read before
+				// is.
+			refs:
+				for p+5 <= len(buf) {
+					switch buf[p] {
+					case opBinGet:
+						l.add(uint32(buf[p+1]))
+						p += 2
+					case opLongBinGet:
+						l.add(binary.LittleEndian.Uint32(buf[p+1:]))
+						p += 5
+					default:
+						break refs
+					}
+				}
 				if p >= len(buf) {
 					return p, false
 				}
