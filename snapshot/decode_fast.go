@@ -162,22 +162,20 @@ func (d *decoder) fastBatch() (bool, error) {
 	if m := &d.memo; m.count != m.n || len(m.sparse) != 0 {
 		return false, nil
 	}
-	if d.useChunks() {
-		return d.fastChunks(lo, uint32(lv.n))
-	}
 	in := &d.in
+	f := &d.fast
+	chunks := d.useChunks()
 	if in.end-in.pos < fastWindow && !in.eof && len(in.buf) >= 2*fastWindow {
 		in.fill(fastWindow)
 	}
 	buf := in.buf[:in.end]
 	fi := frameInfo{size: in.size, base: in.base, eof: in.eof, end: in.end}
-	f := &d.fast
 	read := false
 	par := fastParallel
 	if f.parallelMin > 0 {
 		par = f.parallelMin
 	}
-	if f.serial || len(buf)-in.pos < par {
+	if chunks || f.serial || len(buf)-in.pos < par {
 		for {
 			t := &f.tapes[0]
 			scanBatch(buf, in.pos, fi, t)
@@ -187,6 +185,15 @@ func (d *decoder) fastBatch() (bool, error) {
 			read, in.pos = true, t.end
 			if t.last {
 				return true, d.fastErr
+			}
+			// By chunks, once one batch is read here: a list's first
+			// batches often define frames, which the fast path gives to
+			// the general machine, and a chunk run started on one would
+			// be stopped at once, its chunks read and scanned ahead for
+			// nothing.
+			if chunks && d.useChunks() {
+				_, err := d.fastChunks(lo, uint32(lv.n))
+				return true, err
 			}
 		}
 	}
