@@ -109,7 +109,6 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		ranges []snapshot.Range
 		phases *Phases
 		acc    *phaseAccumulator
-		churn  churn
 	)
 	ready := make(chan struct{})
 	go func() {
@@ -118,7 +117,6 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		ranges = s.Ranges(d)
 		phases = findPhases(s, d, events, ranges, k)
 		acc = newPhaseAccumulator(phases, len(events))
-		churn = countChurn(events)
 	}()
 	before := map[int]int64{}
 	var most int64
@@ -163,7 +161,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		defer close(warm)
 		t.StateAt(t.PeakAllocated.Index)
 	}()
-	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn, reservedBefore: before, ranges: ranges,
+	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn(t.Churn), reservedBefore: before, ranges: ranges,
 		allocSizes: sizes, series: series, seriesPoints: a.opt.SeriesPoints}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
 	dev.class.splitPreexisting(t.Initial, events)

@@ -97,8 +97,8 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 	for _, ph := range p.List {
 		c.training = c.training || ph.Name == "backward" || ph.Name == "optimizer"
 	}
-	for i := range events {
-		if !c.training && events[i].Action == snapshot.ActionAlloc && events[i].Stack != 0 && k.stack(events[i].Stack)&kindOptimizer != 0 {
+	for i := 0; i < len(events) && !c.training; i++ {
+		if events[i].Action == snapshot.ActionAlloc && events[i].Stack != 0 && k.stack(events[i].Stack)&kindOptimizer != 0 {
 			c.training = true
 		}
 	}

@@ -43,29 +43,9 @@ type Fragmentation struct {
 	Verdict FragVerdict
 }
 
-// churn counts the segment events of a whole trace.
-type churn struct {
-	SegmentAllocs, SegmentFrees, Maps, Unmaps, OOMs int
-}
-
-func countChurn(events []snapshot.Event) churn {
-	var c churn
-	for i := range events {
-		switch events[i].Action {
-		case snapshot.ActionSegmentAlloc:
-			c.SegmentAllocs++
-		case snapshot.ActionSegmentFree:
-			c.SegmentFrees++
-		case snapshot.ActionSegmentMap:
-			c.Maps++
-		case snapshot.ActionSegmentUnmap:
-			c.Unmaps++
-		case snapshot.ActionOOM:
-			c.OOMs++
-		}
-	}
-	return c
-}
+// churn counts the segment events of a whole trace (the replay counts
+// them: snapshot.Timeline.Churn).
+type churn snapshot.Churn
 
 // HoleBucket is one histogram bucket of free holes.
 type HoleBucket struct {

@@ -200,8 +200,21 @@ func (t *Timeline) initialState() {
 				PendingFree: b.State == BlockActivePendingFree})
 		}
 	}
+	c := &t.Churn
 	for i := len(t.Events) - 1; i >= 0; i-- {
 		ev := &t.Events[i]
+		switch ev.Action { // counted here, not in a pass of their own
+		case ActionSegmentAlloc:
+			c.SegmentAllocs++
+		case ActionSegmentFree:
+			c.SegmentFrees++
+		case ActionSegmentMap:
+			c.Maps++
+		case ActionSegmentUnmap:
+			c.Unmaps++
+		case ActionOOM:
+			c.OOMs++
+		}
 		if !ev.sane() {
 			continue // Replay counts it
 		}

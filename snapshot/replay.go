@@ -48,6 +48,11 @@ type LiveBlock struct {
 	Estimated bool
 }
 
+// Churn counts the segment events and ooms of a trace.
+type Churn struct {
+	SegmentAllocs, SegmentFrees, Maps, Unmaps, OOMs int
+}
+
 // Timeline is the replay of one device's recorded events.
 type Timeline struct {
 	Device int
@@ -65,6 +70,8 @@ type Timeline struct {
 	// each (the state the allocator was in when it gave up).
 	OOMs      []int
 	OOMStates []Numbers
+	// Churn counts the trace's segment events and ooms, valid or not.
+	Churn Churn
 
 	// With ReplayOptions.Lifetimes: Death[i] is the event that ended the
 	// block allocated at event i (its free_requested, or its free_completed
