@@ -57,10 +57,14 @@ const (
 
 // fastPair is one key/value item of a trace entry as the scanner read it.
 type fastPair struct {
-	key   uint32 // memo index of the key (keys are always memo references)
+	// key is the memo index of the key, or with fpKeyStr the window
+	// position of a new str (torch writes an annotation's stage and name
+	// keys anew each time), klen bytes.
+	key   uint32
 	kind  uint8
-	flags uint8 // fpMemo, fpSame
+	flags uint8 // fpMemo, fpSame, fpKeyStr, fpKeyMemo
 	slen  uint8 // fvStr: length
+	klen  uint8
 	n     int64
 }
 
@@ -69,6 +73,8 @@ const (
 	// fpSame: the value is the one of the previous entry's pair at this
 	// place, whose key is the same (used when all keys are).
 	fpSame
+	fpKeyStr  // the key is a new str
+	fpKeyMemo // that was memoized
 )
 
 // fastTape is one batch as the scanner read it.
@@ -120,6 +126,7 @@ type fastState struct {
 	serial  bool       // set by tests: no scanner goroutine
 	serial2 bool       // set by tests: one scanner goroutine, not two
 	batch   int        // batches read here, for tests
+	annots  int        // of which batches of annotations
 	joins   int        // second scanners whose tapes were taken, for tests
 	// parallelMin, when set (tests), replaces fastParallel.
 	parallelMin int
@@ -156,7 +163,7 @@ func (d *decoder) fastBatch() (bool, error) {
 		return false, nil
 	}
 	lo := &d.objs[lv.n]
-	if lo.kind != objList || lo.lkind != listEvents || lo.err != nil || lo.stored || lo.hasConv || lo.typed == nil {
+	if lo.kind != objList || (lo.lkind != listEvents && lo.lkind != listAnnots) || lo.err != nil || lo.stored || lo.hasConv || lo.typed == nil {
 		return false, nil
 	}
 	if m := &d.memo; m.count != m.n || len(m.sparse) != 0 {
@@ -459,18 +466,25 @@ func scanEvent(buf []byte, p int, fi *frameInfo, t *fastTape) (int, bool) {
 			return p, false // more keys than the committer knows
 		}
 		key, next, ok := scanRef(buf, p)
+		var kflags, klen uint8
 		if !ok {
 			if q := skipFrames(buf, p, fi); q > p {
 				p, at = q, at-1
 				continue
 			}
-			return p, false
+			if buf[p] != opShortBinUnicod || p+2 > len(buf) || p+2+int(buf[p+1]) > len(buf) {
+				return p, false
+			}
+			key, klen, kflags = uint32(p+2), buf[p+1], fpKeyStr
+			if next, ok = expect(buf, p+2+int(klen), opMemoize, fi); ok {
+				kflags, next = kflags|fpKeyMemo, next+1
+			}
 		}
 		p = next
 		pr := &room[at]
-		*pr = fastPair{key: key}
+		*pr = fastPair{key: key, flags: kflags, klen: klen}
 		var pv *fastPair
-		if sameKeys = sameKeys && at < len(prev) && prev[at].key == key; sameKeys {
+		if sameKeys = sameKeys && kflags == 0 && at < len(prev) && prev[at].flags&fpKeyStr == 0 && prev[at].key == key; sameKeys {
 			pv = &prev[at]
 		}
 	value:
@@ -713,30 +727,53 @@ func (d *decoder) commitTape(buf []byte, t *fastTape, lo *object, li uint32) boo
 		return false
 	}
 	st := &lo.typed.events
-	d.reserveEvents(st)
-	base := st.n
-	ok := d.resolveTape(buf, t, st)
+	annots := lo.lkind == listAnnots
+	var base int
+	var ok bool
+	if annots {
+		base = len(lo.typed.annots)
+		ok = d.resolveAnnots(buf, t, &lo.typed.annots)
+	} else {
+		d.reserveEvents(st)
+		base = st.n
+		ok = d.resolveTape(buf, t, st)
+	}
 	if ok && len(f.memo) > maxFastPending {
 		ok = false
 	}
+	undo := func() {
+		if annots {
+			clear(lo.typed.annots[base:])
+			lo.typed.annots = lo.typed.annots[:base]
+		} else {
+			st.truncate(base)
+		}
+	}
 	if !ok {
-		st.truncate(base)
+		undo()
 		return false
 	}
 	// Commit the memo entries, in stream order.
+	tag := tEvent
+	if annots {
+		tag = tAnnot
+	}
 	for i := range f.memo {
 		pm := &f.memo[i]
 		if pm.event {
-			pm.v = value{tag: tEvent, aux: li, n: int64(base + pm.k)}
+			pm.v = value{tag: tag, aux: li, n: int64(base + pm.k)}
 		}
 	}
 	if err := d.memoPushAll(f.memo); err != nil {
 		d.fastErr = err
-		st.truncate(base)
+		undo()
 		return false
 	}
 	d.in.pos = t.end
 	f.batch++
+	if annots {
+		f.annots++
+	}
 	return true
 }
 
@@ -833,6 +870,65 @@ func (d *decoder) resolveTape(buf []byte, t *fastTape, st *eventStore) bool {
 	return true
 }
 
+// resolveAnnots appends t's entries to annots, as resolveTape does trace
+// entries: torch's record_function annotations (and memscope's step
+// ranges), {stage, name, device, time_us} each, as convAnnot reads them.
+func (d *decoder) resolveAnnots(buf []byte, t *fastTape, annots *[]Annotation) bool {
+	f := &d.fast
+	for k := 0; k+1 < len(t.ev); k++ {
+		f.memo = append(f.memo, pendingMemo{event: true, k: k})
+		var a Annotation
+		var seen uint64
+		for _, pr := range t.pairs[t.ev[k]:t.ev[k+1]] {
+			// The key: a reference, or a new str (interned, and memoized,
+			// before its value is).
+			var key int64
+			if pr.flags&fpKeyStr != 0 {
+				kv := d.intern(buf[pr.key : pr.key+uint32(pr.klen)])
+				if pr.flags&fpKeyMemo != 0 {
+					f.memo = append(f.memo, pendingMemo{v: kv})
+				}
+				key = kv.n
+			} else if kv, ok := d.fastGet(pr.key); ok && kv.tag == tStr {
+				key = kv.n
+			} else {
+				return false
+			}
+			if key >= numKeys || seen&(1<<key) != 0 {
+				return false // a repeated key: the general machine knows which counts
+			}
+			seen |= 1 << key
+			ok := pr.kind == fvInt
+			switch key {
+			case kStage:
+				var id int64
+				id, ok = d.fastStr(buf, &pr)
+				a.Start = id == vStart
+			case kName:
+				var id int64
+				if id, ok = d.fastStr(buf, &pr); ok {
+					a.Name = d.strs[id]
+				}
+			case kDevice:
+				a.Device = int(pr.n)
+			case kTimeUS:
+				a.TimeUS = pr.n
+			default:
+				return false // a key convAnnot does not read: the general machine's
+			}
+			if !ok {
+				return false
+			}
+		}
+		if seen&(1<<kStage) == 0 {
+			return false // not an annotation
+		}
+		*annots = append(*annots, a)
+		d.used += costAnnot // checked by the next charge
+	}
+	return true
+}
+
 // fastSame sets the field of key in e to v, the previous entry's resolved
 // value of the same pair (a str ID or a StackID), and adds the memo entry
 // the pair made, if any.
@@ -866,7 +962,7 @@ func (d *decoder) fastKeys(pairs []fastPair) bool {
 	if f.keysGen == d.memo.gen+1 && len(pairs) == len(f.keyRefs) {
 		same := true
 		for i := range pairs {
-			if pairs[i].key != f.keyRefs[i] {
+			if pairs[i].key != f.keyRefs[i] || pairs[i].flags&fpKeyStr != 0 {
 				same = false
 				break
 			}
@@ -879,6 +975,9 @@ func (d *decoder) fastKeys(pairs []fastPair) bool {
 	f.keyRefs, f.keyIDs, f.keySeen = f.keyRefs[:0], f.keyIDs[:0], 0
 	for i := range pairs {
 		r := pairs[i].key
+		if pairs[i].flags&fpKeyStr != 0 {
+			return false // a trace entry's keys are references
+		}
 		if uint64(r) >= d.memo.n {
 			return false // a key made in this batch: rare, the general machine's
 		}

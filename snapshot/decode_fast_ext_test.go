@@ -35,15 +35,34 @@ func fastSeeds(t testing.TB) [][]byte {
 			seeds = append(seeds, buf.Bytes())
 		}
 	}
-	return seeds
+	// Annotations after the first batch of them, with a short trace.
+	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Traces[0], src.Segments = src.Traces[0][:100], nil
+	base := src.Annotations
+	for len(src.Annotations) < 2100 {
+		src.Annotations = append(src.Annotations, base...)
+	}
+	var buf bytes.Buffer
+	if _, err := snapgen.WriteOptions(&buf, src, 0, snapgen.Options{Repeats: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return append(seeds, buf.Bytes())
 }
 
 func TestFastPathSeeds(t *testing.T) {
+	annots := 0
 	for i, data := range fastSeeds(t) {
 		n := snapshot.DecodeBothForTest(t, "seed", data)
 		if n == 0 {
 			t.Errorf("seed %d (%d bytes): no batch took the fast path", i, len(data))
 		}
+		annots += snapshot.FastAnnotsForTest(t, data)
+	}
+	if annots == 0 {
+		t.Error("no seed has a batch of annotations the fast path reads")
 	}
 }
 
@@ -92,6 +111,38 @@ func TestChunksEqualGeneral(t *testing.T) {
 		}
 	}
 	t.Logf("%d chunks read ahead taken", total)
+}
+
+// TestFastAnnotations decodes a generated snapshot with thousands of step
+// annotations (the harness's, renumbered, and torch's Optimizer.step
+// ranges): after the first batch, the fast path reads them, and the
+// snapshot must be the general machine's, whole and cut short.
+func TestFastAnnotations(t *testing.T) {
+	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := snapgen.WriteOptions(&buf, src, 16<<20, snapgen.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	s, err := snapshot.Decode(bytes.NewReader(data), "annotations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Annotations) < 2500 {
+		t.Fatalf("%d annotations: want thousands, in batches of 1,000", len(s.Annotations))
+	}
+	n := snapshot.FastAnnotsForTest(t, data)
+	t.Logf("%d annotations, %d batches of them read by the fast path", len(s.Annotations), n)
+	if n < 1 {
+		t.Fatalf("%d annotations, none read by the fast path", len(s.Annotations))
+	}
+	snapshot.DecodeBothChunksForTest(t, "annotations", data)
+	for _, frac := range []int{50, 95, 99} {
+		snapshot.DecodeBothChunksForTest(t, "annotations", data[:len(data)*frac/100])
+	}
 }
 
 func init() {

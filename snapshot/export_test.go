@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -17,6 +18,16 @@ func DecodeBothChunksForTest(t *testing.T, name string, data []byte) (batches, c
 	defer func() { decodeFiles = false }()
 	batches, _, chunks = decodeBothJoins(t, name, data)
 	return batches, chunks
+}
+
+// FastAnnotsForTest decodes data and returns how many batches of
+// annotations the fast path read.
+func FastAnnotsForTest(t *testing.T, data []byte) int {
+	d := newDecoder("annotations")
+	if _, err := d.decodeTop(bytes.NewReader(data), int64(len(data)), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return d.fast.annots
 }
 
 // benchScanInput is set by the external tests' init: a generated snapshot
