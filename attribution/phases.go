@@ -1,7 +1,6 @@
 package attribution
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +58,33 @@ type Phases struct {
 	kv []kvRun // the generate() calls, with Source "kv cache"
 }
 
-var harnessRE = regexp.MustCompile(`^memscope/step/(-?\d+)/([A-Za-z_]+)$`)
+// harnessName splits a harness range's name, memscope/step/N/PHASE (N an
+// integer, PHASE letters and underscores), into N and PHASE. It is the
+// regular expression ^memscope/step/(-?\d+)/([A-Za-z_]+)$ written out: a
+// long run has tens of thousands of these ranges.
+func harnessName(name string) (num, phase string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "memscope/step/")
+	if !ok {
+		return "", "", false
+	}
+	i := 0
+	if i < len(rest) && rest[i] == '-' {
+		i++
+	}
+	j := i
+	for j < len(rest) && '0' <= rest[j] && rest[j] <= '9' {
+		j++
+	}
+	if j == i || j == len(rest) || rest[j] != '/' || j+1 == len(rest) {
+		return "", "", false
+	}
+	for k := j + 1; k < len(rest); k++ {
+		if c := rest[k]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_') {
+			return "", "", false
+		}
+	}
+	return rest[:j], rest[j+1:], true
+}
 
 // findPhases divides t's events into steps and phases. It needs no
 // numbers: a phaseAccumulator adds them during the one replay pass.
@@ -208,24 +233,84 @@ func (b *phaseBuilder) step(step int, sp span) {
 // harnessPhases reads memscope/step/N/PHASE ranges; nil when there are none.
 func harnessPhases(events []snapshot.Event, ranges []snapshot.Range) *Phases {
 	p := &Phases{Source: "harness", PeakPhase: -1}
+	// Each range's events are found by time. With many ranges, and times
+	// in order (as torch records them), each search starts where the last
+	// one ended: the ranges come by start time.
+	sorted := len(ranges) >= 1024 && timeSorted(events)
+	var atFirst, atLast int
+	search := func(hint *int, f func(int) bool) int {
+		if sorted {
+			*hint = searchNear(len(events), *hint, f)
+			return *hint
+		}
+		return sort.Search(len(events), f)
+	}
 	for _, r := range ranges {
-		m := harnessRE.FindStringSubmatch(r.Name)
-		if m == nil {
+		num, name, ok := harnessName(r.Name)
+		if !ok {
 			continue
 		}
-		step, _ := strconv.Atoi(m[1])
+		step, _ := strconv.Atoi(num)
 		end := r.EndUS
 		if end == 0 && len(events) > 0 {
 			end = events[len(events)-1].TimeUS
 		}
-		first := sort.Search(len(events), func(i int) bool { return events[i].TimeUS >= r.StartUS })
-		last := sort.Search(len(events), func(i int) bool { return events[i].TimeUS > end }) - 1
-		p.List = append(p.List, Phase{Step: step, Name: m[2], First: first, Last: last, StartUS: r.StartUS, EndUS: end})
+		first := search(&atFirst, func(i int) bool { return events[i].TimeUS >= r.StartUS })
+		last := search(&atLast, func(i int) bool { return events[i].TimeUS > end }) - 1
+		p.List = append(p.List, Phase{Step: step, Name: name, First: first, Last: last, StartUS: r.StartUS, EndUS: end})
 	}
 	if len(p.List) == 0 {
 		return nil
 	}
 	return p
+}
+
+// timeSorted reports whether the events' times never go back.
+func timeSorted(events []snapshot.Event) bool {
+	for i := 1; i < len(events); i++ {
+		if events[i].TimeUS < events[i-1].TimeUS {
+			return false
+		}
+	}
+	return true
+}
+
+// searchNear is sort.Search(n, f), f false then true over [0, n), looking
+// first near hint and then in steps that double.
+func searchNear(n, hint int, f func(int) bool) int {
+	if n == 0 {
+		return 0
+	}
+	hint = min(max(hint, 0), n-1)
+	lo, hi := 0, n // f is false below lo, and true at hi unless hi is n
+	if f(hint) {
+		hi = hint
+		for step := 1; ; step *= 2 {
+			j := hi - step
+			if j < 0 {
+				break
+			}
+			if !f(j) {
+				lo = j + 1
+				break
+			}
+			hi = j
+		}
+	} else {
+		lo = hint + 1
+		for step := 1; lo < n; step *= 2 {
+			j := lo - 1 + step
+			if j >= n {
+				break
+			}
+			if f(j) {
+				hi = j
+				break
+			}
+			lo = j + 1
+		}
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
 }
 
 // phaseAccumulator collects per-phase numbers during the replay pass.
