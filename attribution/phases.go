@@ -237,11 +237,11 @@ func harnessPhases(events []snapshot.Event, ranges []snapshot.Range) *Phases {
 	// in order (as torch records them), each search starts where the last
 	// one ended: the ranges come by start time.
 	sorted := len(ranges) >= 1024 && timeSorted(events)
-	var atFirst, atLast int
-	search := func(hint *int, f func(int) bool) int {
+	at := 0 // where the last search ended
+	search := func(f func(int) bool) int {
 		if sorted {
-			*hint = searchNear(len(events), *hint, f)
-			return *hint
+			at = searchNear(len(events), at, f)
+			return at
 		}
 		return sort.Search(len(events), f)
 	}
@@ -255,8 +255,8 @@ func harnessPhases(events []snapshot.Event, ranges []snapshot.Range) *Phases {
 		if end == 0 && len(events) > 0 {
 			end = events[len(events)-1].TimeUS
 		}
-		first := search(&atFirst, func(i int) bool { return events[i].TimeUS >= r.StartUS })
-		last := search(&atLast, func(i int) bool { return events[i].TimeUS > end }) - 1
+		first := search(func(i int) bool { return events[i].TimeUS >= r.StartUS })
+		last := search(func(i int) bool { return events[i].TimeUS > end }) - 1
 		p.List = append(p.List, Phase{Step: step, Name: name, First: first, Last: last, StartUS: r.StartUS, EndUS: end})
 	}
 	if len(p.List) == 0 {

@@ -1,6 +1,10 @@
 package snapshot
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // Range is one external_annotations range on a device: a record_function
 // scope such as "memscope/step/3/forward" or "Optimizer.step#AdamW.step".
@@ -20,26 +24,36 @@ func (r *Range) Contains(t int64) bool {
 // order. An END with no START (its START fell out of the ring buffer) is
 // dropped; a START with no END stays open.
 func (s *Snapshot) Ranges(device int) []Range {
+	annots := s.AnnotationsOf(device)
 	var out []Range
-	open := map[string][]int{} // name → indexes into out of open ranges
+	// The ranges still open, by name, as a stack each: top[name] is one
+	// past the index in out of the latest, below[i] one past the one
+	// opened before out[i] under the same name.
+	top := make(map[string]int32, len(annots)/2)
+	var below []int32
 	depth := 0
-	for _, ai := range s.AnnotationsOf(device) {
+	for _, ai := range annots {
 		a := &s.Annotations[ai]
 		if a.Start {
-			open[a.Name] = append(open[a.Name], len(out))
+			below = append(below, top[a.Name])
+			top[a.Name] = int32(len(out) + 1)
 			out = append(out, Range{Name: a.Name, StartUS: a.TimeUS, Depth: depth})
 			depth++
 			continue
 		}
-		st := open[a.Name]
-		if len(st) == 0 {
+		j := top[a.Name]
+		if j == 0 {
 			continue
 		}
-		out[st[len(st)-1]].EndUS = a.TimeUS
-		open[a.Name] = st[:len(st)-1]
+		out[j-1].EndUS = a.TimeUS
+		top[a.Name] = below[j-1]
 		depth = max(depth-1, 0)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].StartUS < out[j].StartUS })
+	// Stable by start; torch writes them in that order already.
+	byStart := func(a, b Range) int { return cmp.Compare(a.StartUS, b.StartUS) }
+	if !slices.IsSortedFunc(out, byStart) {
+		slices.SortStableFunc(out, byStart)
+	}
 	return out
 }
 
