@@ -86,9 +86,9 @@ func newKindCache(st *snapshot.Stacks) *kindCache {
 func newKindsShared(c *kindCache, events []snapshot.Event) *kinds {
 	k := &kinds{kindCache: c}
 	var allocPy, freePy bool
-	for i := range events {
+	for i := 0; i < len(events) && !(allocPy && freePy); i++ {
 		ev := &events[i]
-		if ev.Stack == 0 || (allocPy && freePy) {
+		if ev.Stack == 0 {
 			continue
 		}
 		switch ev.Action {
