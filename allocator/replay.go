@@ -135,11 +135,17 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 	return r, nil
 }
 
+// resyncSlack is the blocks and segments that resyncs may load in all
+// beyond a sixteenth of the trace's length, so that a short trace is
+// checked to its end.
+const resyncSlack = 1 << 16
+
 // replayer holds one replay's state.
 type replayer struct {
-	evs  []snapshot.Event
-	tl   *snapshot.Timeline
-	info map[uint64]segInfo
+	loaded int // blocks and segments the resyncs loaded
+	evs    []snapshot.Event
+	tl     *snapshot.Timeline
+	info   map[uint64]segInfo
 	// pools routes a request to the private pool its recorded address was
 	// in (a snapshot's entries name no pool).
 	pools poolRoutes
@@ -419,17 +425,25 @@ func (r *replayer) diverge(d Divergence) {
 // stops there.
 func (r *replayer) resync(i int) {
 	old := r.a
+	// Each resync loads the whole recorded state: after many, checking
+	// stops, so that the check costs no more than a replay of the trace
+	// (a model that diverges this often tells no more by going on).
+	if r.loaded > len(r.evs)/16+resyncSlack {
+		r.rep.LostAt, r.rep.LostWhy = i, LostTooOften
+		return
+	}
 	_, live, ranges := r.tl.At(i)
+	r.loaded += len(live) + len(ranges)
 	for _, rg := range ranges {
 		if rg.Expandable {
-			r.rep.LostAt = i
+			r.rep.LostAt, r.rep.LostWhy = i, LostExpandable
 			return
 		}
 	}
 	a := New(r.set, r.dev)
 	a.Retries, a.OOMs = old.Retries, old.OOMs
 	if err := a.load(live, ranges, r.info); err != nil {
-		r.rep.LostAt = i
+		r.rep.LostAt, r.rep.LostWhy = i, LostUnloadable
 		return
 	}
 	// Keep the creation order of segments the old model knew.

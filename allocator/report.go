@@ -133,10 +133,12 @@ type ReplayReport struct {
 	// Divergences counts the requests (and releases) where the model and
 	// the recording disagreed; after each the model was rebuilt from the
 	// recorded state (Resyncs), or, where that is not possible
-	// (expandable segments), checking stopped at event LostAt.
+	// (expandable segments) or no longer worth its cost (LostWhy),
+	// checking stopped at event LostAt.
 	Divergences, Resyncs int
 	LostAt               int // -1 while in step to the end
 	Unchecked            int // entries after LostAt
+	LostWhy              Lost
 
 	// StartFromState is true when the trace did not begin at an empty
 	// allocator and the model started from the state the timeline rebuilt:
@@ -162,6 +164,31 @@ type ReplayReport struct {
 	EndChecked             bool
 	EndSegments, EndBlocks Count
 	EndFirst               *EndDivergence
+}
+
+// Lost says why checking stopped before the end.
+type Lost int
+
+const (
+	LostNot        Lost = iota
+	LostExpandable      // expandable segments: their reservations are unknown
+	LostUnloadable      // the recorded state could not be loaded
+	// LostTooOften: the model diverged so often that rebuilding it after
+	// each divergence would cost more than replaying the trace.
+	LostTooOften
+)
+
+// String says it in a few words, after "checking stopped at event N".
+func (l Lost) String() string {
+	switch l {
+	case LostExpandable:
+		return "expandable segments cannot be rebuilt from the recorded state"
+	case LostUnloadable:
+		return "the recorded state could not be loaded into the model"
+	case LostTooOften:
+		return "the model diverged too often to rebuild it after each divergence"
+	}
+	return ""
 }
 
 // Total returns the checks of every kind together.
@@ -200,7 +227,7 @@ func (r *ReplayReport) String() string {
 		fmt.Fprintf(&b, "; first divergence %s; %d divergences, %d resyncs", r.First, r.Divergences, r.Resyncs)
 	}
 	if r.LostAt >= 0 {
-		fmt.Fprintf(&b, "; out of step from event %d (%d unchecked)", r.LostAt, r.Unchecked)
+		fmt.Fprintf(&b, "; out of step from event %d (%d unchecked: %s)", r.LostAt, r.Unchecked, r.LostWhy)
 	}
 	if r.EndFirst != nil {
 		fmt.Fprintf(&b, "; end: %s", r.EndFirst)

@@ -52,6 +52,9 @@ func (r *WhatIf) writeText(w io.Writer) error {
 		if rep.First != nil {
 			ew.printf("; first divergence at %s", rep.First)
 		}
+		if rep.LostAt >= 0 {
+			ew.printf("; %d divergences; checking stopped at event %d, %d entries unchecked: %s", rep.Divergences, rep.LostAt, rep.Unchecked, rep.LostWhy)
+		}
 		ew.printf("\n")
 		recOOM := "no"
 		if d.RecordedOOM >= 0 {
@@ -177,6 +180,10 @@ type WhatIfReplayJSON struct {
 	Matched         int    `json:"matched"`
 	Exact           bool   `json:"exact"`
 	FirstDivergence string `json:"first_divergence,omitempty"`
+	// StoppedAt is the event checking stopped at (StoppedWhy says why),
+	// absent when it went to the end.
+	StoppedAt  *int   `json:"stopped_at,omitempty"`
+	StoppedWhy string `json:"stopped_why,omitempty"`
 }
 
 // WhatIfRunJSON is one what-if: the recorded requests under one setting.
@@ -227,6 +234,10 @@ func (r *WhatIf) fileEntry() any {
 			rj := &WhatIfReplayJSON{Checked: t.Checked, Matched: t.Matched, Exact: rep.Exact()}
 			if rep.First != nil {
 				rj.FirstDivergence = rep.First.String()
+			}
+			if rep.LostAt >= 0 {
+				at := rep.LostAt
+				rj.StoppedAt, rj.StoppedWhy = &at, rep.LostWhy.String()
 			}
 			dj.Replay = rj
 			dj.DeferredFrees = d.Runs[0].DeferredFrees

@@ -1,6 +1,9 @@
 package snapshot
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // engine applies trace events to the allocator state of one device. Replay
 // runs it once over the whole trace; LiveAt runs a fresh one up to an index.
@@ -151,10 +154,13 @@ func (e *engine) release(addr uint64, j int32) {
 	e.free = append(e.free, j)
 }
 
+// byAddr orders live blocks by address (one block per address).
+func byAddr(a, b LiveBlock) int { return cmp.Compare(a.Addr, b.Addr) }
+
 func (e *engine) liveBlocks() []LiveBlock {
 	out := make([]LiveBlock, 0, e.live.len())
 	e.live.each(func(_ uint64, j int32) { out = append(out, e.slab[j]) })
-	sort.Slice(out, func(a, b int) bool { return out[a].Addr < out[b].Addr })
+	slices.SortFunc(out, byAddr)
 	return out
 }
 
@@ -251,7 +257,7 @@ func (t *Timeline) initialState() {
 	}
 	t.Initial = make([]LiveBlock, 0, live.len())
 	live.each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
-	sort.Slice(t.Initial, func(a, b int) bool { return t.Initial[a].Addr < t.Initial[b].Addr })
+	slices.SortFunc(t.Initial, byAddr)
 	for i := range t.Initial {
 		t.init.insertBlock(t.Initial[i].Addr)
 	}
