@@ -6,12 +6,22 @@ import (
 )
 
 // freeSet is a pool's set of free mapped blocks in the comparator's order
-// (BlockPool::blocks). A sorted slice: a pool holds few free blocks at a
-// time (tens to thousands), where a memmove beats a tree.
+// (BlockPool::blocks): sorted runs of at most freeChunk blocks, in order,
+// none empty. A pool holds tens to thousands of free blocks at a time,
+// where one sorted slice and a memmove would do; a fragmented heap holds
+// hundreds of thousands, where a memmove per free made a what-if
+// quadratic.
 type freeSet struct {
 	tie    TieBreak
-	blocks []*block
+	chunks [][]*block
+	n      int
 }
+
+// freeChunk bounds a run; a full one is split in two.
+const freeChunk = 512
+
+// fpos is a block's place in a freeSet: run c, index i.
+type fpos struct{ c, i int }
 
 // less is the free-block comparator: stream (as an unsigned pointer), size,
 // then the tie-break.
@@ -35,27 +45,87 @@ func (f *freeSet) less(a, b *block) bool {
 	return a.addr < b.addr
 }
 
-// lowerBound returns the index of the first block not less than the search
+func (f *freeSet) len() int { return f.n }
+
+// at returns the block at p, which must be valid.
+func (f *freeSet) at(p fpos) *block { return f.chunks[p.c][p.i] }
+
+// valid reports whether p is a block's place (not past either end).
+func (f *freeSet) valid(p fpos) bool {
+	return p.c >= 0 && p.c < len(f.chunks) && p.i >= 0 && p.i < len(f.chunks[p.c])
+}
+
+// next and prev step p through the order; past an end p is not valid.
+func (f *freeSet) next(p fpos) fpos {
+	if p.i+1 < len(f.chunks[p.c]) {
+		return fpos{p.c, p.i + 1}
+	}
+	return fpos{p.c + 1, 0}
+}
+
+func (f *freeSet) prev(p fpos) fpos {
+	if p.i > 0 {
+		return fpos{p.c, p.i - 1}
+	}
+	if p.c == 0 {
+		return fpos{-1, 0}
+	}
+	return fpos{p.c - 1, len(f.chunks[p.c-1]) - 1}
+}
+
+// end is the place past the last block.
+func (f *freeSet) end() fpos { return fpos{len(f.chunks), 0} }
+
+// find returns the place of the first block for which !before(block), f
+// ordered so that before holds up to some place and not after it.
+func (f *freeSet) find(before func(*block) bool) fpos {
+	c := sort.Search(len(f.chunks), func(c int) bool {
+		ch := f.chunks[c]
+		return !before(ch[len(ch)-1])
+	})
+	if c == len(f.chunks) {
+		return f.end()
+	}
+	ch := f.chunks[c]
+	return fpos{c, sort.Search(len(ch), func(i int) bool { return !before(ch[i]) })}
+}
+
+// lowerBound returns the place of the first block not less than the search
 // key (stream, size): the smallest block of at least size on stream, if any.
-func (f *freeSet) lowerBound(stream, size int64) int {
-	return sort.Search(len(f.blocks), func(i int) bool {
-		b := f.blocks[i]
+func (f *freeSet) lowerBound(stream, size int64) fpos {
+	return f.find(func(b *block) bool {
 		if b.stream != stream {
-			return uint64(b.stream) > uint64(stream)
+			return uint64(b.stream) < uint64(stream)
 		}
-		return b.size >= size
+		return b.size < size
 	})
 }
 
-func (f *freeSet) search(b *block) int {
-	return sort.Search(len(f.blocks), func(i int) bool { return !f.less(f.blocks[i], b) })
+func (f *freeSet) search(b *block) fpos {
+	return f.find(func(x *block) bool { return f.less(x, b) })
 }
 
 func (f *freeSet) insert(b *block) {
-	i := f.search(b)
-	f.blocks = append(f.blocks, nil)
-	copy(f.blocks[i+1:], f.blocks[i:])
-	f.blocks[i] = b
+	p := f.search(b)
+	if p.c == len(f.chunks) {
+		if p.c == 0 || len(f.chunks[p.c-1]) >= freeChunk {
+			f.chunks = append(f.chunks, make([]*block, 0, 8))
+			p = fpos{len(f.chunks) - 1, 0}
+		} else {
+			p = fpos{p.c - 1, len(f.chunks[p.c-1])}
+		}
+	}
+	ch := slices.Insert(f.chunks[p.c], p.i, b)
+	if len(ch) > freeChunk {
+		half := len(ch) / 2
+		tail := append(make([]*block, 0, freeChunk), ch[half:]...)
+		clear(ch[half:])
+		f.chunks[p.c] = ch[:half]
+		f.chunks = slices.Insert(f.chunks, p.c+1, tail)
+	} else {
+		f.chunks[p.c] = ch
+	}
+	f.n++
 	b.inSet = true
 }
 
@@ -63,17 +133,33 @@ func (f *freeSet) remove(b *block) {
 	if !b.inSet {
 		return
 	}
-	for i := f.search(b); i < len(f.blocks); i++ {
-		if f.blocks[i] == b {
-			f.blocks = append(f.blocks[:i], f.blocks[i+1:]...)
+	for p := f.search(b); f.valid(p); p = f.next(p) {
+		x := f.at(p)
+		if x == b {
+			ch := slices.Delete(f.chunks[p.c], p.i, p.i+1)
+			if len(ch) == 0 {
+				f.chunks = slices.Delete(f.chunks, p.c, p.c+1)
+			} else {
+				f.chunks[p.c] = ch
+			}
+			f.n--
 			b.inSet = false
 			return
 		}
-		if f.less(b, f.blocks[i]) {
+		if f.less(b, x) {
 			break
 		}
 	}
 	panic("invariant violation: a free block is missing from its pool's set")
+}
+
+// all returns the blocks in order, in a new slice.
+func (f *freeSet) all() []*block {
+	out := make([]*block, 0, f.n)
+	for _, ch := range f.chunks {
+		out = append(out, ch...)
+	}
+	return out
 }
 
 // unmappedSet is a pool's unmapped blocks of expandable segments, by
@@ -123,7 +209,8 @@ func (u *unmappedSet) first(stream int64) int {
 
 // resort restores the order after tie-break keys changed.
 func (f *freeSet) resort() {
-	slices.SortFunc(f.blocks, func(x, y *block) int {
+	bs := f.all()
+	slices.SortFunc(bs, func(x, y *block) int {
 		switch {
 		case f.less(x, y):
 			return -1
@@ -132,4 +219,10 @@ func (f *freeSet) resort() {
 		}
 		return 0
 	})
+	f.chunks = f.chunks[:0]
+	for len(bs) > 0 {
+		k := min(len(bs), freeChunk/2)
+		f.chunks = append(f.chunks, append(make([]*block, 0, freeChunk), bs[:k]...))
+		bs = bs[k:]
+	}
 }

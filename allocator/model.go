@@ -187,24 +187,22 @@ func (a *Allocator) getFreeBlock(p *pool, stream, size int64, expandable bool) *
 	if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
 		p.gcCalls++
 	}
-	i := a.findFree(p, stream, size, expandable)
-	if i < 0 {
+	b := a.findFree(p, stream, size, expandable)
+	if b == nil {
 		return nil
 	}
-	b := p.free.blocks[i]
 	p.free.remove(b)
 	return b
 }
 
-// findFree returns the index in p's free set of the block get_free_block
-// takes, or -1.
-func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) int {
-	bs := p.free.blocks
-	i := p.free.lowerBound(stream, size)
-	if i >= len(bs) || bs[i].stream != stream {
-		return -1
+// findFree returns the block of p's free set get_free_block takes, or nil.
+func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) *block {
+	f := &p.free
+	i := f.lowerBound(stream, size)
+	if !f.valid(i) || f.at(i).stream != stream {
+		return nil
 	}
-	if bs[i].seg.expandable {
+	if f.at(i).seg.expandable {
 		if expandable {
 			grow := func(b *block) int64 {
 				if b.next != nil && b.next.unmapped {
@@ -212,25 +210,29 @@ func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) int {
 				}
 				return b.size
 			}
-			for bs[i].seg.expandable && i+1 < len(bs) && bs[i+1].stream == stream && grow(bs[i+1]) < grow(bs[i]) {
-				i++
+			for f.at(i).seg.expandable {
+				j := f.next(i)
+				if !f.valid(j) || f.at(j).stream != stream || grow(f.at(j)) >= grow(f.at(i)) {
+					break
+				}
+				i = j
 			}
 		} else {
-			for i++; i < len(bs) && bs[i].seg.expandable && bs[i].stream == stream; i++ {
+			for i = f.next(i); f.valid(i) && f.at(i).seg.expandable && f.at(i).stream == stream; i = f.next(i) {
 			}
-			if i >= len(bs) || bs[i].stream != stream {
-				return -1
+			if !f.valid(i) || f.at(i).stream != stream {
+				return nil
 			}
 		}
 	}
-	b := bs[i]
+	b := f.at(i)
 	if size < a.set.MaxSplitSize && b.size >= a.set.MaxSplitSize {
-		return -1
+		return nil
 	}
 	if size >= a.set.MaxSplitSize && b.size >= size+a.set.MaxNonSplitRounding {
-		return -1
+		return nil
 	}
-	return i
+	return b
 }
 
 // WouldReuse reports whether a request of orig bytes on stream would be
@@ -238,7 +240,7 @@ func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) int {
 func (a *Allocator) WouldReuse(orig, stream int64, id snapshot.PoolID) bool {
 	size := a.set.RoundSize(orig)
 	p := a.pools[poolKey{id, size <= SmallSize}]
-	return p != nil && a.findFree(p, stream, size, a.set.Expandable) >= 0
+	return p != nil && a.findFree(p, stream, size, a.set.Expandable) != nil
 }
 
 // shouldSplit is should_split.

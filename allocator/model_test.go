@@ -140,7 +140,7 @@ func TestSplitMerge(t *testing.T) {
 		t.Errorf("19 MiB + 1 in a 20 MiB segment: block of %d bytes, want the whole 20 MiB", got)
 	}
 	v, _ := b.Malloc(3<<20, 0, p)
-	if got := b.live[v].size; got != 3<<20 || len(b.pools[poolKey{p, false}].free.blocks) != 1 {
+	if got := b.live[v].size; got != 3<<20 || b.pools[poolKey{p, false}].free.len() != 1 {
 		t.Errorf("3 MiB in a new 20 MiB segment: block of %d bytes, want 3 MiB and a free remainder", got)
 	}
 }

@@ -23,31 +23,33 @@ func (a *Allocator) releaseAvailable(p *pool, stream, size int64) bool {
 		return false
 	}
 	key := max(size, a.set.MaxSplitSize)
-	bs := p.free.blocks
-	i := p.free.lowerBound(stream, key)
+	f := &p.free
+	i := f.lowerBound(stream, key)
 	// Blocks at or past max_split_size are never split in torch; the
 	// isSplit tests only keep a damaged start state from breaking the model.
-	if i < len(bs) && bs[i].stream == stream && !bs[i].seg.expandable {
-		if bs[i].isSplit() {
+	if f.valid(i) && f.at(i).stream == stream && !f.at(i).seg.expandable {
+		if f.at(i).isSplit() {
 			return false
 		}
-		a.releaseBlock(bs[i])
+		a.releaseBlock(f.at(i))
 		return true
 	}
-	if i == 0 {
+	if i = f.prev(i); !f.valid(i) {
 		return false
 	}
+	// From the largest block below key down; releasing one leaves the
+	// places before it as they were.
 	var released int64
-	for i--; released < key && bs[i].size >= a.set.MaxSplitSize && bs[i].stream == stream; {
-		cur := bs[i]
-		first := i == 0
+	for released < key && f.at(i).size >= a.set.MaxSplitSize && f.at(i).stream == stream {
+		cur := f.at(i)
+		j := f.prev(i)
+		first := !f.valid(j)
 		if !first {
-			i--
+			i = j
 		}
 		if !cur.seg.expandable && !cur.isSplit() {
 			released += cur.size
 			a.releaseBlock(cur)
-			bs = p.free.blocks
 		}
 		if first {
 			break
@@ -85,7 +87,7 @@ func (a *Allocator) releaseCached() {
 // releaseBlocks is release_blocks.
 func (a *Allocator) releaseBlocks(p *pool) {
 	var unmap []*block
-	for _, b := range append([]*block(nil), p.free.blocks...) {
+	for _, b := range p.free.all() {
 		switch {
 		case b.seg.expandable:
 			unmap = append(unmap, b)
@@ -118,7 +120,7 @@ func (a *Allocator) garbageCollect() {
 	target := a.Reserved - threshold
 	var totalAge int64
 	n := 0
-	for _, b := range p.free.blocks {
+	for _, b := range p.free.all() {
 		if !b.isSplit() {
 			totalAge += p.gcCalls - b.gcBase
 			n++
@@ -128,7 +130,7 @@ func (a *Allocator) garbageCollect() {
 	for freed := true; reclaimed < target && freed && n > 0; {
 		ageThreshold := float64(totalAge) / float64(n)
 		freed = false
-		for _, b := range append([]*block(nil), p.free.blocks...) {
+		for _, b := range p.free.all() {
 			age := p.gcCalls - b.gcBase
 			if !b.isSplit() && !b.seg.expandable && float64(age) >= ageThreshold {
 				freed = true

@@ -72,12 +72,21 @@ func (a *Allocator) CheckValid() error {
 	}
 	nFree, nUnmapped := 0, 0
 	for _, p := range a.poolList {
-		nFree += len(p.free.blocks)
+		nFree += p.free.len()
 		nUnmapped += len(p.unmapped.blocks)
-		for i := 1; i < len(p.free.blocks); i++ {
-			if !p.free.less(p.free.blocks[i-1], p.free.blocks[i]) {
+		bs := p.free.all()
+		for i := 1; i < len(bs); i++ {
+			if !p.free.less(bs[i-1], bs[i]) {
 				return errors.New("a free set out of order")
 			}
+		}
+		for _, ch := range p.free.chunks {
+			if len(ch) == 0 || len(ch) > freeChunk {
+				return fmt.Errorf("a free set's run holds %d blocks", len(ch))
+			}
+		}
+		if len(bs) != p.free.n {
+			return fmt.Errorf("a free set counts %d blocks and holds %d", p.free.n, len(bs))
 		}
 	}
 	if nFree != inFree || nUnmapped != inUnmapped {

@@ -539,7 +539,7 @@ func (w *whatIf) flushHeld() {
 func (a *Allocator) inactiveSplit() (int, int64) {
 	n, bytes := 0, int64(0)
 	for _, p := range a.poolList {
-		for _, b := range p.free.blocks {
+		for _, b := range p.free.all() {
 			if !b.seg.expandable && b.isSplit() {
 				n++
 				bytes += b.size

@@ -26,7 +26,17 @@ import (
 // held from before recording, devices and ranks (summary --run of a run
 // directory of N ranks), and the extreme shapes of snapgen: segments
 // allocated and freed, blocks at falling addresses, OOMs and harness steps.
-func BenchmarkGrowth(b *testing.B) {
+func BenchmarkGrowth(b *testing.B) { growth(b, "summary", nil) }
+
+// BenchmarkGrowthWhatIf is BenchmarkGrowth for whatif, which drives the
+// allocator model by every request and checks it against the recording,
+// over the dimensions that size the allocator's state or its work (ranks
+// and devices are summary's loops, the same for every command).
+func BenchmarkGrowthWhatIf(b *testing.B) {
+	growth(b, "whatif", func(dim string) bool { return dim != "ranks" && dim != "devices" && dim != "devices-extreme" })
+}
+
+func growth(b *testing.B, command string, keep func(dim string) bool) {
 	src, err := snapshot.Open(filepath.Join("..", "..", "fixtures", "plain-trainer-late", "snapshot.pickle"))
 	if err != nil {
 		b.Fatal(err)
@@ -98,11 +108,14 @@ func BenchmarkGrowth(b *testing.B) {
 		inputs = append(inputs, input{"devices-extreme", n, extreme(snapgen.ManyDevices, n), false})
 	}
 	for _, in := range inputs {
+		if keep != nil && !keep(in.dim) {
+			continue
+		}
 		b.Run(fmt.Sprintf("%s=%d", in.dim, in.n), func(b *testing.B) {
 			path := in.make(b)
-			args := []string{"summary", path}
+			args := []string{command, path}
 			if in.run {
-				args = []string{"summary", "--run", path}
+				args = []string{command, "--run", path}
 			}
 			b.ReportAllocs()
 			for b.Loop() {

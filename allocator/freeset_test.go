@@ -1,0 +1,87 @@
+package allocator
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// The free set in runs must hold what one sorted slice would, through
+// inserts and removes that split runs and empty them, and find and step
+// the same way.
+func TestFreeSetRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	seg := &segment{}
+	var f freeSet
+	var want []*block // sorted
+	less := func(a, b *block) int {
+		switch {
+		case f.less(a, b):
+			return -1
+		case f.less(b, a):
+			return 1
+		}
+		return 0
+	}
+	var all []*block
+	for i := range 6000 {
+		all = append(all, &block{addr: uint64(i) << 9, size: int64(rng.IntN(40)) << 9, stream: int64(rng.IntN(3)), seg: seg})
+	}
+	check := func(step int) {
+		t.Helper()
+		if got := f.all(); !slices.Equal(got, want) || f.len() != len(want) {
+			t.Fatalf("step %d: %d blocks, want %d in order", step, f.len(), len(want))
+		}
+		for _, ch := range f.chunks {
+			if len(ch) == 0 || len(ch) > freeChunk {
+				t.Fatalf("step %d: a run of %d", step, len(ch))
+			}
+		}
+		// lowerBound and stepping, against a search of the slice.
+		stream, size := int64(rng.IntN(3)), int64(rng.IntN(42))<<9
+		k, _ := slices.BinarySearchFunc(want, [2]int64{stream, size}, func(b *block, key [2]int64) int {
+			if b.stream != key[0] {
+				if uint64(b.stream) < uint64(key[0]) {
+					return -1
+				}
+				return 1
+			}
+			if b.size < key[1] {
+				return -1
+			}
+			return 1
+		})
+		p := f.lowerBound(stream, size)
+		for j := k; j < len(want) && j < k+3; j++ {
+			if !f.valid(p) || f.at(p) != want[j] {
+				t.Fatalf("step %d: place %d after lowerBound(%d, %d) differs", step, j, stream, size)
+			}
+			p = f.next(p)
+		}
+		if k > 0 {
+			if q := f.prev(f.lowerBound(stream, size)); !f.valid(q) || f.at(q) != want[k-1] {
+				t.Fatalf("step %d: the place before lowerBound differs", step)
+			}
+		} else if f.valid(f.prev(f.lowerBound(stream, size))) {
+			t.Fatalf("step %d: a place before the first", step)
+		}
+	}
+	for step := range 40000 {
+		b := all[rng.IntN(len(all))]
+		if b.inSet {
+			f.remove(b)
+			i := slices.Index(want, b)
+			want = slices.Delete(want, i, i+1)
+		} else if step < 30000 || rng.IntN(4) == 0 {
+			f.insert(b)
+			i, _ := slices.BinarySearchFunc(want, b, less)
+			want = slices.Insert(want, i, b)
+		}
+		if step%97 == 0 {
+			check(step)
+		}
+	}
+	check(-1)
+	f.resort()
+	check(-2)
+}
