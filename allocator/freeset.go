@@ -5,23 +5,127 @@ import (
 	"sort"
 )
 
-// freeSet is a pool's set of free mapped blocks in the comparator's order
-// (BlockPool::blocks): sorted runs of at most freeChunk blocks, in order,
-// none empty. A pool holds tens to thousands of free blocks at a time,
-// where one sorted slice and a memmove would do; a fragmented heap holds
-// hundreds of thousands, where a memmove per free made a what-if
-// quadratic.
-type freeSet struct {
-	tie    TieBreak
-	chunks [][]*block
+// runs is an ordered sequence kept as sorted runs of at most runMax items,
+// in order, none empty: a lookup is a binary search over the runs' last
+// items and one inside a run, an insert or delete moves at most runMax
+// items. The allocator's sets hold tens to thousands of items, where one
+// sorted slice would do; a fragmented heap holds hundreds of thousands,
+// where a memmove per change made a what-if quadratic.
+type runs[T any] struct {
+	chunks [][]T
 	n      int
 }
 
-// freeChunk bounds a run; a full one is split in two.
-const freeChunk = 512
+// runMax bounds a run; a full one is split in two.
+const runMax = 512
 
-// fpos is a block's place in a freeSet: run c, index i.
-type fpos struct{ c, i int }
+// rpos is an item's place in runs: run c, index i.
+type rpos struct{ c, i int }
+
+func (r *runs[T]) len() int { return r.n }
+
+// at returns the item at p, which must be valid.
+func (r *runs[T]) at(p rpos) T { return r.chunks[p.c][p.i] }
+
+// valid reports whether p is an item's place (not past either end).
+func (r *runs[T]) valid(p rpos) bool {
+	return p.c >= 0 && p.c < len(r.chunks) && p.i >= 0 && p.i < len(r.chunks[p.c])
+}
+
+// next and prev step p through the order; past an end p is not valid.
+func (r *runs[T]) next(p rpos) rpos {
+	if p.i+1 < len(r.chunks[p.c]) {
+		return rpos{p.c, p.i + 1}
+	}
+	return rpos{p.c + 1, 0}
+}
+
+func (r *runs[T]) prev(p rpos) rpos {
+	if p.i > 0 {
+		return rpos{p.c, p.i - 1}
+	}
+	if p.c == 0 {
+		return rpos{-1, 0}
+	}
+	return rpos{p.c - 1, len(r.chunks[p.c-1]) - 1}
+}
+
+// end is the place past the last item.
+func (r *runs[T]) end() rpos { return rpos{len(r.chunks), 0} }
+
+// find returns the place of the first item for which !before(item), the
+// items ordered so that before holds up to some place and not after it.
+func (r *runs[T]) find(before func(T) bool) rpos {
+	c := sort.Search(len(r.chunks), func(c int) bool {
+		ch := r.chunks[c]
+		return !before(ch[len(ch)-1])
+	})
+	if c == len(r.chunks) {
+		return r.end()
+	}
+	ch := r.chunks[c]
+	return rpos{c, sort.Search(len(ch), func(i int) bool { return !before(ch[i]) })}
+}
+
+// insertAt puts x at p, a place find gave (or the end).
+func (r *runs[T]) insertAt(p rpos, x T) {
+	if p.c == len(r.chunks) {
+		if p.c == 0 || len(r.chunks[p.c-1]) >= runMax {
+			r.chunks = append(r.chunks, make([]T, 0, 8))
+			p = rpos{len(r.chunks) - 1, 0}
+		} else {
+			p = rpos{p.c - 1, len(r.chunks[p.c-1])}
+		}
+	}
+	ch := slices.Insert(r.chunks[p.c], p.i, x)
+	if len(ch) > runMax {
+		half := len(ch) / 2
+		tail := append(make([]T, 0, runMax), ch[half:]...)
+		clear(ch[half:])
+		r.chunks[p.c] = ch[:half]
+		r.chunks = slices.Insert(r.chunks, p.c+1, tail)
+	} else {
+		r.chunks[p.c] = ch
+	}
+	r.n++
+}
+
+// deleteAt removes the item at p. The places before p stay valid.
+func (r *runs[T]) deleteAt(p rpos) {
+	ch := slices.Delete(r.chunks[p.c], p.i, p.i+1)
+	if len(ch) == 0 {
+		r.chunks = slices.Delete(r.chunks, p.c, p.c+1)
+	} else {
+		r.chunks[p.c] = ch
+	}
+	r.n--
+}
+
+// all returns the items in order, in a new slice.
+func (r *runs[T]) all() []T {
+	out := make([]T, 0, r.n)
+	for _, ch := range r.chunks {
+		out = append(out, ch...)
+	}
+	return out
+}
+
+// set replaces the items with xs, in order.
+func (r *runs[T]) set(xs []T) {
+	r.chunks, r.n = r.chunks[:0], len(xs)
+	for len(xs) > 0 {
+		k := min(len(xs), runMax/2)
+		r.chunks = append(r.chunks, append(make([]T, 0, runMax), xs[:k]...))
+		xs = xs[k:]
+	}
+}
+
+// freeSet is a pool's set of free mapped blocks in the comparator's order
+// (BlockPool::blocks).
+type freeSet struct {
+	tie TieBreak
+	runs[*block]
+}
 
 // less is the free-block comparator: stream (as an unsigned pointer), size,
 // then the tie-break.
@@ -45,54 +149,9 @@ func (f *freeSet) less(a, b *block) bool {
 	return a.addr < b.addr
 }
 
-func (f *freeSet) len() int { return f.n }
-
-// at returns the block at p, which must be valid.
-func (f *freeSet) at(p fpos) *block { return f.chunks[p.c][p.i] }
-
-// valid reports whether p is a block's place (not past either end).
-func (f *freeSet) valid(p fpos) bool {
-	return p.c >= 0 && p.c < len(f.chunks) && p.i >= 0 && p.i < len(f.chunks[p.c])
-}
-
-// next and prev step p through the order; past an end p is not valid.
-func (f *freeSet) next(p fpos) fpos {
-	if p.i+1 < len(f.chunks[p.c]) {
-		return fpos{p.c, p.i + 1}
-	}
-	return fpos{p.c + 1, 0}
-}
-
-func (f *freeSet) prev(p fpos) fpos {
-	if p.i > 0 {
-		return fpos{p.c, p.i - 1}
-	}
-	if p.c == 0 {
-		return fpos{-1, 0}
-	}
-	return fpos{p.c - 1, len(f.chunks[p.c-1]) - 1}
-}
-
-// end is the place past the last block.
-func (f *freeSet) end() fpos { return fpos{len(f.chunks), 0} }
-
-// find returns the place of the first block for which !before(block), f
-// ordered so that before holds up to some place and not after it.
-func (f *freeSet) find(before func(*block) bool) fpos {
-	c := sort.Search(len(f.chunks), func(c int) bool {
-		ch := f.chunks[c]
-		return !before(ch[len(ch)-1])
-	})
-	if c == len(f.chunks) {
-		return f.end()
-	}
-	ch := f.chunks[c]
-	return fpos{c, sort.Search(len(ch), func(i int) bool { return !before(ch[i]) })}
-}
-
 // lowerBound returns the place of the first block not less than the search
 // key (stream, size): the smallest block of at least size on stream, if any.
-func (f *freeSet) lowerBound(stream, size int64) fpos {
+func (f *freeSet) lowerBound(stream, size int64) rpos {
 	return f.find(func(b *block) bool {
 		if b.stream != stream {
 			return uint64(b.stream) < uint64(stream)
@@ -101,31 +160,12 @@ func (f *freeSet) lowerBound(stream, size int64) fpos {
 	})
 }
 
-func (f *freeSet) search(b *block) fpos {
+func (f *freeSet) search(b *block) rpos {
 	return f.find(func(x *block) bool { return f.less(x, b) })
 }
 
 func (f *freeSet) insert(b *block) {
-	p := f.search(b)
-	if p.c == len(f.chunks) {
-		if p.c == 0 || len(f.chunks[p.c-1]) >= freeChunk {
-			f.chunks = append(f.chunks, make([]*block, 0, 8))
-			p = fpos{len(f.chunks) - 1, 0}
-		} else {
-			p = fpos{p.c - 1, len(f.chunks[p.c-1])}
-		}
-	}
-	ch := slices.Insert(f.chunks[p.c], p.i, b)
-	if len(ch) > freeChunk {
-		half := len(ch) / 2
-		tail := append(make([]*block, 0, freeChunk), ch[half:]...)
-		clear(ch[half:])
-		f.chunks[p.c] = ch[:half]
-		f.chunks = slices.Insert(f.chunks, p.c+1, tail)
-	} else {
-		f.chunks[p.c] = ch
-	}
-	f.n++
+	f.insertAt(f.search(b), b)
 	b.inSet = true
 }
 
@@ -136,13 +176,7 @@ func (f *freeSet) remove(b *block) {
 	for p := f.search(b); f.valid(p); p = f.next(p) {
 		x := f.at(p)
 		if x == b {
-			ch := slices.Delete(f.chunks[p.c], p.i, p.i+1)
-			if len(ch) == 0 {
-				f.chunks = slices.Delete(f.chunks, p.c, p.c+1)
-			} else {
-				f.chunks[p.c] = ch
-			}
-			f.n--
+			f.deleteAt(p)
 			b.inSet = false
 			return
 		}
@@ -151,15 +185,6 @@ func (f *freeSet) remove(b *block) {
 		}
 	}
 	panic("invariant violation: a free block is missing from its pool's set")
-}
-
-// all returns the blocks in order, in a new slice.
-func (f *freeSet) all() []*block {
-	out := make([]*block, 0, f.n)
-	for _, ch := range f.chunks {
-		out = append(out, ch...)
-	}
-	return out
 }
 
 // unmappedSet is a pool's unmapped blocks of expandable segments, by
@@ -219,10 +244,5 @@ func (f *freeSet) resort() {
 		}
 		return 0
 	})
-	f.chunks = f.chunks[:0]
-	for len(bs) > 0 {
-		k := min(len(bs), freeChunk/2)
-		f.chunks = append(f.chunks, append(make([]*block, 0, freeChunk), bs[:k]...))
-		bs = bs[k:]
-	}
+	f.set(bs)
 }

@@ -33,7 +33,7 @@ func TestFreeSetRuns(t *testing.T) {
 			t.Fatalf("step %d: %d blocks, want %d in order", step, f.len(), len(want))
 		}
 		for _, ch := range f.chunks {
-			if len(ch) == 0 || len(ch) > freeChunk {
+			if len(ch) == 0 || len(ch) > runMax {
 				t.Fatalf("step %d: a run of %d", step, len(ch))
 			}
 		}

@@ -86,7 +86,7 @@ type Allocator struct {
 	poolList []*pool           // creation order, for deterministic release
 	live     map[uint64]*block // allocated and pending blocks by address
 	segs     map[uint64]*segment
-	spans    []*segment // segs by address
+	spans    runs[*segment] // segs by address
 	nextCtr  int64      // registration_counter_global
 	nextSeg  int64      // segment creation counter
 

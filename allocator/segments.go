@@ -1,12 +1,7 @@
 package allocator
 
-import (
-	"cmp"
-	"slices"
-)
-
 // This file files segments by address: the map for lookups by base, the
-// sorted spans for overlap checks and lookups by any address inside.
+// spans, by address, for overlap checks and lookups by any address inside.
 
 // addSeg files a new segment; false when it would overlap one held (a
 // device that hands out an address in use: only damaged recordings do).
@@ -17,27 +12,27 @@ func (a *Allocator) addSeg(seg *segment) bool {
 	if seg.addr+uint64(seg.size) < seg.addr {
 		return false
 	}
-	i, _ := slices.BinarySearchFunc(a.spans, seg.addr, func(s *segment, addr uint64) int {
-		return cmp.Compare(s.addr, addr)
-	})
-	if i < len(a.spans) && a.spans[i].addr < seg.addr+uint64(seg.size) {
-		if !seg.expandable || a.spans[i].addr <= seg.addr {
+	sp := &a.spans
+	i := sp.find(func(s *segment) bool { return s.addr < seg.addr })
+	if sp.valid(i) && sp.at(i).addr < seg.addr+uint64(seg.size) {
+		next := sp.at(i)
+		if !seg.expandable || next.addr <= seg.addr {
 			return false
 		}
-		seg.size = int64(a.spans[i].addr-seg.addr) / seg.pageSize * seg.pageSize
+		seg.size = int64(next.addr-seg.addr) / seg.pageSize * seg.pageSize
 		if seg.size <= 0 {
 			return false
 		}
 	}
-	if i > 0 {
-		prev := a.spans[i-1]
+	if j := sp.prev(i); sp.valid(j) {
+		prev := sp.at(j)
 		if over := int64(prev.addr + uint64(prev.size) - seg.addr); prev.addr+uint64(prev.size) > seg.addr {
 			if !prev.expandable || !prev.trim(over) {
 				return false
 			}
 		}
 	}
-	a.spans = slices.Insert(a.spans, i, seg)
+	sp.insertAt(i, seg)
 	a.segs[seg.addr] = seg
 	return true
 }
@@ -60,24 +55,18 @@ func (s *segment) trim(n int64) bool {
 // dropSeg forgets a released segment.
 func (a *Allocator) dropSeg(seg *segment) {
 	delete(a.segs, seg.addr)
-	i, ok := slices.BinarySearchFunc(a.spans, seg.addr, func(s *segment, addr uint64) int {
-		return cmp.Compare(s.addr, addr)
-	})
-	if ok {
-		a.spans = slices.Delete(a.spans, i, i+1)
+	sp := &a.spans
+	if i := sp.find(func(s *segment) bool { return s.addr < seg.addr }); sp.valid(i) && sp.at(i).addr == seg.addr {
+		sp.deleteAt(i)
 	}
 }
 
 // segAt returns the segment holding addr, or nil.
 func (a *Allocator) segAt(addr uint64) *segment {
-	i, ok := slices.BinarySearchFunc(a.spans, addr, func(s *segment, addr uint64) int {
-		return cmp.Compare(s.addr, addr)
-	})
-	if !ok {
-		i--
-	}
-	if i >= 0 && i < len(a.spans) && addr-a.spans[i].addr < uint64(a.spans[i].size) {
-		return a.spans[i]
+	sp := &a.spans
+	i := sp.find(func(s *segment) bool { return s.addr <= addr }) // the first segment past addr
+	if i = sp.prev(i); sp.valid(i) && addr-sp.at(i).addr < uint64(sp.at(i).size) {
+		return sp.at(i)
 	}
 	return nil
 }

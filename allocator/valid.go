@@ -81,7 +81,7 @@ func (a *Allocator) CheckValid() error {
 			}
 		}
 		for _, ch := range p.free.chunks {
-			if len(ch) == 0 || len(ch) > freeChunk {
+			if len(ch) == 0 || len(ch) > runMax {
 				return fmt.Errorf("a free set's run holds %d blocks", len(ch))
 			}
 		}
