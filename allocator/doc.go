@@ -75,7 +75,9 @@
 // Replay refuses (ErrNotReplayable, with the reason) a device with no
 // trace, a torch ≤ 2.0 snapshot, backend:cudaMallocAsync, torch_npu's
 // rounding, and expandable segments mapped before the first entry (their reservation is unknown); after a
-// divergence with expandable segments it stops checking (LostAt).
+// divergence with expandable segments it stops checking (LostAt), and so it
+// does once its resyncs have loaded states worth a sixteenth of the trace
+// (LostTooOften): each loads the whole recorded state.
 //
 // # What-if
 //
