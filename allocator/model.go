@@ -87,8 +87,8 @@ type Allocator struct {
 	live     map[uint64]*block // allocated and pending blocks by address
 	segs     map[uint64]*segment
 	spans    runs[*segment] // segs by address
-	nextCtr  int64      // registration_counter_global
-	nextSeg  int64      // segment creation counter
+	nextCtr  int64          // registration_counter_global
+	nextSeg  int64          // segment creation counter
 
 	// Reserved is total_allocated_memory: bytes of cudaMalloc'd segments
 	// plus mapped pages.
