@@ -77,7 +77,9 @@
 // rounding, and expandable segments mapped before the first entry (their reservation is unknown); after a
 // divergence with expandable segments it stops checking (LostAt), and so it
 // does once its resyncs have loaded states worth a sixteenth of the trace
-// (LostTooOften): each loads the whole recorded state.
+// (LostTooOften): each loads the whole recorded state. The what-ifs then
+// know the empty_cache() calls and the device's refusals the check found
+// before it stopped, not those after.
 //
 // # What-if
 //
