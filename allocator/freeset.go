@@ -149,6 +149,17 @@ func (f *freeSet) less(a, b *block) bool {
 	return a.addr < b.addr
 }
 
+// compare is less as a three-way comparison.
+func (f *freeSet) compare(x, y *block) int {
+	switch {
+	case f.less(x, y):
+		return -1
+	case f.less(y, x):
+		return 1
+	}
+	return 0
+}
+
 // lowerBound returns the place of the first block not less than the search
 // key (stream, size): the smallest block of at least size on stream, if any.
 func (f *freeSet) lowerBound(stream, size int64) rpos {
@@ -235,14 +246,6 @@ func (u *unmappedSet) first(stream int64) int {
 // resort restores the order after tie-break keys changed.
 func (f *freeSet) resort() {
 	bs := f.all()
-	slices.SortFunc(bs, func(x, y *block) int {
-		switch {
-		case f.less(x, y):
-			return -1
-		case f.less(y, x):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(bs, f.compare)
 	f.set(bs)
 }

@@ -14,15 +14,6 @@ func TestFreeSetRuns(t *testing.T) {
 	seg := &segment{}
 	var f freeSet
 	var want []*block // sorted
-	less := func(a, b *block) int {
-		switch {
-		case f.less(a, b):
-			return -1
-		case f.less(b, a):
-			return 1
-		}
-		return 0
-	}
 	var all []*block
 	for i := range 6000 {
 		all = append(all, &block{addr: uint64(i) << 9, size: int64(rng.IntN(40)) << 9, stream: int64(rng.IntN(3)), seg: seg})
@@ -74,7 +65,7 @@ func TestFreeSetRuns(t *testing.T) {
 			want = slices.Delete(want, i, i+1)
 		} else if step < 30000 || rng.IntN(4) == 0 {
 			f.insert(b)
-			i, _ := slices.BinarySearchFunc(want, b, less)
+			i, _ := slices.BinarySearchFunc(want, b, f.compare)
 			want = slices.Insert(want, i, b)
 		}
 		if step%97 == 0 {

@@ -9,6 +9,26 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
+// fixture opens fixtures/NAME/snapshot.pickle.
+func fixture(t testing.TB, name string) *snapshot.Snapshot {
+	t.Helper()
+	src, err := snapshot.Open(filepath.Join("..", "fixtures", name, "snapshot.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// written is src written back by snapgen, at least minBytes, shaped by opt.
+func written(t testing.TB, src *snapshot.Snapshot, minBytes int64, opt snapgen.Options) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := snapgen.WriteOptions(&buf, src, minBytes, opt); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // fastSeeds are small snapshots whose traces are long enough for batches
 // after the first (pickle.dump writes 1,000 entries a batch, the first
 // read by the general machine): 3,100 entries from the middle of real
@@ -18,38 +38,30 @@ import (
 func fastSeeds(t testing.TB) [][]byte {
 	var seeds [][]byte
 	for _, name := range []string{"plain-trainer-late", "llama-bf16"} {
-		src, err := snapshot.Open(filepath.Join("..", "fixtures", name, "snapshot.pickle"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		src := fixture(t, name)
 		for d := range src.Traces {
 			src.Traces[d] = src.Traces[d][len(src.Traces[d])/2:]
 			src.Traces[d] = src.Traces[d][:min(len(src.Traces[d]), 3100)]
 		}
 		src.Segments = nil // small seeds: FuzzDecode has the segments
 		for _, opt := range []snapgen.Options{{Repeats: 1}, {Repeats: 1, Stacks: 3, Frames: 2, Devices: 2}} {
-			var buf bytes.Buffer
-			if _, err := snapgen.WriteOptions(&buf, src, 0, opt); err != nil {
-				t.Fatal(err)
-			}
-			seeds = append(seeds, buf.Bytes())
+			seeds = append(seeds, written(t, src, 0, opt))
 		}
 	}
 	// Annotations after the first batch of them, with a short trace.
-	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.Traces[0], src.Segments = src.Traces[0][:100], nil
+	return append(seeds, manyAnnotations(t, "llama-bf16", 2100))
+}
+
+// manyAnnotations is fixture name with a short trace and its annotations
+// repeated to at least n.
+func manyAnnotations(t testing.TB, name string, n int) []byte {
+	src := fixture(t, name)
+	src.Traces[0], src.Segments = src.Traces[0][:min(len(src.Traces[0]), 100)], nil
 	base := src.Annotations
-	for len(src.Annotations) < 2100 {
+	for len(src.Annotations) < n {
 		src.Annotations = append(src.Annotations, base...)
 	}
-	var buf bytes.Buffer
-	if _, err := snapgen.WriteOptions(&buf, src, 0, snapgen.Options{Repeats: 1}); err != nil {
-		t.Fatal(err)
-	}
-	return append(seeds, buf.Bytes())
+	return written(t, src, 0, snapgen.Options{Repeats: 1})
 }
 
 func TestFastPathSeeds(t *testing.T) {
@@ -92,15 +104,7 @@ func TestChunksEqualGeneral(t *testing.T) {
 		{"plain-trainer-late", snapgen.Options{}},
 		{"llama-bf16", snapgen.Options{Stacks: 8, Frames: 4}},
 	} {
-		src, err := snapshot.Open(filepath.Join("..", "fixtures", c.name, "snapshot.pickle"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := snapgen.WriteOptions(&buf, src, 6<<20, c.opt); err != nil {
-			t.Fatal(err)
-		}
-		data := buf.Bytes()
+		data := written(t, fixture(t, c.name), 6<<20, c.opt)
 		_, chunks := snapshot.DecodeBothChunksForTest(t, c.name, data)
 		if chunks == 0 {
 			t.Errorf("%s (%d bytes): no chunk read ahead was taken", c.name, len(data))
@@ -113,48 +117,41 @@ func TestChunksEqualGeneral(t *testing.T) {
 	t.Logf("%d chunks read ahead taken", total)
 }
 
-// TestFastAnnotations decodes a generated snapshot with thousands of step
-// annotations (the harness's, renumbered, and torch's Optimizer.step
-// ranges): after the first batch, the fast path reads them, and the
-// snapshot must be the general machine's, whole and cut short.
+// TestFastAnnotations decodes snapshots with thousands of annotations:
+// one generated from the harness's capture (its step ranges renumbered),
+// and torch's own from the HF Trainer capture made without the harness
+// (Optimizer.step, DataLoader ranges), repeated. After the first batch the
+// fast path reads them, and the snapshot must be the general machine's,
+// whole and cut short.
 func TestFastAnnotations(t *testing.T) {
-	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snapgen.WriteOptions(&buf, src, 16<<20, snapgen.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	s, err := snapshot.Decode(bytes.NewReader(data), "annotations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Annotations) < 2500 {
-		t.Fatalf("%d annotations: want thousands, in batches of 1,000", len(s.Annotations))
-	}
-	n := snapshot.FastAnnotsForTest(t, data)
-	t.Logf("%d annotations, %d batches of them read by the fast path", len(s.Annotations), n)
-	if n < 1 {
-		t.Fatalf("%d annotations, none read by the fast path", len(s.Annotations))
-	}
-	snapshot.DecodeBothChunksForTest(t, "annotations", data)
-	for _, frac := range []int{50, 95, 99} {
-		snapshot.DecodeBothChunksForTest(t, "annotations", data[:len(data)*frac/100])
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"llama-bf16, generated", written(t, fixture(t, "llama-bf16"), 16<<20, snapgen.Options{})},
+		{"plain-trainer-late, annotations repeated", manyAnnotations(t, "plain-trainer-late", 3000)},
+	} {
+		s, err := snapshot.Decode(bytes.NewReader(c.data), c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Annotations) < 2500 {
+			t.Fatalf("%s: %d annotations: want thousands, in batches of 1,000", c.name, len(s.Annotations))
+		}
+		n := snapshot.FastAnnotsForTest(t, c.data)
+		t.Logf("%s: %d annotations, %d batches of them read by the fast path", c.name, len(s.Annotations), n)
+		if n < 1 {
+			t.Fatalf("%s: %d annotations, none read by the fast path", c.name, len(s.Annotations))
+		}
+		snapshot.DecodeBothChunksForTest(t, c.name, c.data)
+		for _, frac := range []int{50, 95, 99} {
+			snapshot.DecodeBothChunksForTest(t, c.name, c.data[:len(c.data)*frac/100])
+		}
 	}
 }
 
 func init() {
 	snapshot.SetBenchScanInput(func(t testing.TB) []byte {
-		src, err := snapshot.Open(filepath.Join("..", "fixtures", "plain-trainer-late", "snapshot.pickle"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := snapgen.WriteOptions(&buf, src, 8<<20, snapgen.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return written(t, fixture(t, "plain-trainer-late"), 8<<20, snapgen.Options{})
 	})
 }

@@ -29,6 +29,18 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 		return d, s, err
 	}
 	_, gs, gerr := decode(func(*fastState) {}, Options{generalOnly: true})
+	// same fails unless a fast path's result is the general machine's.
+	same := func(what string, fs *Snapshot, ferr error) {
+		t.Helper()
+		switch {
+		case (ferr == nil) != (gerr == nil):
+			t.Fatalf("%s: %s: error %v, general machine error %v", name, what, ferr, gerr)
+		case ferr != nil && ferr.Error() != gerr.Error():
+			t.Fatalf("%s: %s: errors differ:\nfast:    %v\ngeneral: %v", name, what, ferr, gerr)
+		case !reflect.DeepEqual(fs, gs):
+			t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, what)
+		}
+	}
 	batches, joins, chunkRuns := 0, 0, 0
 	for _, v := range []struct {
 		what string
@@ -43,14 +55,7 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 		{"the fast path with scanners for windows of a few KB (small inputs take the two-scanner path)", func(f *fastState) { f.parallelMin = 4 << 10 }},
 	} {
 		d, fs, ferr := decode(v.set, Options{})
-		switch {
-		case (ferr == nil) != (gerr == nil):
-			t.Fatalf("%s: %s: error %v, general machine error %v", name, v.what, ferr, gerr)
-		case ferr != nil && ferr.Error() != gerr.Error():
-			t.Fatalf("%s: %s: errors differ:\nfast:    %v\ngeneral: %v", name, v.what, ferr, gerr)
-		case !reflect.DeepEqual(fs, gs):
-			t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, v.what)
-		}
+		same(v.what, fs, ferr)
 		batches = max(batches, d.fast.batch)
 		joins += d.fast.joins
 		chunkRuns += d.fast.chunks
@@ -78,14 +83,7 @@ func decodeBothJoins(t *testing.T, name string, data []byte) (int, int, int) {
 			v.set(&d.fast)
 			fs, ferr := d.decodeTop(file, int64(len(data)), Options{})
 			file.Close()
-			switch {
-			case (ferr == nil) != (gerr == nil):
-				t.Fatalf("%s: %s: error %v, general machine error %v", name, v.what, ferr, gerr)
-			case ferr != nil && ferr.Error() != gerr.Error():
-				t.Fatalf("%s: %s: errors differ:\nfast:    %v\ngeneral: %v", name, v.what, ferr, gerr)
-			case !reflect.DeepEqual(fs, gs):
-				t.Fatalf("%s: %s: the snapshot differs from the general machine's", name, v.what)
-			}
+			same(v.what, fs, ferr)
 			chunkRuns += d.fast.chunks
 			if v.what == "the fast path reading a file" && d.fast.chunks > 0 && runtime.GOOS == "linux" && d.fast.maps == 0 {
 				t.Fatalf("%s: %s: read by chunks, but the file was not mapped", name, v.what)
