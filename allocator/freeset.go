@@ -14,10 +14,11 @@ import (
 type runs[T any] struct {
 	chunks [][]T
 	n      int
+	spare  [][]T // emptied runs, for the next new one
 }
 
 // runMax bounds a run; a full one is split in two.
-const runMax = 512
+const runMax = 64
 
 // rpos is an item's place in runs: run c, index i.
 type rpos struct{ c, i int }
@@ -67,11 +68,22 @@ func (r *runs[T]) find(before func(T) bool) rpos {
 	return rpos{c, sort.Search(len(ch), func(i int) bool { return !before(ch[i]) })}
 }
 
+// chunk returns an empty run with room for runMax+1 items (a full run
+// takes one more before it is split).
+func (r *runs[T]) chunk() []T {
+	if k := len(r.spare); k > 0 {
+		ch := r.spare[k-1]
+		r.spare = r.spare[:k-1]
+		return ch
+	}
+	return make([]T, 0, runMax+1)
+}
+
 // insertAt puts x at p, a place find gave (or the end).
 func (r *runs[T]) insertAt(p rpos, x T) {
 	if p.c == len(r.chunks) {
 		if p.c == 0 || len(r.chunks[p.c-1]) >= runMax {
-			r.chunks = append(r.chunks, make([]T, 0, 8))
+			r.chunks = append(r.chunks, r.chunk())
 			p = rpos{len(r.chunks) - 1, 0}
 		} else {
 			p = rpos{p.c - 1, len(r.chunks[p.c-1])}
@@ -80,7 +92,7 @@ func (r *runs[T]) insertAt(p rpos, x T) {
 	ch := slices.Insert(r.chunks[p.c], p.i, x)
 	if len(ch) > runMax {
 		half := len(ch) / 2
-		tail := append(make([]T, 0, runMax), ch[half:]...)
+		tail := append(r.chunk(), ch[half:]...)
 		clear(ch[half:])
 		r.chunks[p.c] = ch[:half]
 		r.chunks = slices.Insert(r.chunks, p.c+1, tail)
@@ -94,6 +106,9 @@ func (r *runs[T]) insertAt(p rpos, x T) {
 func (r *runs[T]) deleteAt(p rpos) {
 	ch := slices.Delete(r.chunks[p.c], p.i, p.i+1)
 	if len(ch) == 0 {
+		if len(r.spare) < 4 && cap(ch) == runMax+1 {
+			r.spare = append(r.spare, ch)
+		}
 		r.chunks = slices.Delete(r.chunks, p.c, p.c+1)
 	} else {
 		r.chunks[p.c] = ch
@@ -115,38 +130,66 @@ func (r *runs[T]) set(xs []T) {
 	r.chunks, r.n = r.chunks[:0], len(xs)
 	for len(xs) > 0 {
 		k := min(len(xs), runMax/2)
-		r.chunks = append(r.chunks, append(make([]T, 0, runMax), xs[:k]...))
+		r.chunks = append(r.chunks, append(make([]T, 0, runMax+1), xs[:k]...))
 		xs = xs[k:]
 	}
 }
 
 // freeSet is a pool's set of free mapped blocks in the comparator's order
-// (BlockPool::blocks).
+// (BlockPool::blocks). Each entry holds its block's key, so a search reads
+// the runs alone, not the blocks they point to (a block's key does not
+// change while it is in the set; resort reads the tie-breaks anew).
 type freeSet struct {
 	tie TieBreak
-	runs[*block]
+	runs[freeEntry]
+}
+
+// freeKey is a free block's place in the comparator's order: stream (as
+// an unsigned pointer), size, the tie-break's counter (0 under
+// TieAddress), address.
+type freeKey struct {
+	stream uint64
+	size   int64
+	tie    int64
+	addr   uint64
+}
+
+type freeEntry struct {
+	freeKey
+	b *block
+}
+
+// before reports whether x comes before y in the order.
+func (x *freeKey) before(y *freeKey) bool {
+	if x.stream != y.stream {
+		return x.stream < y.stream
+	}
+	if x.size != y.size {
+		return x.size < y.size
+	}
+	if x.tie != y.tie {
+		return x.tie < y.tie
+	}
+	return x.addr < y.addr
+}
+
+// key is b's place in the order.
+func (f *freeSet) key(b *block) freeKey {
+	k := freeKey{stream: uint64(b.stream), size: b.size, addr: b.addr}
+	switch f.tie {
+	case TieSegmentCounter:
+		k.tie = b.seg.counter
+	case TieBlockCounter:
+		k.tie = b.counter
+	}
+	return k
 }
 
 // less is the free-block comparator: stream (as an unsigned pointer), size,
 // then the tie-break.
 func (f *freeSet) less(a, b *block) bool {
-	if a.stream != b.stream {
-		return uint64(a.stream) < uint64(b.stream)
-	}
-	if a.size != b.size {
-		return a.size < b.size
-	}
-	switch f.tie {
-	case TieSegmentCounter:
-		if a.seg.counter != b.seg.counter {
-			return a.seg.counter < b.seg.counter
-		}
-	case TieBlockCounter:
-		if a.counter != b.counter {
-			return a.counter < b.counter
-		}
-	}
-	return a.addr < b.addr
+	ka, kb := f.key(a), f.key(b)
+	return ka.before(&kb)
 }
 
 // compare is less as a three-way comparison.
@@ -160,23 +203,57 @@ func (f *freeSet) compare(x, y *block) int {
 	return 0
 }
 
+// at returns the block at p, which must be valid.
+func (f *freeSet) at(p rpos) *block { return f.chunks[p.c][p.i].b }
+
+// all returns the blocks in order, in a new slice.
+func (f *freeSet) all() []*block {
+	out := make([]*block, 0, f.n)
+	for _, ch := range f.chunks {
+		for i := range ch {
+			out = append(out, ch[i].b)
+		}
+	}
+	return out
+}
+
+// place returns the place of the first entry not before k.
+func (f *freeSet) place(k *freeKey) rpos {
+	cs := f.chunks
+	lo, hi := 0, len(cs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ch := cs[m]; ch[len(ch)-1].before(k) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(cs) {
+		return f.end()
+	}
+	ch := cs[lo]
+	i, j := 0, len(ch)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if ch[m].before(k) {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return rpos{lo, i}
+}
+
 // lowerBound returns the place of the first block not less than the search
 // key (stream, size): the smallest block of at least size on stream, if any.
 func (f *freeSet) lowerBound(stream, size int64) rpos {
-	return f.find(func(b *block) bool {
-		if b.stream != stream {
-			return uint64(b.stream) < uint64(stream)
-		}
-		return b.size < size
-	})
-}
-
-func (f *freeSet) search(b *block) rpos {
-	return f.find(func(x *block) bool { return f.less(x, b) })
+	return f.place(&freeKey{stream: uint64(stream), size: size})
 }
 
 func (f *freeSet) insert(b *block) {
-	f.insertAt(f.search(b), b)
+	k := f.key(b)
+	f.insertAt(f.place(&k), freeEntry{k, b})
 	b.inSet = true
 }
 
@@ -184,14 +261,15 @@ func (f *freeSet) remove(b *block) {
 	if !b.inSet {
 		return
 	}
-	for p := f.search(b); f.valid(p); p = f.next(p) {
-		x := f.at(p)
-		if x == b {
+	k := f.key(b)
+	for p := f.place(&k); f.valid(p); p = f.next(p) {
+		e := &f.chunks[p.c][p.i]
+		if e.b == b {
 			f.deleteAt(p)
 			b.inSet = false
 			return
 		}
-		if f.less(b, x) {
+		if k.before(&e.freeKey) {
 			break
 		}
 	}
@@ -245,7 +323,20 @@ func (u *unmappedSet) first(stream int64) int {
 
 // resort restores the order after tie-break keys changed.
 func (f *freeSet) resort() {
-	bs := f.all()
-	slices.SortFunc(bs, f.compare)
-	f.set(bs)
+	es := make([]freeEntry, 0, f.n)
+	for _, ch := range f.chunks {
+		for _, e := range ch {
+			es = append(es, freeEntry{f.key(e.b), e.b})
+		}
+	}
+	slices.SortFunc(es, func(x, y freeEntry) int {
+		switch {
+		case x.before(&y.freeKey):
+			return -1
+		case y.before(&x.freeKey):
+			return 1
+		}
+		return 0
+	})
+	f.set(es)
 }

@@ -83,6 +83,7 @@ type Allocator struct {
 	set      Settings
 	dev      Device
 	pools    map[poolKey]*pool
+	def      [2]*pool          // the default pool's large and small, once made
 	poolList []*pool           // creation order, for deterministic release
 	live     map[uint64]*block // allocated and pending blocks by address
 	segs     map[uint64]*segment
@@ -126,12 +127,23 @@ func (a *Allocator) emit(act snapshot.Action, addr uint64, size, stream int64) {
 }
 
 func (a *Allocator) pool(id snapshot.PoolID, small bool) *pool {
+	def := id.IsDefault()
+	s := 0
+	if small {
+		s = 1
+	}
+	if def && a.def[s] != nil {
+		return a.def[s]
+	}
 	k := poolKey{id, small}
 	p := a.pools[k]
 	if p == nil {
 		p = &pool{id: id, small: small, free: freeSet{tie: a.set.TieBreak}}
 		a.pools[k] = p
 		a.poolList = append(a.poolList, p)
+	}
+	if def {
+		a.def[s] = p
 	}
 	return p
 }
@@ -150,6 +162,15 @@ func (a *Allocator) insertFree(b *block) {
 // default pool is the zero PoolID). It returns the block's address, or
 // false after recording an oom.
 func (a *Allocator) Malloc(orig, stream int64, id snapshot.PoolID) (uint64, bool) {
+	b := a.malloc(orig, stream, id)
+	if b == nil {
+		return 0, false
+	}
+	return b.addr, true
+}
+
+// malloc is Malloc returning the block, or nil.
+func (a *Allocator) malloc(orig, stream int64, id snapshot.PoolID) *block {
 	size := a.set.RoundSize(orig)
 	p := a.pool(id, size <= SmallSize)
 	allocSize := a.set.AllocationSize(size)
@@ -173,12 +194,12 @@ func (a *Allocator) Malloc(orig, stream int64, id snapshot.PoolID) (uint64, bool
 	if b == nil {
 		a.OOMs++
 		a.emit(snapshot.ActionOOM, 0, size, stream)
-		return 0, false
+		return nil
 	}
 	b = a.allocFound(b, size, stream, expandable)
 	b.requested = orig
 	a.emit(snapshot.ActionAlloc, b.addr, orig, stream)
-	return b.addr, true
+	return b
 }
 
 // getFreeBlock is get_free_block: best fit on stream, with the expandable
@@ -187,20 +208,23 @@ func (a *Allocator) getFreeBlock(p *pool, stream, size int64, expandable bool) *
 	if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
 		p.gcCalls++
 	}
-	b := a.findFree(p, stream, size, expandable)
-	if b == nil {
+	i, ok := a.findFree(p, stream, size, expandable)
+	if !ok {
 		return nil
 	}
-	p.free.remove(b)
+	b := p.free.at(i)
+	p.free.deleteAt(i)
+	b.inSet = false
 	return b
 }
 
-// findFree returns the block of p's free set get_free_block takes, or nil.
-func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) *block {
+// findFree returns the place of the block of p's free set get_free_block
+// takes, or false.
+func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) (rpos, bool) {
 	f := &p.free
 	i := f.lowerBound(stream, size)
 	if !f.valid(i) || f.at(i).stream != stream {
-		return nil
+		return i, false
 	}
 	if f.at(i).seg.expandable {
 		if expandable {
@@ -221,18 +245,18 @@ func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) *bloc
 			for i = f.next(i); f.valid(i) && f.at(i).seg.expandable && f.at(i).stream == stream; i = f.next(i) {
 			}
 			if !f.valid(i) || f.at(i).stream != stream {
-				return nil
+				return i, false
 			}
 		}
 	}
 	b := f.at(i)
 	if size < a.set.MaxSplitSize && b.size >= a.set.MaxSplitSize {
-		return nil
+		return i, false
 	}
 	if size >= a.set.MaxSplitSize && b.size >= size+a.set.MaxNonSplitRounding {
-		return nil
+		return i, false
 	}
-	return b
+	return i, true
 }
 
 // WouldReuse reports whether a request of orig bytes on stream would be
@@ -240,7 +264,11 @@ func (a *Allocator) findFree(p *pool, stream, size int64, expandable bool) *bloc
 func (a *Allocator) WouldReuse(orig, stream int64, id snapshot.PoolID) bool {
 	size := a.set.RoundSize(orig)
 	p := a.pools[poolKey{id, size <= SmallSize}]
-	return p != nil && a.findFree(p, stream, size, a.set.Expandable) != nil
+	if p == nil {
+		return false
+	}
+	_, ok := a.findFree(p, stream, size, a.set.Expandable)
+	return ok
 }
 
 // shouldSplit is should_split.
@@ -297,12 +325,16 @@ func (a *Allocator) allocBlock(p *pool, stream, size, allocSize int64, expandabl
 // stops being allocated; with pending its memory stays in use until
 // FreeCompleted (record_stream). It reports whether addr was allocated.
 func (a *Allocator) Free(addr uint64, pending bool) bool {
-	b := a.live[addr]
+	return a.free(a.live[addr], pending)
+}
+
+// free is Free of the live block b (nil: none).
+func (a *Allocator) free(b *block, pending bool) bool {
 	if b == nil || !b.allocated {
 		return false
 	}
 	b.allocated = false
-	a.emit(snapshot.ActionFreeRequested, addr, b.requested, b.stream)
+	a.emit(snapshot.ActionFreeRequested, b.addr, b.requested, b.stream)
 	if pending {
 		b.pending = true
 		return true
@@ -314,7 +346,11 @@ func (a *Allocator) Free(addr uint64, pending bool) bool {
 // FreeCompleted is free_block for a block freed with pending. It reports
 // whether addr was such a block.
 func (a *Allocator) FreeCompleted(addr uint64) bool {
-	b := a.live[addr]
+	return a.freeCompleted(a.live[addr])
+}
+
+// freeCompleted is FreeCompleted of the live block b (nil: none).
+func (a *Allocator) freeCompleted(b *block) bool {
 	if b == nil || b.allocated {
 		return false
 	}

@@ -167,6 +167,48 @@ type Recording struct {
 	r      *replayer
 
 	deferred int // frees whose free_completed came after a later request
+	blocks   blockSlots
+}
+
+// blockSlots pairs the recorded entries that name one block: each alloc
+// gets a slot, and each free_requested and free_completed the slot of the
+// alloc that last used its address (-1: none). Blocks live before the
+// first entry get slots too, by address. The what-ifs keep their blocks
+// by slot, in a slice, not by address in a map.
+type blockSlots struct {
+	of  []int32
+	pre map[uint64]int32
+	n   int
+}
+
+func pairBlocks(evs []snapshot.Event, initial []snapshot.LiveBlock) blockSlots {
+	bs := blockSlots{of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial))}
+	byAddr := make(map[uint64]int32, len(initial))
+	for _, b := range initial {
+		bs.pre[b.Addr] = int32(bs.n)
+		byAddr[b.Addr] = int32(bs.n)
+		bs.n++
+	}
+	for i := range evs {
+		ev := &evs[i]
+		bs.of[i] = -1
+		switch ev.Action {
+		case snapshot.ActionAlloc:
+			bs.of[i] = int32(bs.n)
+			byAddr[ev.Addr] = int32(bs.n)
+			bs.n++
+		case snapshot.ActionFreeRequested:
+			if s, ok := byAddr[ev.Addr]; ok {
+				bs.of[i] = s
+			}
+		case snapshot.ActionFreeCompleted:
+			if s, ok := byAddr[ev.Addr]; ok {
+				bs.of[i] = s
+				delete(byAddr, ev.Addr)
+			}
+		}
+	}
+	return bs
 }
 
 // NewRecording replays device's recorded requests for what-ifs; it
@@ -188,7 +230,12 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if err != nil {
 		return nil, err
 	}
-	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r, deferred: deferredFrees(s.Traces[device])}, nil
+	rc := &Recording{s: s, device: device, opt: opt, tl: tl, r: r, deferred: deferredFrees(s.Traces[device])}
+	if tl != nil {
+		_, live, _ := tl.At(-1)
+		rc.blocks = pairBlocks(s.Traces[device], live)
+	}
+	return rc, nil
 }
 
 // deferredFrees counts the frees of evs whose free_completed came after a
@@ -234,7 +281,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	if set.MemoryLimit == 0 {
 		set.MemoryLimit = opt.MemoryLimit
 	}
-	w := &whatIf{evs: s.Traces[device], rec: r, blocks: map[uint64]*block{},
+	w := &whatIf{evs: s.Traces[device], rec: r, slots: &rc.blocks, blocks: make([]*block, rc.blocks.n),
 		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, DeferredFrees: rc.deferred, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
@@ -247,7 +294,9 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		w.out.Window = true
 		w.dev.used = w.a.Reserved
 		for addr, b := range w.a.live {
-			w.blocks[addr] = b
+			if k, ok := rc.blocks.pre[addr]; ok {
+				w.blocks[k] = b
+			}
 			if b.allocated {
 				w.allocated += b.size
 			}
@@ -372,7 +421,8 @@ type whatIf struct {
 	a      *Allocator
 	dev    *capacityDevice
 	out    *Outcome
-	blocks map[uint64]*block // recorded address → the model's block, while live
+	slots  *blockSlots
+	blocks []*block // by slot, the model's block while live
 	// stop is WhatIfOptions.Stop where it applies; stopped is set when it
 	// said to stop.
 	stop    func(int64) bool
@@ -416,7 +466,7 @@ func (w *whatIf) run() {
 			w.request(i)
 		case snapshot.ActionFreeRequested:
 			if o.OOM == nil {
-				w.free(ev.Addr)
+				w.free(i)
 			}
 		case snapshot.ActionFreeCompleted:
 			if o.OOM != nil {
@@ -429,7 +479,7 @@ func (w *whatIf) run() {
 				w.held = append(w.held, i)
 				continue
 			}
-			w.complete(ev.Addr)
+			w.complete(i)
 		}
 		queued = false
 	}
@@ -448,18 +498,17 @@ func (w *whatIf) request(i int) {
 	if ev.Action == snapshot.ActionOOM {
 		size = w.oomRequest(i)
 	}
-	addr, ok := w.a.Malloc(size, ev.Stream, w.rec.pools.of(i, ev))
+	b := w.a.malloc(size, ev.Stream, w.rec.pools.of(i, ev))
 	w.account()
-	if !ok {
+	if b == nil {
 		o.OOM = &WhatIfOOM{Index: i, Size: w.a.set.RoundSize(size), Stream: ev.Stream, Reserved: w.a.Reserved}
 		return
 	}
-	b := w.a.live[addr]
 	w.allocated += b.size
 	if ev.Action == snapshot.ActionOOM {
 		o.ServedOOMs = append(o.ServedOOMs, i)
 	} else {
-		w.blocks[ev.Addr] = b
+		w.blocks[w.slots.of[i]] = b
 	}
 	o.PeakAllocated = max(o.PeakAllocated, w.allocated)
 	o.PeakSegments = max(o.PeakSegments, w.segs)
@@ -502,34 +551,39 @@ func (w *whatIf) account() {
 
 // free is a free_requested: the block stops being allocated; its memory
 // stays in use until its free_completed.
-func (w *whatIf) free(addr uint64) {
-	b := w.blocks[addr]
+func (w *whatIf) free(i int) {
+	var b *block
+	if k := w.slots.of[i]; k >= 0 {
+		b = w.blocks[k]
+	}
 	if b == nil || !b.allocated {
 		w.out.Unmatched++
 		return
 	}
 	w.allocated -= b.size
-	w.a.Free(b.addr, true)
+	w.a.free(b, true)
 	w.a.Drain()
 }
 
-// complete is a free_completed.
-func (w *whatIf) complete(addr uint64) {
-	b := w.blocks[addr]
-	delete(w.blocks, addr)
+// complete is the free_completed at i.
+func (w *whatIf) complete(i int) {
+	var b *block
+	if k := w.slots.of[i]; k >= 0 {
+		b, w.blocks[k] = w.blocks[k], nil
+	}
 	if b == nil {
 		w.out.Unmatched++
 		return
 	}
 	if b.pending {
-		w.a.FreeCompleted(b.addr)
+		w.a.freeCompleted(b)
 	}
 	w.a.Drain()
 }
 
 func (w *whatIf) flushHeld() {
 	for _, i := range w.held {
-		w.complete(w.evs[i].Addr)
+		w.complete(i)
 	}
 	w.held = w.held[:0]
 }

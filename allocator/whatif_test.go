@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/internal/truth"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -707,5 +708,49 @@ func TestWhatIfPrivatePool(t *testing.T) {
 	st := tr.MemoryStatsEnd
 	if o.PeakReserved != st["reserved_bytes.all.peak"] || o.EndReserved != st["reserved_bytes.all.current"] {
 		t.Errorf("peak/end reserved %d/%d, want torch's %d/%d", o.PeakReserved, o.EndReserved, st["reserved_bytes.all.peak"], st["reserved_bytes.all.current"])
+	}
+}
+
+// A free_completed just before a release is held for the next request
+// (the release's own, completed inside it); when that request's block
+// has the freed block's address (the release gave the segment back and
+// cudaMalloc handed the same address out again), the held completion
+// still ends the old block, and the new block's frees still find the new
+// one: the what-if pairs entries by the alloc that made the block, not by
+// the address at the time it applies them.
+func TestWhatIfHeldFreeAddressReused(t *testing.T) {
+	const S, M = 0x7f0000000000, 1 << 20
+	ev := func(action string, addr, size int64) map[string]any { return snapgen.Ev(action, addr, size, 1) }
+	syn := &snapgen.Synth{
+		Traces: [][]map[string]any{{
+			ev("segment_alloc", S, 20*M), ev("alloc", S, 20*M),
+			ev("free_requested", S, 20*M), ev("free_completed", S, 20*M),
+			ev("segment_free", S, 20*M),
+			ev("segment_alloc", S, 40*M), ev("alloc", S, 40*M),
+			ev("free_requested", S, 40*M), ev("free_completed", S, 40*M),
+		}},
+		Segments: []map[string]any{snapgen.Seg(S, snapgen.Blk(40*M, 0, "inactive"))},
+	}
+	s, err := syn.Decode("reused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := NewRecording(s, 0, WhatIfOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := rc.WhatIf(Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check takes the release for the retry after a failed cudaMalloc,
+	// so the what-if's device refuses the second segment too: its retry
+	// completes the first block and frees that segment, and 40 MiB stay
+	// reserved. (Paired
+	// by address, the held completion took the second block's entry, and
+	// both of its frees went unmatched.)
+	if o.Unmatched != 0 || o.OOM != nil || o.EndReserved != 40*M || o.PeakAllocated != 40*M || o.Retries != 1 {
+		t.Errorf("what-if: %d unmatched frees, oom %v, end reserved %d, peak allocated %d, %d retries; want 0, none, %d, %d, 1",
+			o.Unmatched, o.OOM, o.EndReserved, o.PeakAllocated, o.Retries, 40*M, 40*M)
 	}
 }
