@@ -80,20 +80,16 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 		set.MemoryFraction = opt.MemoryFraction
 	}
 	evs := s.Traces[device]
-	for i := range evs {
-		ev := &evs[i]
-		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
-			return nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
-		}
-	}
 	info := map[uint64]segInfo{}
-	pools := newPoolRoutes(s, device, evs)
 	for _, si := range s.SegmentsOf(device) {
 		seg := &s.Segments[si]
 		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true, pool: seg.Pool}
 	}
 	for i := range evs {
 		ev := &evs[i]
+		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
+			return nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
+		}
 		switch ev.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
 			if _, ok := info[ev.Addr]; !ok {
@@ -101,6 +97,7 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 			}
 		}
 	}
+	pools := newPoolRoutes(s, device, evs)
 	tl := opt.Timeline
 	if tl == nil || tl.Device != device || len(tl.Events) != len(evs) {
 		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})

@@ -97,7 +97,9 @@ type Outcome struct {
 	// streams (record_stream): free_completed came after a later request.
 	// They complete at their recorded places; in another run the GPU can
 	// finish them elsewhere (a block reused or not), so a what-if of a
-	// recording with them is exact only for the recorded timing.
+	// recording with them is exact only for the recorded timing. Not
+	// counted (0) when WhatIfOptions.Stop stopped the what-if before its
+	// first entry.
 	DeferredFrees int
 
 	// Stopped, when 0 or more, is the event at which WhatIfOptions.Stop
@@ -166,45 +168,77 @@ type Recording struct {
 	tl     *snapshot.Timeline
 	r      *replayer
 
-	deferred int // frees whose free_completed came after a later request
-	blocks   blockSlots
+	pairOnce sync.Once
+	pairs    blockSlots // made by the first what-if that runs the entries
+}
+
+// slots returns the recording's block slots, made once.
+func (rc *Recording) slots() *blockSlots {
+	rc.pairOnce.Do(func() {
+		var live []snapshot.LiveBlock
+		if rc.tl != nil {
+			_, live, _ = rc.tl.At(-1)
+		}
+		rc.pairs = pairBlocks(rc.s.Traces[rc.device], live)
+	})
+	return &rc.pairs
 }
 
 // blockSlots pairs the recorded entries that name one block: each alloc
 // gets a slot, and each free_requested and free_completed the slot of the
-// alloc that last used its address (-1: none). Blocks live before the
-// first entry get slots too, by address. The what-ifs keep their blocks
-// by slot, in a slice, not by address in a map.
+// alloc that last used its address (-1: none; a free_requested of an
+// address no alloc used gets a slot of its own, which holds no block).
+// Blocks live before the first entry get slots too, by address. The
+// what-ifs keep their blocks by slot, in a slice, not by address in a
+// map.
 type blockSlots struct {
 	of  []int32
 	pre map[uint64]int32
 	n   int
+	// deferred counts the frees whose free_completed came after a request
+	// that followed their free_requested: frees that waited for the
+	// streams a block was used on (record_stream).
+	deferred int
 }
 
 func pairBlocks(evs []snapshot.Event, initial []snapshot.LiveBlock) blockSlots {
 	bs := blockSlots{of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial))}
 	byAddr := make(map[uint64]int32, len(initial))
-	for _, b := range initial {
-		bs.pre[b.Addr] = int32(bs.n)
-		byAddr[b.Addr] = int32(bs.n)
+	var freedAt []int32 // by slot: the requests seen before its free_requested, -1 before it
+	slot := func(addr uint64) int32 {
+		k := int32(bs.n)
+		byAddr[addr] = k
+		freedAt = append(freedAt, -1)
 		bs.n++
+		return k
 	}
+	for _, b := range initial {
+		bs.pre[b.Addr] = slot(b.Addr)
+	}
+	requests := int32(0)
 	for i := range evs {
 		ev := &evs[i]
 		bs.of[i] = -1
 		switch ev.Action {
 		case snapshot.ActionAlloc:
-			bs.of[i] = int32(bs.n)
-			byAddr[ev.Addr] = int32(bs.n)
-			bs.n++
+			requests++
+			bs.of[i] = slot(ev.Addr)
+		case snapshot.ActionOOM:
+			requests++
 		case snapshot.ActionFreeRequested:
-			if s, ok := byAddr[ev.Addr]; ok {
-				bs.of[i] = s
+			k, ok := byAddr[ev.Addr]
+			if !ok {
+				k = slot(ev.Addr)
 			}
+			bs.of[i] = k
+			freedAt[k] = requests
 		case snapshot.ActionFreeCompleted:
-			if s, ok := byAddr[ev.Addr]; ok {
-				bs.of[i] = s
+			if k, ok := byAddr[ev.Addr]; ok {
+				bs.of[i] = k
 				delete(byAddr, ev.Addr)
+				if at := freedAt[k]; at >= 0 && requests > at {
+					bs.deferred++
+				}
 			}
 		}
 	}
@@ -230,36 +264,7 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if err != nil {
 		return nil, err
 	}
-	rc := &Recording{s: s, device: device, opt: opt, tl: tl, r: r, deferred: deferredFrees(s.Traces[device])}
-	if tl != nil {
-		_, live, _ := tl.At(-1)
-		rc.blocks = pairBlocks(s.Traces[device], live)
-	}
-	return rc, nil
-}
-
-// deferredFrees counts the frees of evs whose free_completed came after a
-// request that followed their free_requested: frees that waited for the
-// streams a block was used on (record_stream).
-func deferredFrees(evs []snapshot.Event) int {
-	pending := map[uint64]int{} // address → requests seen before its free_requested
-	requests, n := 0, 0
-	for i := range evs {
-		switch ev := &evs[i]; ev.Action {
-		case snapshot.ActionAlloc, snapshot.ActionOOM:
-			requests++
-		case snapshot.ActionFreeRequested:
-			pending[ev.Addr] = requests
-		case snapshot.ActionFreeCompleted:
-			if at, ok := pending[ev.Addr]; ok {
-				if requests > at {
-					n++
-				}
-				delete(pending, ev.Addr)
-			}
-		}
-	}
-	return n
+	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r}, nil
 }
 
 // WhatIf drives the recorded requests under set (see the package's WhatIf).
@@ -281,8 +286,8 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	if set.MemoryLimit == 0 {
 		set.MemoryLimit = opt.MemoryLimit
 	}
-	w := &whatIf{evs: s.Traces[device], rec: r, slots: &rc.blocks, blocks: make([]*block, rc.blocks.n),
-		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, DeferredFrees: rc.deferred, Stopped: -1}}
+	w := &whatIf{evs: s.Traces[device], rec: r,
+		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
 	w.a = New(w.out.Settings, w.dev)
@@ -293,10 +298,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		}
 		w.out.Window = true
 		w.dev.used = w.a.Reserved
-		for addr, b := range w.a.live {
-			if k, ok := rc.blocks.pre[addr]; ok {
-				w.blocks[k] = b
-			}
+		for _, b := range w.a.live {
 			if b.allocated {
 				w.allocated += b.size
 			}
@@ -310,6 +312,14 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		if w.stop(w.out.PeakReserved) { // the state the recording began in
 			w.out.Stopped = 0
 			return w.out, nil
+		}
+	}
+	w.slots = rc.slots()
+	w.out.DeferredFrees = w.slots.deferred
+	w.blocks = make([]*block, w.slots.n)
+	for addr, b := range w.a.live {
+		if k, ok := w.slots.pre[addr]; ok {
+			w.blocks[k] = b
 		}
 	}
 	w.run()

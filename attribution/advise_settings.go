@@ -34,7 +34,8 @@ func (d *Device) simulateSettings() []SettingAdvice {
 	// with its segments already reserved does at its first event.
 	saves := func(peak int64) bool { return 100*(rec-peak) >= rec }
 	var out []SettingAdvice
-	for _, w := range d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }) {
+	// A setting the recording already runs under is no advice.
+	for _, w := range d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }, true) {
 		if w.err != nil {
 			return nil
 		}

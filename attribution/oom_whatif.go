@@ -39,7 +39,7 @@ var oomSettings = []string{"expandable_segments:True", "max_split_size_mb:128", 
 func (d *Device) simulateOOMs() []OOMSetting {
 	last := d.OOMs[len(d.OOMs)-1].Index
 	var out []OOMSetting
-	for _, w := range d.whatIfs(oomSettings, nil) {
+	for _, w := range d.whatIfs(oomSettings, nil, false) {
 		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
 		if w.err == nil {
 			os.PeakReserved, os.Window = w.res.PeakReserved, w.res.Window
@@ -62,25 +62,33 @@ type whatIf struct {
 
 // whatIfs runs the device's recorded requests under each conf applied to
 // the recorded settings (allocator.WhatIf, the capacity the recording
-// shows); nil when the recorded settings cannot be read.
-func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool) []whatIf {
+// shows); nil when the recorded settings cannot be read. With changes, a
+// conf the recorded settings already hold is left out.
+func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool, changes bool) []whatIf {
 	s := d.an.Snapshot
 	base, err := allocator.SettingsFromSnapshot(s.Settings)
 	if err != nil {
 		return nil
 	}
-	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline, Stop: stop}) // replayed once for every conf
 	var out []whatIf
 	var sets []allocator.Settings
 	for _, conf := range confs {
 		set := base
-		if err := set.ApplyConf(conf); err != nil {
+		if err := set.ApplyConf(conf); err != nil || changes && set == base {
 			continue
 		}
-		out = append(out, whatIf{conf: conf, err: rerr})
+		out = append(out, whatIf{conf: conf})
 		sets = append(sets, set)
 	}
-	if rerr == nil {
+	if len(sets) == 0 {
+		return out
+	}
+	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline, Stop: stop}) // replayed once for every conf
+	if rerr != nil {
+		for i := range out {
+			out[i].err = rerr
+		}
+	} else {
 		res, errs := rc.WhatIfs(sets)
 		for i := range out {
 			out[i].res, out[i].err = res[i], errs[i]
