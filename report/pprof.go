@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/snapshot"
@@ -47,35 +45,31 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 		case len(d.Timeline.Events) == 0:
 			phase = "no history recorded"
 			if lb.Stack == 0 {
-				stack = siteOnly(attribution.SiteUnrecorded)
+				stack = siteOnly(siteUnrecorded)
 			}
 		default:
 			phase = "before recording"
 			if lb.Stack == 0 {
-				stack = siteOnly(attribution.SiteBefore)
+				stack = siteOnly(siteBefore)
 			}
 		}
-		b.add(stack, sampleKey{category: m.Category[i], phase: phase, step: b.steps.group(step),
+		b.add(sampleKey{stack: stack, category: m.Category[i], phase: b.phase(phase), step: int32(b.steps.group(step)),
 			stream: lb.Stream, bytes: lb.Size}, [4]int64{lb.Size, 1, 0, 0})
 	}
 	for a := range allocs {
-		b.add(stackOf(a.Stack), sampleKey{category: a.Category, phase: a.Phase, step: b.steps.group(a.Step),
+		b.add(sampleKey{stack: stackOf(a.Stack), category: a.Category, phase: b.phase(a.Phase), step: int32(b.steps.group(a.Step)),
 			stream: a.Stream, bytes: a.Size}, [4]int64{0, 0, a.Size, 1})
 	}
-	p := b.profile()
 	t := d.Timeline
 	if n := len(t.Events); n > 0 {
-		p.TimeNanos = t.Events[0].TimeUS * 1000
-		p.DurationNanos = (t.Events[n-1].TimeUS - t.Events[0].TimeUS) * 1000
+		b.timeNanos = t.Events[0].TimeUS * 1000
+		b.durationNanos = (t.Events[n-1].TimeUS - t.Events[0].TimeUS) * 1000
 	}
-	p.Comments = []string{
+	b.comments = []string{
 		fmt.Sprintf("memscope: %s, device %d", an.Snapshot.Source, d.Device),
 		fmt.Sprintf("inuse_*: blocks live at %s (event %d); alloc_*: every allocation recorded", m.Label, m.Index),
 	}
-	if err := p.CheckValid(); err != nil {
-		return fmt.Errorf("invariant violation: pprof profile: %w", err)
-	}
-	return p.Write(w)
+	return b.write(w)
 }
 
 // sampleStack is where a sample is charged: a recorded stack, or, for a
@@ -83,17 +77,39 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 // SiteUnrecorded).
 type sampleStack struct {
 	id   snapshot.StackID
-	site string // "" for a recorded stack
+	site siteKind
+}
+
+// siteKind is a site kind of attribution's that a sample's stack can
+// stand for; siteStack is a recorded stack.
+type siteKind uint8
+
+const (
+	siteStack siteKind = iota
+	siteBefore
+	siteUnrecorded
+)
+
+func (k siteKind) String() string {
+	switch k {
+	case siteBefore:
+		return attribution.SiteBefore
+	case siteUnrecorded:
+		return attribution.SiteUnrecorded
+	}
+	return ""
 }
 
 func stackOf(id snapshot.StackID) sampleStack { return sampleStack{id: id} }
-func siteOnly(kind string) sampleStack        { return sampleStack{site: kind} }
+func siteOnly(kind siteKind) sampleStack      { return sampleStack{site: kind} }
 
+// sampleKey is what makes a sample: numbers only, so the millions of
+// allocations of a large recording hash no string.
 type sampleKey struct {
 	stack    sampleStack
 	category attribution.Category
-	phase    string
-	step     int // a step group (stepGroups.group); -1 outside steps
+	phase    int32 // pprofBuilder.phases
+	step     int32 // a step group (stepGroups.group); -1 outside steps
 	stream   int64
 	bytes    int64
 }
@@ -166,116 +182,175 @@ func (g *stepGroups) group(step int) int {
 	return -1
 }
 
+// pprofBuilder gathers a profile's samples, locations and functions as
+// profile.proto numbers them (IDs from 1, strings by their index in one
+// table), for write to encode without pprof's own per-sample work: a label
+// set is encoded once for all the samples that share it.
 type pprofBuilder struct {
-	an        *attribution.Analysis
-	steps     *stepGroups
-	p         *profile.Profile
-	samples   map[sampleKey]*profile.Sample
-	funcs     map[[2]string]*profile.Function
-	locs      map[snapshot.FrameID]*profile.Location
-	stackLocs map[snapshot.StackID][]*profile.Location
-	synthLocs map[string]*profile.Location // by function name
-	labelSets map[labelKey]map[string][]string
-	numSets   map[[2]int64]map[string][]int64
-	numUnit   map[string][]string
+	an    *attribution.Analysis
+	steps *stepGroups
+
+	strIndex map[string]int64
+	strs     []string // the string table; "" first
+
+	samples   map[sampleKey]int32 // → index in ss
+	ss        []ppSample
+	funcs     map[[2]string]uint64 // (name, file) → function ID
+	fns       []ppFunction         // by ID - 1
+	locs      map[snapshot.FrameID]uint64
+	lines     []ppLine // location ID - 1 → its one line
+	stackLocs map[snapshot.StackID][]uint64
+	synthLocs map[string]uint64 // by function name
+	labelSets map[labelKey]int32
+	numSets   map[[2]int64]int32
+	labelEnc  [][]byte // per label set: its Sample.label fields, encoded
+	phases    []string // sampleKey.phase → name
+	phaseIDs  map[string]int32
+	lastPhase string // phase's last answer, which most calls repeat
+	lastID    int32
+
+	sampleTypes              [4][2]int64 // (type, unit) string indexes
+	defaultType              int64
+	comments                 []string
+	timeNanos, durationNanos int64
+}
+
+type ppSample struct {
+	locs         []uint64 // location IDs, leaf first (shared by a stack's samples)
+	v            [4]int64
+	labels, nums int32 // label sets, indexes in labelEnc
+}
+
+type ppFunction struct{ name, file int64 }
+
+type ppLine struct {
+	fn   uint64
+	line int64
 }
 
 func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder {
-	return &pprofBuilder{
-		an:    an,
-		steps: steps,
-		p: &profile.Profile{
-			SampleType: []*profile.ValueType{
-				{Type: "inuse_space", Unit: "bytes"},
-				{Type: "inuse_objects", Unit: "count"},
-				{Type: "alloc_space", Unit: "bytes"},
-				{Type: "alloc_objects", Unit: "count"},
-			},
-			DefaultSampleType: "inuse_space",
-		},
-		samples:   map[sampleKey]*profile.Sample{},
-		funcs:     map[[2]string]*profile.Function{},
-		locs:      map[snapshot.FrameID]*profile.Location{},
-		stackLocs: map[snapshot.StackID][]*profile.Location{},
-		synthLocs: map[string]*profile.Location{},
-		labelSets: map[labelKey]map[string][]string{},
-		numSets:   map[[2]int64]map[string][]int64{},
-		// A unit keeps stream 0, the default stream: pprof drops a numeric
-		// label of value 0 that has none.
-		numUnit: map[string][]string{"bytes": {"bytes"}, "stream": {"count"}},
+	b := &pprofBuilder{
+		an:        an,
+		steps:     steps,
+		strIndex:  map[string]int64{},
+		samples:   map[sampleKey]int32{},
+		funcs:     map[[2]string]uint64{},
+		locs:      map[snapshot.FrameID]uint64{},
+		stackLocs: map[snapshot.StackID][]uint64{},
+		synthLocs: map[string]uint64{},
+		labelSets: map[labelKey]int32{},
+		numSets:   map[[2]int64]int32{},
+		phaseIDs:  map[string]int32{"": 0},
+		phases:    []string{""},
+	}
+	b.str("")
+	for i, st := range [4][2]string{{"inuse_space", "bytes"}, {"inuse_objects", "count"}, {"alloc_space", "bytes"}, {"alloc_objects", "count"}} {
+		b.sampleTypes[i] = [2]int64{b.str(st[0]), b.str(st[1])}
+	}
+	b.defaultType = b.str("inuse_space")
+	return b
+}
+
+// str returns s's index in the string table, adding it on first use.
+func (b *pprofBuilder) str(s string) int64 {
+	if i, ok := b.strIndex[s]; ok {
+		return i
+	}
+	i := int64(len(b.strs))
+	b.strIndex[s] = i
+	b.strs = append(b.strs, s)
+	return i
+}
+
+// phase returns the number of a phase name.
+func (b *pprofBuilder) phase(name string) int32 {
+	if name == b.lastPhase {
+		return b.lastID
+	}
+	id, ok := b.phaseIDs[name]
+	if !ok {
+		id = int32(len(b.phases))
+		b.phaseIDs[name] = id
+		b.phases = append(b.phases, name)
+	}
+	b.lastPhase, b.lastID = name, id
+	return id
+}
+
+// add merges values into the sample for k.
+func (b *pprofBuilder) add(k sampleKey, v [4]int64) {
+	i, ok := b.samples[k]
+	if !ok {
+		i = int32(len(b.ss))
+		b.ss = append(b.ss, ppSample{locs: b.where(k.stack, b.phases[k.phase]), labels: b.labels(k), nums: b.numLabels(k)})
+		b.samples[k] = i
+	}
+	s := &b.ss[i]
+	for j := range v {
+		s.v[j] += v[j]
 	}
 }
 
-// add merges values into the sample for (stack, key).
-func (b *pprofBuilder) add(stack sampleStack, k sampleKey, v [4]int64) {
-	k.stack = stack
-	s := b.samples[k]
-	if s == nil {
-		s = &profile.Sample{
-			Location: b.where(stack, k.phase),
-			Value:    make([]int64, 4),
-			Label:    b.labels(k),
-			NumLabel: b.numLabels(k),
-			NumUnit:  b.numUnit,
-		}
-		b.samples[k] = s
-		b.p.Sample = append(b.p.Sample, s)
-	}
-	for i := range v {
-		s.Value[i] += v[i]
-	}
-}
-
-// labels returns the string labels of k, one map per distinct set shared
-// by its samples (nothing writes them after): a profile of thousands of
-// stacks holds few label sets.
-func (b *pprofBuilder) labels(k sampleKey) map[string][]string {
+// labels returns the label set of k's string labels, one per distinct set
+// shared by its samples: a profile of thousands of stacks holds few.
+// Keys are in pprof's order (sorted), as its own encoder writes them.
+func (b *pprofBuilder) labels(k sampleKey) int32 {
 	lk := labelKey{k.category, k.phase, k.step}
+	phase := b.phases[k.phase]
 	if l, ok := b.labelSets[lk]; ok {
 		return l
 	}
-	l := map[string][]string{"category": {k.category.String()}}
-	if k.phase != "" {
-		l["phase"] = []string{textsafe.Escape(k.phase)}
+	var e protoBuf
+	e.label(b.str("category"), b.str(k.category.String()), 0, 0)
+	if phase != "" {
+		e.label(b.str("phase"), b.str(textsafe.Escape(phase)), 0, 0)
 	}
 	switch {
 	case k.step < 0:
 	case b.steps.perStep:
-		l["step"] = []string{strconv.Itoa(k.step)}
+		e.label(b.str("step"), b.str(strconv.Itoa(int(k.step))), 0, 0)
 	default:
-		l["step"] = []string{b.steps.labels[k.step]}
+		e.label(b.str("step"), b.str(b.steps.labels[k.step]), 0, 0)
 	}
+	l := int32(len(b.labelEnc))
+	b.labelEnc = append(b.labelEnc, e.b)
 	b.labelSets[lk] = l
 	return l
 }
 
-// numLabels is labels for the numeric labels, stream and bytes.
-func (b *pprofBuilder) numLabels(k sampleKey) map[string][]int64 {
+// numLabels is labels for the numeric labels, bytes and stream. Each has
+// a unit, which keeps stream 0, the default stream: pprof drops a numeric
+// label of value 0 that has none.
+func (b *pprofBuilder) numLabels(k sampleKey) int32 {
 	nk := [2]int64{k.stream, k.bytes}
 	if l, ok := b.numSets[nk]; ok {
 		return l
 	}
-	l := map[string][]int64{"stream": {k.stream}, "bytes": {k.bytes}}
+	var e protoBuf
+	e.label(b.str("bytes"), 0, k.bytes, b.str("bytes"))
+	e.label(b.str("stream"), 0, k.stream, b.str("count"))
+	l := int32(len(b.labelEnc))
+	b.labelEnc = append(b.labelEnc, e.b)
 	b.numSets[nk] = l
 	return l
 }
 
 type labelKey struct {
 	category attribution.Category
-	phase    string
-	step     int
+	phase    int32
+	step     int32
 }
 
 // where returns a sample's locations, leaf first: its stack's locations,
 // else the one synthetic location that names its site.
-func (b *pprofBuilder) where(stack sampleStack, phase string) []*profile.Location {
-	if stack.site != "" {
-		return []*profile.Location{b.synthetic(syntheticSite(stack.site, phase, b.an.Snapshot.Stacks))}
+func (b *pprofBuilder) where(stack sampleStack, phase string) []uint64 {
+	if stack.site != siteStack {
+		return []uint64{b.synthetic(syntheticSite(stack.site.String(), phase, b.an.Snapshot.Stacks))}
 	}
 	if l := b.locations(stack.id); len(l) > 0 {
 		return l
 	}
-	return []*profile.Location{b.synthetic(syntheticSite(attribution.SiteNone, phase, b.an.Snapshot.Stacks))}
+	return []uint64{b.synthetic(syntheticSite(attribution.SiteNone, phase, b.an.Snapshot.Stacks))}
 }
 
 // syntheticSite names the site of a block with no Python frame as summary
@@ -292,13 +367,13 @@ func syntheticSite(kind, phase string, st *snapshot.Stacks) string {
 // the filter's view) as locations, leaf first; a stack with none has its
 // innermost Python frame (the site attribution names), and one with no
 // Python frame none.
-func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
+func (b *pprofBuilder) locations(stack snapshot.StackID) []uint64 {
 	if l, ok := b.stackLocs[stack]; ok {
 		return l
 	}
 	st := b.an.Snapshot.Stacks
 	tab := b.an.Filter.For(st)
-	var out []*profile.Location
+	var out []uint64
 	for _, fid := range st.Stack(stack) {
 		if tab.Counts(fid) {
 			out = append(out, b.frameLocation(fid))
@@ -312,8 +387,8 @@ func (b *pprofBuilder) locations(stack snapshot.StackID) []*profile.Location {
 }
 
 // frameLocation returns the location of one frame, made on first use.
-func (b *pprofBuilder) frameLocation(fid snapshot.FrameID) *profile.Location {
-	if loc := b.locs[fid]; loc != nil {
+func (b *pprofBuilder) frameLocation(fid snapshot.FrameID) uint64 {
+	if loc, ok := b.locs[fid]; ok {
 		return loc
 	}
 	fr := b.an.Snapshot.Stacks.Frame(fid)
@@ -325,8 +400,8 @@ func (b *pprofBuilder) frameLocation(fid snapshot.FrameID) *profile.Location {
 
 // synthetic returns the location of the synthetic function name, made on
 // first use.
-func (b *pprofBuilder) synthetic(name string) *profile.Location {
-	if loc := b.synthLocs[name]; loc != nil {
+func (b *pprofBuilder) synthetic(name string) uint64 {
+	if loc, ok := b.synthLocs[name]; ok {
 		return loc
 	}
 	loc := b.newLocation(name, "", 0)
@@ -335,21 +410,19 @@ func (b *pprofBuilder) synthetic(name string) *profile.Location {
 }
 
 // newLocation adds a location of one line in function name of file,
-// sharing the function with the other lines of the same name and file.
-func (b *pprofBuilder) newLocation(name, file string, line int64) *profile.Location {
+// sharing the function with the other lines of the same name and file,
+// and returns its ID.
+func (b *pprofBuilder) newLocation(name, file string, line int64) uint64 {
 	key := [2]string{name, file}
-	fn := b.funcs[key]
-	if fn == nil {
-		// No SystemName: pprof "demangles" a function whose Name equals
+	fn, ok := b.funcs[key]
+	if !ok {
+		// No system name: pprof "demangles" a function whose name equals
 		// it, and its C++ heuristics strip "<...>", so Python's <module>,
 		// <lambda> and <listcomp> printed as <unknown>.
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, Filename: file}
+		b.fns = append(b.fns, ppFunction{name: b.str(name), file: b.str(file)})
+		fn = uint64(len(b.fns))
 		b.funcs[key] = fn
-		b.p.Function = append(b.p.Function, fn)
 	}
-	loc := &profile.Location{ID: uint64(len(b.p.Location) + 1), Line: []profile.Line{{Function: fn, Line: line}}}
-	b.p.Location = append(b.p.Location, loc)
-	return loc
+	b.lines = append(b.lines, ppLine{fn: fn, line: line})
+	return uint64(len(b.lines))
 }
-
-func (b *pprofBuilder) profile() *profile.Profile { return b.p }

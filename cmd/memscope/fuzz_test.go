@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/snapshot"
@@ -347,6 +349,22 @@ func FuzzPipeline(f *testing.F) {
 			err := run(args, &stdout, &stderr) // a panic fails the fuzz with its stack
 			if err != nil && strings.Contains(err.Error(), "\n") {
 				t.Fatalf("%s: error of more than one line: %q", strings.Join(args, " "), err)
+			}
+			if err == nil && args[0] == "pprof" {
+				// memscope encodes the profile itself: pprof's reader must
+				// take it.
+				f, err := os.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := profile.Parse(f)
+				f.Close()
+				if err == nil {
+					err = p.CheckValid()
+				}
+				if err != nil {
+					t.Fatalf("pprof: the profile written does not read back: %v", err)
+				}
 			}
 		}
 	})
