@@ -1,8 +1,10 @@
 package attribution
 
 import (
-	"github.com/memscope/memscope/snapshot"
 	"slices"
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
 )
 
 // maxSeriesSites bounds SeriesOptions.TopSites: each point carries one
@@ -81,25 +83,85 @@ func (d *Device) Series(opt SeriesOptions) *Series {
 		b = b.clone()
 	}
 	s.Points, s.EventsPerBucket = b.points(top + 1)
-	// The categories and sites at each point (in event order).
-	sw := newSweep(d, s.Sites)
-	j := 0
-	fill := func(i int) {
-		for ; j < len(s.Points) && s.Points[j].Index == i; j++ {
-			p := &s.Points[j]
-			p.Categories = sw.cats
-			copy(p.Sites, sw.sites[:top+1])
-		}
-	}
-	fill(-1)
-	for i := range t.Events {
-		if j == len(s.Points) {
-			break
-		}
-		sw.apply(i, &t.Events[i], sizes[i])
-		fill(i)
-	}
+	d.splitPoints(s, top, sizes)
 	return s
+}
+
+// splitPoints fills in each point's categories and sites. A block counts
+// at the points from its alloc up to, not including, the event that ended
+// it (Timeline.Death and PreDeath, the replay engine's own account of
+// allocated bytes): each block adds its size where it starts counting and
+// takes it off where it stops, and one sum in event order gives every
+// point. Nothing is kept by address.
+func (d *Device) splitPoints(s *Series, top int, sizes []int64) {
+	t := d.Timeline
+	k := len(s.Points)
+	if k == 0 {
+		return
+	}
+	if t.Death == nil {
+		panic("invariant violation: a device's timeline without lifetimes")
+	}
+	const nc = int(NumCategories)
+	ns := top + 1
+	cats := make([]int64, (k+1)*nc)
+	sites := make([]int64, (k+1)*ns)
+	// from returns the first point at or after event e (k: none).
+	from := func(e int) int {
+		return sort.Search(k, func(j int) bool { return s.Points[j].Index >= e })
+	}
+	add := func(j0, j1 int, cat Category, site int, size int64) {
+		if j0 >= j1 {
+			return
+		}
+		cats[j0*nc+int(cat)] += size
+		cats[j1*nc+int(cat)] -= size
+		sites[j0*ns+site] += size
+		sites[j1*ns+site] -= size
+	}
+	sw := newSiteSeries(d, s.Sites)
+	for i := range t.Initial {
+		b := &t.Initial[i]
+		if b.PendingFree {
+			continue
+		}
+		j1 := k
+		if death, ok := t.PreDeath[b.Addr]; ok {
+			j1 = from(int(death))
+		}
+		add(0, j1, d.class.Classify(b), sw.siteOf(b), b.Size)
+	}
+	last := s.Points[k-1].Index
+	j0 := 0
+	for i := 0; i <= last && i < len(t.Events); i++ {
+		ev := &t.Events[i]
+		if ev.Action != snapshot.ActionAlloc || sizes[i] == 0 {
+			continue // the engine counted nothing for it
+		}
+		for s.Points[j0].Index < i {
+			j0++
+		}
+		j1 := k
+		if death := t.Death[i]; death >= 0 {
+			j1 = from(int(death))
+		}
+		lb := snapshot.LiveBlock{Addr: ev.Addr, Size: sizes[i], Requested: ev.Size, Stream: ev.Stream,
+			Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS}
+		add(j0, j1, d.class.Classify(&lb), sw.siteOf(&lb), sizes[i])
+	}
+	var runCats [NumCategories]int64
+	runSites := make([]int64, ns)
+	for j := range s.Points {
+		p := &s.Points[j]
+		for c := range nc {
+			runCats[c] += cats[j*nc+c]
+		}
+		for x := range ns {
+			runSites[x] += sites[j*ns+x]
+		}
+		p.Categories = runCats
+		copy(p.Sites, runSites)
+	}
 }
 
 // Overview returns the states the analysis's own replay sampled
@@ -115,42 +177,26 @@ func (d *Device) Overview() []SeriesPoint {
 	return pts
 }
 
-// sweep keeps the allocated bytes by category and by site while the events
-// are applied, following the replay engine's rules: a block stops counting
-// at its first free_requested, or at free_completed when no request came.
-type sweep struct {
-	d     *Device
-	live  map[uint64]sweepBlock
-	cats  [NumCategories]int64
-	sites [maxSeriesSites + 1]int64
+// siteSeries maps a block to its series: one of the peak's top sites, or
+// other.
+type siteSeries struct {
+	d *Device
 	// siteIndex maps a site to its series; other sites map to other.
 	siteIndex map[Site]int
 	byStack   map[snapshot.StackID]int
 	other     int
 }
 
-type sweepBlock struct {
-	size    int64
-	cat     Category
-	site    int
-	pending bool
-}
-
-func newSweep(d *Device, sites []SiteBytes) *sweep {
-	sw := &sweep{d: d, live: map[uint64]sweepBlock{}, siteIndex: map[Site]int{},
-		byStack: map[snapshot.StackID]int{}, other: len(sites)}
+func newSiteSeries(d *Device, sites []SiteBytes) *siteSeries {
+	sw := &siteSeries{d: d, siteIndex: map[Site]int{}, byStack: map[snapshot.StackID]int{}, other: len(sites)}
 	for i, s := range sites {
 		sw.siteIndex[s.Site] = i
-	}
-	for i := range d.Timeline.Initial {
-		b := &d.Timeline.Initial[i]
-		sw.add(b.Addr, sweepBlock{size: b.Size, cat: d.class.Classify(b), site: sw.siteOf(b), pending: b.PendingFree})
 	}
 	return sw
 }
 
 // siteOf returns the series of a block's site, as TopSites names sites.
-func (sw *sweep) siteOf(b *snapshot.LiveBlock) int {
+func (sw *siteSeries) siteOf(b *snapshot.LiveBlock) int {
 	if b.AllocIndex < 0 && b.Stack == 0 {
 		if k, ok := sw.siteIndex[sw.d.beforeSite()]; ok {
 			return k
@@ -166,44 +212,6 @@ func (sw *sweep) siteOf(b *snapshot.LiveBlock) int {
 	}
 	sw.byStack[b.Stack] = k
 	return k
-}
-
-func (sw *sweep) add(addr uint64, b sweepBlock) {
-	sw.live[addr] = b
-	if !b.pending {
-		sw.count(b, 1)
-	}
-}
-
-func (sw *sweep) count(b sweepBlock, sign int64) {
-	sw.cats[b.cat] += sign * b.size
-	sw.sites[b.site] += sign * b.size
-}
-
-// apply takes event i; size is its block size when it is an alloc.
-func (sw *sweep) apply(i int, ev *snapshot.Event, size int64) {
-	switch ev.Action {
-	case snapshot.ActionAlloc:
-		if old, ok := sw.live[ev.Addr]; ok && !old.pending {
-			sw.count(old, -1) // the engine drops a block allocated over
-		}
-		lb := snapshot.LiveBlock{Addr: ev.Addr, Size: size, Requested: ev.Size, Stream: ev.Stream,
-			Stack: ev.Stack, AllocIndex: i, AllocTimeUS: ev.TimeUS}
-		sw.add(ev.Addr, sweepBlock{size: size, cat: sw.d.class.Classify(&lb), site: sw.siteOf(&lb)})
-	case snapshot.ActionFreeRequested:
-		if b, ok := sw.live[ev.Addr]; ok && !b.pending {
-			sw.count(b, -1)
-			b.pending = true
-			sw.live[ev.Addr] = b
-		}
-	case snapshot.ActionFreeCompleted:
-		if b, ok := sw.live[ev.Addr]; ok {
-			if !b.pending {
-				sw.count(b, -1)
-			}
-			delete(sw.live, ev.Addr)
-		}
-	}
 }
 
 // row is one state of the replay: the four numbers after event index.

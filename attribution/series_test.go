@@ -3,6 +3,7 @@ package attribution
 import (
 	"testing"
 
+	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -137,5 +138,50 @@ func TestSeriesAtPeak(t *testing.T) {
 				t.Errorf("other sites at the peak = %d, want %d", got, other)
 			}
 		})
+	}
+}
+
+// A trace that lacks a free (an alloc at an address already in use, which
+// the replay engine takes as the old block's end) still splits every point
+// into categories and sites that add up to allocated.
+func TestSeriesAllocatedOver(t *testing.T) {
+	const seg, mib = int64(0x7f0000000000), int64(1) << 20
+	fr := snapgen.Frame("forward", "train.py", 10)
+	syn := &snapgen.Synth{
+		Segments: []map[string]any{snapgen.Seg(seg, snapgen.Blk(mib, mib, "active_allocated"), snapgen.Blk(mib, 0, "inactive"))},
+		Traces: [][]map[string]any{{
+			snapgen.Ev("alloc", seg, mib, 1, fr),
+			snapgen.Ev("alloc", seg+mib, mib, 2, fr),
+			snapgen.Ev("alloc", seg, mib, 3, fr), // over the first
+			snapgen.Ev("free_requested", seg+mib, mib, 4, fr),
+			snapgen.Ev("free_completed", seg+mib, mib, 5, fr),
+		}},
+	}
+	s, err := syn.Decode("allocated-over")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Analyze(s, Options{Device: 0}).Devices[0]
+	if err := d.Timeline.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Timeline.Death[0]; got != 2 {
+		t.Errorf("Death[0] = %d, want 2 (the alloc over it)", got)
+	}
+	ser := d.Series(SeriesOptions{MaxPoints: 64, TopSites: 2})
+	for _, p := range ser.Points {
+		var cats, sites int64
+		for _, c := range p.Categories {
+			cats += c
+		}
+		for _, b := range p.Sites {
+			sites += b
+		}
+		if cats != p.Allocated || sites != p.Allocated {
+			t.Errorf("event %d: categories sum to %d, sites to %d; want allocated %d", p.Index, cats, sites, p.Allocated)
+		}
+	}
+	if n := len(ser.Points); n != 6 {
+		t.Errorf("%d points, want 6 (before the first event, then after each)", n)
 	}
 }

@@ -78,6 +78,9 @@ func (e *engine) apply(i int, ev *Event) {
 	case ActionAlloc:
 		if j, dup := e.live.get(ev.Addr); dup {
 			e.doubleAllocs++
+			if b := &e.slab[j]; !b.PendingFree {
+				e.died(b, i) // the alloc over it ended it
+			}
 			e.release(ev.Addr, j)
 		}
 		size, exact := e.lay.blockSize(&e.t.round, ev.Addr, ev.Size)

@@ -75,8 +75,9 @@ type Timeline struct {
 
 	// With ReplayOptions.Lifetimes: Death[i] is the event that ended the
 	// block allocated at event i (its free_requested, or its free_completed
-	// when no request was recorded), -1 when it lives to the end; PreDeath
-	// gives the same by address for blocks live before the first event.
+	// when no request was recorded, or an alloc at its address when the
+	// trace lacks its free), -1 when it lives to the end; PreDeath gives
+	// the same by address for blocks live before the first event.
 	Death    []int32
 	PreDeath map[uint64]int32
 

@@ -162,14 +162,19 @@ func (t *Timeline) checkIndexes() error {
 	if t.Death != nil && len(t.Death) != n {
 		return fmt.Errorf("device %d: %d deaths for %d events", t.Device, len(t.Death), n)
 	}
+	// ends says whether event d can end the block at addr: a free, or an
+	// alloc over it.
+	ends := func(d int32, addr uint64) bool {
+		return isFree(d) || d >= 0 && int(d) < n && t.Events[d].Action == ActionAlloc && t.Events[d].Addr == addr
+	}
 	for i, d := range t.Death {
-		if d != -1 && (int(d) <= i || !isFree(d) || t.Events[i].Action != ActionAlloc) {
-			return fmt.Errorf("device %d: Death[%d] = %d: not -1, nor a later free of an alloc", t.Device, i, d)
+		if d != -1 && (int(d) <= i || t.Events[i].Action != ActionAlloc || !ends(d, t.Events[i].Addr)) {
+			return fmt.Errorf("device %d: Death[%d] = %d: not -1, nor a later free of an alloc, nor an alloc over it", t.Device, i, d)
 		}
 	}
 	for addr, d := range t.PreDeath {
-		if !isFree(d) {
-			return fmt.Errorf("device %d: PreDeath[%#x] = %d: not a free event", t.Device, addr, d)
+		if !ends(d, addr) {
+			return fmt.Errorf("device %d: PreDeath[%#x] = %d: not a free event, nor an alloc over the block", t.Device, addr, d)
 		}
 	}
 	for i, w := range t.Warnings {
