@@ -110,7 +110,7 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 	r.dev = &replayDevice{evs: evs}
 	r.a = New(set, r.dev)
 	r.dev.a = r.a
-	_, live, ranges := tl.At(-1)
+	_, live, ranges := tl.StartState()
 	if len(ranges) > 0 || len(live) > 0 {
 		if err := r.a.load(live, ranges, info); err != nil {
 			return nil, refuse("%v", err)

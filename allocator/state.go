@@ -84,6 +84,11 @@ var errStart = errors.New("start state")
 // Segments take creation counters in address order (their true order is
 // older than the trace).
 func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRange, info map[uint64]segInfo) error {
+	if len(a.live) == 0 && len(a.segs) == 0 {
+		// Sized once: a resync loads thousands of blocks into a new model.
+		a.live = make(map[uint64]*block, len(live))
+		a.segs = make(map[uint64]*segment, len(ranges))
+	}
 	j := 0
 	for _, r := range ranges {
 		if r.Expandable {

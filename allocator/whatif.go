@@ -177,7 +177,7 @@ func (rc *Recording) slots() *blockSlots {
 	rc.pairOnce.Do(func() {
 		var live []snapshot.LiveBlock
 		if rc.tl != nil {
-			_, live, _ = rc.tl.At(-1)
+			_, live, _ = rc.tl.StartState()
 		}
 		rc.pairs = pairBlocks(rc.s.Traces[rc.device], live)
 	})
@@ -291,7 +291,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
 	w.a = New(w.out.Settings, w.dev)
-	_, live, ranges := tl.At(-1)
+	_, live, ranges := tl.StartState()
 	if len(ranges) > 0 || len(live) > 0 {
 		if err := w.a.load(live, ranges, r.info); err != nil {
 			return nil, refuse("%v", err)

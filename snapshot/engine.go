@@ -161,9 +161,19 @@ func (e *engine) release(addr uint64, j int32) {
 func byAddr(a, b LiveBlock) int { return cmp.Compare(a.Addr, b.Addr) }
 
 func (e *engine) liveBlocks() []LiveBlock {
-	out := make([]LiveBlock, 0, e.live.len())
-	e.live.each(func(_ uint64, j int32) { out = append(out, e.slab[j]) })
-	slices.SortFunc(out, byAddr)
+	// The addresses are sorted with their slab slots, 16 bytes an item,
+	// and the blocks, five times that, are copied once, in order.
+	type slot struct {
+		addr uint64
+		j    int32
+	}
+	order := make([]slot, 0, e.live.len())
+	e.live.each(func(addr uint64, j int32) { order = append(order, slot{addr, j}) })
+	slices.SortFunc(order, func(a, b slot) int { return cmp.Compare(a.addr, b.addr) })
+	out := make([]LiveBlock, len(order))
+	for k, o := range order {
+		out[k] = e.slab[o.j]
+	}
 	return out
 }
 

@@ -315,6 +315,14 @@ func (t *Timeline) At(index int) (n Numbers, live []LiveBlock, ranges []Reserved
 	return n, live, ranges
 }
 
+// StartState is At(-1) without replaying or copying: the numbers, the
+// blocks live (Timeline.Initial itself, which the caller must not change)
+// and the reserved ranges before the first event. It leaves the cursor
+// of At and StateAt where it was, so it may be called while they run.
+func (t *Timeline) StartState() (n Numbers, live []LiveBlock, ranges []ReservedRange) {
+	return t.Start, t.Initial, t.init.ranges()
+}
+
 // LiveAt returns the blocks live after event index (before the first event
 // when index is -1), sorted by address.
 func (t *Timeline) LiveAt(index int) []LiveBlock {

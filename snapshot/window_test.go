@@ -38,3 +38,35 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestStartState: StartState is At(-1) on every fixture (late recordings,
+// whose Initial holds blocks and segments, included), and leaves the
+// cursor where it was.
+func TestStartState(t *testing.T) {
+	withState := 0
+	for _, dir := range fixtures(t) {
+		s, err := Open(dir + "/snapshot.pickle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range s.Devices() {
+			tl := Replay(s, d, ReplayOptions{})
+			mid := len(tl.Events) / 2
+			tl.StateAt(mid)
+			n, live, ranges := tl.StartState()
+			if len(live) > 0 && len(ranges) > 0 {
+				withState++
+			}
+			if c := tl.cur; c != nil && c.at != min(mid, len(tl.Events)-1) {
+				t.Errorf("%s device %d: StartState moved the cursor to %d", dir, d, c.at)
+			}
+			wn, wlive, wranges := tl.At(-1)
+			if n != wn || !reflect.DeepEqual(live, wlive) && (len(live) > 0 || len(wlive) > 0) || !reflect.DeepEqual(ranges, wranges) && (len(ranges) > 0 || len(wranges) > 0) {
+				t.Errorf("%s device %d: StartState = %+v, %d blocks, %d ranges; At(-1) = %+v, %d, %d", dir, d, n, len(live), len(ranges), wn, len(wlive), len(wranges))
+			}
+		}
+	}
+	if withState == 0 {
+		t.Error("no fixture began recording with blocks live: the comparison saw only empty states")
+	}
+}
