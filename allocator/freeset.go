@@ -1,24 +1,41 @@
 package allocator
 
 import (
+	"math"
 	"slices"
 	"sort"
 )
 
-// runs is an ordered sequence kept as sorted runs of at most runMax items,
-// in order, none empty: a lookup is a binary search over the runs' last
-// items and one inside a run, an insert or delete moves at most runMax
-// items. The allocator's sets hold tens to thousands of items, where one
-// sorted slice would do; a fragmented heap holds hundreds of thousands,
-// where a memmove per change made a what-if quadratic.
+// runs is an ordered sequence kept as sorted runs, in order, none empty: a
+// lookup is a binary search over the runs' last items and one inside a
+// run, an insert or delete moves the items after it in its run (and, when
+// a run is split or emptied, the runs after it). The allocator's sets hold
+// tens to thousands of items, where one sorted slice would do; a
+// fragmented heap holds hundreds of thousands, where a memmove per change
+// made a what-if quadratic. A run is split at runLimit items, which grows
+// with the set as the cube root of its size: the moves inside a run grow
+// with its length, those of the list of runs with its length over how
+// often a run splits, and the sum of the two is least there.
 type runs[T any] struct {
 	chunks [][]T
 	n      int
 	spare  [][]T // emptied runs, for the next new one
 }
 
-// runMax bounds a run; a full one is split in two.
-const runMax = 64
+// runMin and runMax bound runLimit.
+const (
+	runMin = 32
+	runMax = 512
+)
+
+// runLimit is the length at which a run is split in two: (6.4 n)^⅓ for n
+// items (runMin up to 5,000 items, 172 at 800,000).
+func (r *runs[T]) runLimit() int {
+	if r.n < 5000 {
+		return runMin
+	}
+	return min(runMax, int(math.Cbrt(6.4*float64(r.n))))
+}
 
 // rpos is an item's place in runs: run c, index i.
 type rpos struct{ c, i int }
@@ -68,21 +85,21 @@ func (r *runs[T]) find(before func(T) bool) rpos {
 	return rpos{c, sort.Search(len(ch), func(i int) bool { return !before(ch[i]) })}
 }
 
-// chunk returns an empty run with room for runMax+1 items (a full run
-// takes one more before it is split).
+// chunk returns an empty run with room for runMin+1 items (a full run
+// takes one more before it is split; a longer one grows).
 func (r *runs[T]) chunk() []T {
 	if k := len(r.spare); k > 0 {
 		ch := r.spare[k-1]
 		r.spare = r.spare[:k-1]
 		return ch
 	}
-	return make([]T, 0, runMax+1)
+	return make([]T, 0, runMin+1)
 }
 
 // insertAt puts x at p, a place find gave (or the end).
 func (r *runs[T]) insertAt(p rpos, x T) {
 	if p.c == len(r.chunks) {
-		if p.c == 0 || len(r.chunks[p.c-1]) >= runMax {
+		if p.c == 0 || len(r.chunks[p.c-1]) >= r.runLimit() {
 			r.chunks = append(r.chunks, r.chunk())
 			p = rpos{len(r.chunks) - 1, 0}
 		} else {
@@ -90,7 +107,7 @@ func (r *runs[T]) insertAt(p rpos, x T) {
 		}
 	}
 	ch := slices.Insert(r.chunks[p.c], p.i, x)
-	if len(ch) > runMax {
+	if len(ch) > r.runLimit() {
 		half := len(ch) / 2
 		tail := append(r.chunk(), ch[half:]...)
 		clear(ch[half:])
@@ -106,7 +123,7 @@ func (r *runs[T]) insertAt(p rpos, x T) {
 func (r *runs[T]) deleteAt(p rpos) {
 	ch := slices.Delete(r.chunks[p.c], p.i, p.i+1)
 	if len(ch) == 0 {
-		if len(r.spare) < 4 && cap(ch) == runMax+1 {
+		if len(r.spare) < 4 && cap(ch) == runMin+1 {
 			r.spare = append(r.spare, ch)
 		}
 		r.chunks = slices.Delete(r.chunks, p.c, p.c+1)
@@ -129,8 +146,8 @@ func (r *runs[T]) all() []T {
 func (r *runs[T]) set(xs []T) {
 	r.chunks, r.n = r.chunks[:0], len(xs)
 	for len(xs) > 0 {
-		k := min(len(xs), runMax/2)
-		r.chunks = append(r.chunks, append(make([]T, 0, runMax+1), xs[:k]...))
+		k := min(len(xs), r.runLimit()/2)
+		r.chunks = append(r.chunks, append(make([]T, 0, k+1), xs[:k]...))
 		xs = xs[k:]
 	}
 }
