@@ -3,7 +3,9 @@ package allocator
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -98,8 +100,7 @@ type Outcome struct {
 	// They complete at their recorded places; in another run the GPU can
 	// finish them elsewhere (a block reused or not), so a what-if of a
 	// recording with them is exact only for the recorded timing. Not
-	// counted (0) when WhatIfOptions.Stop stopped the what-if before its
-	// first entry.
+	// counted (0) when WhatIfOptions.Stop stopped the what-if.
 	DeferredFrees int
 
 	// Stopped, when 0 or more, is the event at which WhatIfOptions.Stop
@@ -169,19 +170,20 @@ type Recording struct {
 	r      *replayer
 
 	pairOnce sync.Once
-	pairs    blockSlots // made by the first what-if that runs the entries
+	pairs    *blockSlots // made by the first what-if that runs entries
 }
 
-// slots returns the recording's block slots, made once.
+// slots returns the recording's block slots, made once (paired as far as
+// the what-ifs have gone).
 func (rc *Recording) slots() *blockSlots {
 	rc.pairOnce.Do(func() {
 		var live []snapshot.LiveBlock
 		if rc.tl != nil {
 			_, live, _ = rc.tl.StartState()
 		}
-		rc.pairs = pairBlocks(rc.s.Traces[rc.device], live)
+		rc.pairs = newBlockSlots(rc.s.Traces[rc.device], live)
 	})
-	return &rc.pairs
+	return rc.pairs
 }
 
 // blockSlots pairs the recorded entries that name one block: each alloc
@@ -190,59 +192,99 @@ func (rc *Recording) slots() *blockSlots {
 // address no alloc used gets a slot of its own, which holds no block).
 // Blocks live before the first entry get slots too, by address. The
 // what-ifs keep their blocks by slot, in a slice, not by address in a
-// map.
+// map. Entries are paired a stretch at a time, as far as the furthest
+// what-if has gone, so a what-if stopped early (WhatIfOptions.Stop) pays
+// for the entries it ran, not the trace; the what-ifs share the pairing.
 type blockSlots struct {
-	of  []int32
-	pre map[uint64]int32
-	n   int
-	// deferred counts the frees whose free_completed came after a request
-	// that followed their free_requested: frees that waited for the
-	// streams a block was used on (record_stream).
-	deferred int
+	evs  []snapshot.Event
+	of   []int32 // valid below done
+	done atomic.Int64
+	pre  map[uint64]int32
+
+	mu      sync.Mutex
+	byAddr  map[uint64]int32
+	freedAt []int32 // by slot: the requests seen before its free_requested, -1 before it
+	n       int32   // slots made
+	// requests counts the allocs and ooms paired; deferred the frees
+	// whose free_completed came after a request that followed their
+	// free_requested: frees that waited for the streams a block was used
+	// on (record_stream).
+	requests, deferred int32
 }
 
-func pairBlocks(evs []snapshot.Event, initial []snapshot.LiveBlock) blockSlots {
-	bs := blockSlots{of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial))}
-	byAddr := make(map[uint64]int32, len(initial))
-	var freedAt []int32 // by slot: the requests seen before its free_requested, -1 before it
-	slot := func(addr uint64) int32 {
-		k := int32(bs.n)
-		byAddr[addr] = k
-		freedAt = append(freedAt, -1)
-		bs.n++
-		return k
-	}
+// slotStretch is how many entries blockSlots pairs at a time.
+const slotStretch = 1 << 15
+
+func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock) *blockSlots {
+	bs := &blockSlots{evs: evs, of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial)),
+		byAddr: make(map[uint64]int32, len(initial))}
 	for _, b := range initial {
-		bs.pre[b.Addr] = slot(b.Addr)
+		bs.pre[b.Addr] = bs.slot(b.Addr)
 	}
-	requests := int32(0)
-	for i := range evs {
-		ev := &evs[i]
+	return bs
+}
+
+// slot makes a slot for the block at addr (mu held, or while new).
+func (bs *blockSlots) slot(addr uint64) int32 {
+	k := bs.n
+	bs.byAddr[addr] = k
+	bs.freedAt = append(bs.freedAt, -1)
+	bs.n++
+	return k
+}
+
+// at returns entry i's slot (-1: none).
+func (bs *blockSlots) at(i int) int32 {
+	if int64(i) >= bs.done.Load() {
+		bs.pairTo(i + 1)
+	}
+	return bs.of[i]
+}
+
+// pairTo pairs the entries below end (and a stretch more).
+func (bs *blockSlots) pairTo(end int) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	from := int(bs.done.Load())
+	if from >= end {
+		return
+	}
+	end = min(len(bs.evs), max(end, from+slotStretch))
+	for i := from; i < end; i++ {
+		ev := &bs.evs[i]
 		bs.of[i] = -1
 		switch ev.Action {
 		case snapshot.ActionAlloc:
-			requests++
-			bs.of[i] = slot(ev.Addr)
+			bs.requests++
+			bs.of[i] = bs.slot(ev.Addr)
 		case snapshot.ActionOOM:
-			requests++
+			bs.requests++
 		case snapshot.ActionFreeRequested:
-			k, ok := byAddr[ev.Addr]
+			k, ok := bs.byAddr[ev.Addr]
 			if !ok {
-				k = slot(ev.Addr)
+				k = bs.slot(ev.Addr)
 			}
 			bs.of[i] = k
-			freedAt[k] = requests
+			bs.freedAt[k] = bs.requests
 		case snapshot.ActionFreeCompleted:
-			if k, ok := byAddr[ev.Addr]; ok {
+			if k, ok := bs.byAddr[ev.Addr]; ok {
 				bs.of[i] = k
-				delete(byAddr, ev.Addr)
-				if at := freedAt[k]; at >= 0 && requests > at {
+				delete(bs.byAddr, ev.Addr)
+				if at := bs.freedAt[k]; at >= 0 && bs.requests > at {
 					bs.deferred++
 				}
 			}
 		}
 	}
-	return bs
+	bs.done.Store(int64(end))
+}
+
+// deferredFrees pairs every entry and returns the count of deferred frees.
+func (bs *blockSlots) deferredFrees() int {
+	bs.pairTo(len(bs.evs))
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	return int(bs.deferred)
 }
 
 // NewRecording replays device's recorded requests for what-ifs; it
@@ -315,14 +357,15 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 		}
 	}
 	w.slots = rc.slots()
-	w.out.DeferredFrees = w.slots.deferred
-	w.blocks = make([]*block, w.slots.n)
 	for addr, b := range w.a.live {
 		if k, ok := w.slots.pre[addr]; ok {
-			w.blocks[k] = b
+			w.setBlock(k, b)
 		}
 	}
 	w.run()
+	if w.out.Stopped < 0 {
+		w.out.DeferredFrees = w.slots.deferredFrees()
+	}
 	return w.out, nil
 }
 
@@ -432,7 +475,7 @@ type whatIf struct {
 	dev    *capacityDevice
 	out    *Outcome
 	slots  *blockSlots
-	blocks []*block // by slot, the model's block while live
+	blocks []*block // by slot, the model's block while live (grown as slots come)
 	// stop is WhatIfOptions.Stop where it applies; stopped is set when it
 	// said to stop.
 	stop    func(int64) bool
@@ -499,6 +542,14 @@ func (w *whatIf) run() {
 	o.EndReserved, o.EndSegments, o.Retries = w.a.Reserved, w.segs, w.a.Retries
 }
 
+// setBlock keeps b in slot k.
+func (w *whatIf) setBlock(k int32, b *block) {
+	if int(k) >= len(w.blocks) {
+		w.blocks = slices.Grow(w.blocks, int(k)+1-len(w.blocks))[:int(k)+1]
+	}
+	w.blocks[k] = b
+}
+
 // request serves the alloc or recorded oom at i.
 func (w *whatIf) request(i int) {
 	ev := &w.evs[i]
@@ -518,7 +569,7 @@ func (w *whatIf) request(i int) {
 	if ev.Action == snapshot.ActionOOM {
 		o.ServedOOMs = append(o.ServedOOMs, i)
 	} else {
-		w.blocks[w.slots.of[i]] = b
+		w.setBlock(w.slots.at(i), b)
 	}
 	o.PeakAllocated = max(o.PeakAllocated, w.allocated)
 	o.PeakSegments = max(o.PeakSegments, w.segs)
@@ -563,7 +614,7 @@ func (w *whatIf) account() {
 // stays in use until its free_completed.
 func (w *whatIf) free(i int) {
 	var b *block
-	if k := w.slots.of[i]; k >= 0 {
+	if k := w.slots.at(i); k >= 0 && int(k) < len(w.blocks) {
 		b = w.blocks[k]
 	}
 	if b == nil || !b.allocated {
@@ -578,7 +629,7 @@ func (w *whatIf) free(i int) {
 // complete is the free_completed at i.
 func (w *whatIf) complete(i int) {
 	var b *block
-	if k := w.slots.of[i]; k >= 0 {
+	if k := w.slots.at(i); k >= 0 && int(k) < len(w.blocks) {
 		b, w.blocks[k] = w.blocks[k], nil
 	}
 	if b == nil {
