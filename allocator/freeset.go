@@ -274,6 +274,21 @@ func (f *freeSet) insert(b *block) {
 	b.inSet = true
 }
 
+// rekeyDown gives the entry at at, whose block is b, b's key, which must
+// come before its old one: the entry moves down to its new place, inside
+// its run when the place is there.
+func (f *freeSet) rekeyDown(at rpos, b *block) {
+	k := f.key(b)
+	if q := f.place(&k); q.c == at.c {
+		ch := f.chunks[at.c]
+		copy(ch[q.i+1:at.i+1], ch[q.i:at.i])
+		ch[q.i] = freeEntry{k, b}
+		return
+	}
+	f.deleteAt(at)
+	f.insertAt(f.place(&k), freeEntry{k, b})
+}
+
 func (f *freeSet) remove(b *block) {
 	if !b.inSet {
 		return

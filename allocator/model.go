@@ -176,20 +176,23 @@ func (a *Allocator) malloc(orig, stream int64, id snapshot.PoolID) *block {
 	allocSize := a.set.AllocationSize(size)
 	expandable := a.set.Expandable
 
-	b := a.getFreeBlock(p, stream, size, expandable)
-	if b == nil {
-		if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
-			a.garbageCollect()
-		}
+	if at, ok := a.getFreeBlock(p, stream, size, expandable); ok {
+		b := a.allocFoundAt(p, at, size, stream, expandable)
+		b.requested = orig
+		a.emit(snapshot.ActionAlloc, b.addr, orig, stream)
+		return b
+	}
+	if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
+		a.garbageCollect()
+	}
+	b := a.allocBlock(p, stream, size, allocSize, expandable)
+	if b == nil && a.releaseAvailable(p, stream, size) {
 		b = a.allocBlock(p, stream, size, allocSize, expandable)
-		if b == nil && a.releaseAvailable(p, stream, size) {
-			b = a.allocBlock(p, stream, size, allocSize, expandable)
-		}
-		if b == nil {
-			a.releaseCached()
-			a.Retries++
-			b = a.allocBlock(p, stream, size, allocSize, expandable)
-		}
+	}
+	if b == nil {
+		a.releaseCached()
+		a.Retries++
+		b = a.allocBlock(p, stream, size, allocSize, expandable)
 	}
 	if b == nil {
 		a.OOMs++
@@ -203,19 +206,13 @@ func (a *Allocator) malloc(orig, stream int64, id snapshot.PoolID) *block {
 }
 
 // getFreeBlock is get_free_block: best fit on stream, with the expandable
-// and oversize rules. The block returned is out of the free set.
-func (a *Allocator) getFreeBlock(p *pool, stream, size int64, expandable bool) *block {
+// and oversize rules. It returns the block's place in p's free set, where
+// allocFoundAt takes it from.
+func (a *Allocator) getFreeBlock(p *pool, stream, size int64, expandable bool) (rpos, bool) {
 	if _, ok := a.set.allowedMax(); ok && a.set.GCThreshold > 0 {
 		p.gcCalls++
 	}
-	i, ok := a.findFree(p, stream, size, expandable)
-	if !ok {
-		return nil
-	}
-	b := p.free.at(i)
-	p.free.deleteAt(i)
-	b.inSet = false
-	return b
+	return a.findFree(p, stream, size, expandable)
 }
 
 // findFree returns the place of the block of p's free set get_free_block
@@ -291,6 +288,30 @@ func (a *Allocator) allocFound(b *block, size, stream int64, expandable bool) *b
 		rest.size -= size
 		a.insertFree(rest)
 	}
+	b.allocated = true
+	a.live[b.addr] = b
+	return b
+}
+
+// allocFoundAt is allocFound of the free block at place at of p's free
+// set. A split's rest takes the block's entry in the set (rekey: a
+// smaller key, so at most a move within the run), not a removal and an
+// insertion.
+func (a *Allocator) allocFoundAt(p *pool, at rpos, size, stream int64, expandable bool) *block {
+	f := &p.free
+	b := f.at(at)
+	if !a.shouldSplit(b, size, expandable) {
+		f.deleteAt(at)
+		b.inSet = false
+		return a.allocFound(b, size, stream, expandable)
+	}
+	rest := b
+	b = a.newBlock(rest.addr, size, stream, rest.pool, rest.seg)
+	splice(b, rest.prev, rest)
+	rest.addr += uint64(size)
+	rest.size -= size
+	rest.gcBase = p.gcCalls
+	f.rekeyDown(at, rest)
 	b.allocated = true
 	a.live[b.addr] = b
 	return b
