@@ -20,6 +20,7 @@ type block struct {
 	gcBase    int64 // pool.gcCalls when the block was inserted into the free set
 	allocated bool
 	pending   bool // freed, its free_completed not yet seen (event_count > 0)
+	pendAt    int  // while pending: its index in Allocator.pend
 	unmapped  bool // !mapped: only in expandable segments
 	inSet     bool
 }
@@ -85,7 +86,11 @@ type Allocator struct {
 	pools    map[poolKey]*pool
 	def      [2]*pool          // the default pool's large and small, once made
 	poolList []*pool           // creation order, for deterministic release
-	live     map[uint64]*block // allocated and pending blocks by address
+	// live holds the allocated and pending blocks by address; nil in a
+	// model whose caller keeps its blocks (a what-if, by slot), which then
+	// frees by block (free, freeCompleted).
+	live map[uint64]*block
+	pend []*block // the pending blocks, in no order
 	segs     map[uint64]*segment
 	spans    runs[*segment] // segs by address
 	nextCtr  int64          // registration_counter_global
@@ -289,7 +294,7 @@ func (a *Allocator) allocFound(b *block, size, stream int64, expandable bool) *b
 		a.insertFree(rest)
 	}
 	b.allocated = true
-	a.live[b.addr] = b
+	a.index(b)
 	return b
 }
 
@@ -313,8 +318,22 @@ func (a *Allocator) allocFoundAt(p *pool, at rpos, size, stream int64, expandabl
 	rest.gcBase = p.gcCalls
 	f.rekeyDown(at, rest)
 	b.allocated = true
-	a.live[b.addr] = b
+	a.index(b)
 	return b
+}
+
+// index keeps b in live, when the model keeps blocks by address.
+func (a *Allocator) index(b *block) {
+	if a.live != nil {
+		a.live[b.addr] = b
+	}
+}
+
+// setPending marks b freed and waiting for its free_completed.
+func (a *Allocator) setPending(b *block) {
+	b.pending = true
+	b.pendAt = len(a.pend)
+	a.pend = append(a.pend, b)
 }
 
 // allocBlock is alloc_block: a new segment (or mapped pages) for the request.
@@ -357,7 +376,7 @@ func (a *Allocator) free(b *block, pending bool) bool {
 	b.allocated = false
 	a.emit(snapshot.ActionFreeRequested, b.addr, b.requested, b.stream)
 	if pending {
-		b.pending = true
+		a.setPending(b)
 		return true
 	}
 	a.freeBlock(b)
@@ -383,6 +402,12 @@ func (a *Allocator) freeCompleted(b *block) bool {
 func (a *Allocator) freeBlock(b *block) {
 	a.emit(snapshot.ActionFreeCompleted, b.addr, b.requested, b.stream)
 	delete(a.live, b.addr)
+	if b.pending {
+		last := a.pend[len(a.pend)-1]
+		a.pend[b.pendAt], last.pendAt = last, b.pendAt
+		a.pend[len(a.pend)-1] = nil
+		a.pend = a.pend[:len(a.pend)-1]
+	}
 	b.pending = false
 	b.requested = 0
 	a.tryMerge(b, b.prev)

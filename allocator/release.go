@@ -1,6 +1,10 @@
 package allocator
 
-import "github.com/memscope/memscope/snapshot"
+import (
+	"slices"
+
+	"github.com/memscope/memscope/snapshot"
+)
 
 // This file returns memory to the device: release_block,
 // release_available_cached_blocks, release_cached_blocks and
@@ -64,12 +68,7 @@ func (a *Allocator) releaseAvailable(p *pool, stream, size int64) bool {
 // Private pools are kept: whether one is freeable is not recorded.
 func (a *Allocator) releaseCached() {
 	// synchronize_and_free_events: pending frees complete first.
-	var pend []*block
-	for _, b := range a.live {
-		if b.pending {
-			pend = append(pend, b)
-		}
-	}
+	pend := slices.Clone(a.pend)
 	sortBlocks(pend)
 	for _, b := range pend {
 		a.freeBlock(b)

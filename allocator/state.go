@@ -141,9 +141,11 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 			b := a.newBlock(lb.Addr, lb.Size, in.stream, p, seg)
 			b.requested = lb.Requested
 			b.allocated = !lb.PendingFree
-			b.pending = lb.PendingFree
+			if lb.PendingFree {
+				a.setPending(b)
+			}
 			add(b)
-			a.live[b.addr] = b
+			a.index(b)
 			cursor = lb.Addr + uint64(lb.Size)
 		}
 		if cursor < r.End {

@@ -13,7 +13,7 @@ import (
 // is the sum of cudaMalloc'd and mapped bytes.
 func (a *Allocator) CheckValid() error {
 	var reserved int64
-	inFree, inUnmapped, live := 0, 0, 0
+	inFree, inUnmapped, live, pending := 0, 0, 0, 0
 	for addr, seg := range a.segs {
 		if seg.addr != addr {
 			return fmt.Errorf("segment %#x filed under %#x", seg.addr, addr)
@@ -39,6 +39,11 @@ func (a *Allocator) CheckValid() error {
 				return fmt.Errorf("segment %#x: unmapped block at %#x in use", addr, b.addr)
 			case b.allocated && b.pending:
 				return fmt.Errorf("segment %#x: block at %#x both allocated and pending", addr, b.addr)
+			case b.pending && (b.pendAt >= len(a.pend) || a.pend[b.pendAt] != b):
+				return fmt.Errorf("segment %#x: pending block at %#x not in the pending list", addr, b.addr)
+			}
+			if b.pending {
+				pending++
 			}
 			free := !b.allocated && !b.pending
 			if b.inSet != free {
@@ -56,7 +61,7 @@ func (a *Allocator) CheckValid() error {
 			default:
 				live++
 				reserved += b.size
-				if a.live[b.addr] != b {
+				if a.live != nil && a.live[b.addr] != b {
 					return fmt.Errorf("segment %#x: block at %#x in use but not live", addr, b.addr)
 				}
 			}
@@ -67,7 +72,10 @@ func (a *Allocator) CheckValid() error {
 			return fmt.Errorf("segment %#x: blocks of %d bytes in %d", addr, total, seg.size)
 		}
 	}
-	if live != len(a.live) {
+	if pending != len(a.pend) {
+		return fmt.Errorf("%d blocks pending, %d in the pending list", pending, len(a.pend))
+	}
+	if a.live != nil && live != len(a.live) {
 		return fmt.Errorf("%d blocks in use, %d live", live, len(a.live))
 	}
 	nFree, nUnmapped := 0, 0

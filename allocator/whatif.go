@@ -362,6 +362,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 			w.setBlock(k, b)
 		}
 	}
+	w.a.live = nil // the what-if keeps its blocks by slot
 	w.run()
 	if w.out.Stopped < 0 {
 		w.out.DeferredFrees = w.slots.deferredFrees()
