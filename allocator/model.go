@@ -84,17 +84,17 @@ type Allocator struct {
 	set      Settings
 	dev      Device
 	pools    map[poolKey]*pool
-	def      [2]*pool          // the default pool's large and small, once made
-	poolList []*pool           // creation order, for deterministic release
+	def      [2]*pool // the default pool's large and small, once made
+	poolList []*pool  // creation order, for deterministic release
 	// live holds the allocated and pending blocks by address; nil in a
 	// model whose caller keeps its blocks (a what-if, by slot), which then
 	// frees by block (free, freeCompleted).
-	live map[uint64]*block
-	pend []*block // the pending blocks, in no order
-	segs     map[uint64]*segment
-	spans    runs[*segment] // segs by address
-	nextCtr  int64          // registration_counter_global
-	nextSeg  int64          // segment creation counter
+	live    map[uint64]*block
+	pend    []*block // the pending blocks, in no order
+	segs    map[uint64]*segment
+	spans   runs[*segment] // segs by address
+	nextCtr int64          // registration_counter_global
+	nextSeg int64          // segment creation counter
 
 	// Reserved is total_allocated_memory: bytes of cudaMalloc'd segments
 	// plus mapped pages.
