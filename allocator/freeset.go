@@ -289,23 +289,50 @@ func (f *freeSet) rekeyDown(at rpos, b *block) {
 	f.insertAt(f.place(&k), freeEntry{k, b})
 }
 
-func (f *freeSet) remove(b *block) {
-	if !b.inSet {
+// rekeyUp gives the entry at at, whose block is now b, b's key, which
+// must come after its old one: the entry moves up to its new place, inside
+// its run when the place is there.
+func (f *freeSet) rekeyUp(at rpos, b *block) {
+	k := f.key(b)
+	q := f.place(&k)
+	ch := f.chunks[at.c]
+	end := -1
+	switch {
+	case q.c == at.c:
+		end = q.i
+	case q.c == at.c+1 && q.i == 0:
+		end = len(ch)
+	}
+	if end > at.i {
+		copy(ch[at.i:end-1], ch[at.i+1:end])
+		ch[end-1] = freeEntry{k, b}
 		return
 	}
+	f.deleteAt(at)
+	f.insertAt(f.place(&k), freeEntry{k, b})
+}
+
+// placeOf returns the place of b's entry, which must be in the set.
+func (f *freeSet) placeOf(b *block) rpos {
 	k := f.key(b)
 	for p := f.place(&k); f.valid(p); p = f.next(p) {
 		e := &f.chunks[p.c][p.i]
 		if e.b == b {
-			f.deleteAt(p)
-			b.inSet = false
-			return
+			return p
 		}
 		if k.before(&e.freeKey) {
 			break
 		}
 	}
 	panic("invariant violation: a free block is missing from its pool's set")
+}
+
+func (f *freeSet) remove(b *block) {
+	if !b.inSet {
+		return
+	}
+	f.deleteAt(f.placeOf(b))
+	b.inSet = false
 }
 
 // unmappedSet is a pool's unmapped blocks of expandable segments, by

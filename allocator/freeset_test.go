@@ -60,17 +60,24 @@ func TestFreeSetRuns(t *testing.T) {
 	}
 	for step := range 40000 {
 		b := all[rng.IntN(len(all))]
-		if b.inSet && b.size > 512 && rng.IntN(3) == 0 {
+		if b.inSet && rng.IntN(4) == 0 {
+			// A merge: the block grows, from either end, and takes its
+			// own entry up (rekeyUp), as freeBlock does.
+			at := f.placeOf(b)
+			i := slices.Index(want, b)
+			want = slices.Delete(want, i, i+1)
+			grow := int64(1+rng.IntN(8)) << 9
+			b.size += grow
+			if rng.IntN(2) == 0 {
+				b.addr -= uint64(grow)
+			}
+			f.rekeyUp(at, b)
+			i, _ = slices.BinarySearchFunc(want, b, f.compare)
+			want = slices.Insert(want, i, b)
+		} else if b.inSet && b.size > 512 && rng.IntN(3) == 0 {
 			// A split's rest: the block shrinks from its low end and takes
 			// its own entry down (rekeyDown), as allocFoundAt does.
-			var at rpos
-			k := f.key(b)
-			for p := f.place(&k); ; p = f.next(p) {
-				if f.at(p) == b {
-					at = p
-					break
-				}
-			}
+			at := f.placeOf(b)
 			i := slices.Index(want, b)
 			want = slices.Delete(want, i, i+1)
 			cut := int64(1+rng.IntN(int(b.size>>9)-1)) << 9

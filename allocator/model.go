@@ -410,15 +410,38 @@ func (a *Allocator) freeBlock(b *block) {
 	}
 	b.pending = false
 	b.requested = 0
-	a.tryMerge(b, b.prev)
-	a.tryMerge(b, b.next)
-	a.insertFree(b)
+	// The merged block takes the entry of a neighbour it absorbs (rekeyUp:
+	// a larger key), rather than that entry's removal and an insertion.
+	keep := b.next
+	if !mergeable(b, keep) {
+		keep = b.prev
+	}
+	if !mergeable(b, keep) {
+		a.insertFree(b)
+		return
+	}
+	if keep == b.next {
+		a.tryMerge(b, b.prev)
+	}
+	f := &b.pool.free
+	at := f.placeOf(keep)
+	keep.inSet = false
+	merge(b, keep)
+	b.gcBase = b.pool.gcCalls
+	b.inSet = true
+	f.rekeyUp(at, b)
+}
+
+// mergeable reports whether src, a neighbour of the free block dst, is
+// free and merges with it (both mapped, or both unmapped).
+func mergeable(dst, src *block) bool {
+	return src != nil && !src.allocated && !src.pending && dst.unmapped == src.unmapped
 }
 
 // tryMerge is try_merge_blocks: dst absorbs src when src is free and
 // mapped alike. It returns the bytes absorbed.
 func (a *Allocator) tryMerge(dst, src *block) int64 {
-	if src == nil || src.allocated || src.pending || dst.unmapped != src.unmapped {
+	if !mergeable(dst, src) {
 		return 0
 	}
 	if src.unmapped {
@@ -426,6 +449,13 @@ func (a *Allocator) tryMerge(dst, src *block) int64 {
 	} else {
 		src.pool.free.remove(src)
 	}
+	merge(dst, src)
+	return src.size
+}
+
+// merge makes dst, a neighbour of src, cover both (src is out of its
+// set).
+func merge(dst, src *block) {
 	if dst.prev == src {
 		dst.addr = src.addr
 		dst.prev = src.prev
@@ -441,7 +471,6 @@ func (a *Allocator) tryMerge(dst, src *block) int64 {
 		}
 	}
 	dst.size += src.size
-	return src.size
 }
 
 // EmptyCache is torch.cuda.empty_cache(): release_cached_blocks.
