@@ -29,6 +29,8 @@ type ReplayOptions struct {
 	// Timeline, when set, is the device's snapshot.Replay already made
 	// (a good part of a replay's time); otherwise one is made.
 	Timeline *snapshot.Timeline
+
+	refuseSkipped bool // a what-if's: refuse a trace recorded with skip_actions (skipped)
 }
 
 // Replay drives the model by device's recorded requests under the
@@ -67,6 +69,36 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 	if device < 0 || device >= len(s.Traces) || len(s.Traces[device]) == 0 {
 		return nil, refuse("no recorded trace")
 	}
+	// One pass over the entries: the actions counted (skipped), the
+	// first impossible size, the segments' streams and sizes.
+	evs := s.Traces[device]
+	info := map[uint64]segInfo{}
+	for _, si := range s.SegmentsOf(device) {
+		seg := &s.Segments[si]
+		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true, pool: seg.Pool}
+	}
+	var counts actionCounts
+	bad := -1
+	for i := range evs {
+		ev := &evs[i]
+		if a := ev.Action; int(a) < len(counts) {
+			counts[a]++
+		}
+		if bad < 0 && (ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr) {
+			bad = i
+		}
+		switch ev.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
+			if _, ok := info[ev.Addr]; !ok {
+				info[ev.Addr] = segInfo{stream: ev.Stream, small: ev.Size == SmallBuffer, known: true}
+			}
+		}
+	}
+	if opt.refuseSkipped {
+		if why := skipped(&counts, s, device); why != "" {
+			return nil, refuse("%s", why)
+		}
+	}
 	set, err := SettingsFromSnapshot(s.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", device, err)
@@ -79,23 +111,9 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 	if opt.MemoryFraction > 0 {
 		set.MemoryFraction = opt.MemoryFraction
 	}
-	evs := s.Traces[device]
-	info := map[uint64]segInfo{}
-	for _, si := range s.SegmentsOf(device) {
-		seg := &s.Segments[si]
-		info[seg.Address] = segInfo{stream: seg.Stream, small: seg.Small, known: true, pool: seg.Pool}
-	}
-	for i := range evs {
-		ev := &evs[i]
-		if ev.Size < 0 || ev.Size > maxSize || ev.Addr+uint64(ev.Size) < ev.Addr {
-			return nil, refuse("entry %d (%s) has an impossible size %d", i, ev.Action, ev.Size)
-		}
-		switch ev.Action {
-		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
-			if _, ok := info[ev.Addr]; !ok {
-				info[ev.Addr] = segInfo{stream: ev.Stream, small: ev.Size == SmallBuffer, known: true}
-			}
-		}
+	if bad >= 0 {
+		ev := &evs[bad]
+		return nil, refuse("entry %d (%s) has an impossible size %d", bad, ev.Action, ev.Size)
 	}
 	pools := newPoolRoutes(s, device, evs)
 	tl := opt.Timeline

@@ -290,19 +290,11 @@ func (bs *blockSlots) deferredFrees() int {
 // NewRecording replays device's recorded requests for what-ifs; it
 // refuses (ErrNotReplayable) what WhatIf refuses.
 func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recording, error) {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
-	}
-	if device >= 0 && device < len(s.Traces) {
-		if why := skipped(s, device); why != "" {
-			return nil, refuse("%s", why)
-		}
-	}
 	tl := opt.Timeline
 	if tl == nil && device >= 0 && device < len(s.Traces) && len(s.Traces[device]) > 0 {
 		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
 	}
-	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl})
+	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl, refuseSkipped: true})
 	if err != nil {
 		return nil, err
 	}
@@ -389,15 +381,12 @@ func (rc *Recording) WhatIfs(sets []Settings) ([]*Outcome, []error) {
 	return outs, errs
 }
 
-// skipped returns why a trace looks recorded with skip_actions (allocs or
-// frees left out), or "".
-func skipped(s *snapshot.Snapshot, device int) string {
-	var n [snapshot.ActionAnnotate + 1]int
-	for i := range s.Traces[device] {
-		if a := s.Traces[device][i].Action; int(a) < len(n) {
-			n[a]++
-		}
-	}
+// actionCounts counts a trace's entries by action.
+type actionCounts [snapshot.ActionAnnotate + 1]int
+
+// skipped returns why a trace of the actions n counts looks recorded with
+// skip_actions (allocs or frees left out), or "".
+func skipped(n *actionCounts, s *snapshot.Snapshot, device int) string {
 	allocs, req, done := n[snapshot.ActionAlloc], n[snapshot.ActionFreeRequested], n[snapshot.ActionFreeCompleted]
 	segs := n[snapshot.ActionSegmentAlloc] + n[snapshot.ActionSegmentMap]
 	switch {
