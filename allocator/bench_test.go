@@ -212,4 +212,53 @@ func BenchmarkWhatIf(b *testing.B) {
 			b.ReportMetric(float64(len(s.Traces[0])), "events")
 		})
 	}
+	// Any file, as whatif runs it: the replay check once, then the
+	// recorded settings and four others, as many at a time as there are
+	// CPUs (GOMAXPROCS=1 for the work of one core):
+	//
+	//	MEMSCOPE_BENCH_SNAPSHOT=/tmp/d70.pickle go test ./allocator -run '^$' -bench WhatIf/file
+	if path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT"); path != "" {
+		s, err := snapshot.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := s.Devices()[0]
+		tl := snapshot.Replay(s, d, snapshot.ReplayOptions{})
+		base, err := SettingsFromSnapshot(s.Settings)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sets := []Settings{base}
+		for _, conf := range []string{"expandable_segments:True", "max_split_size_mb:128", "roundup_power2_divisions:4", "garbage_collection_threshold:0.6"} {
+			set := base
+			if err := set.ApplyConf(conf); err != nil {
+				b.Fatal(err)
+			}
+			sets = append(sets, set)
+		}
+		b.Run("file/recording", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rc, err := NewRecording(s, d, WhatIfOptions{Timeline: tl})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rc.WhatIfs(nil) // no what-if: the slots' pairing ahead stops
+			}
+		})
+		b.Run("file/five-settings", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				rc, err := NewRecording(s, d, WhatIfOptions{Timeline: tl})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, errs := rc.WhatIfs(sets); errs[0] != nil {
+					b.Fatal(errs[0])
+				}
+			}
+		})
+	}
 }

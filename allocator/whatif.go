@@ -169,22 +169,11 @@ type Recording struct {
 	tl     *snapshot.Timeline
 	r      *replayer
 
-	pairOnce sync.Once
-	pairs    *blockSlots // made by the first what-if that runs entries
+	pairs *blockSlots
 }
 
-// slots returns the recording's block slots, made once (paired as far as
-// the what-ifs have gone).
-func (rc *Recording) slots() *blockSlots {
-	rc.pairOnce.Do(func() {
-		var live []snapshot.LiveBlock
-		if rc.tl != nil {
-			_, live, _ = rc.tl.StartState()
-		}
-		rc.pairs = newBlockSlots(rc.s.Traces[rc.device], live)
-	})
-	return rc.pairs
-}
+// slots returns the recording's block slots.
+func (rc *Recording) slots() *blockSlots { return rc.pairs }
 
 // blockSlots pairs the recorded entries that name one block: each alloc
 // gets a slot, and each free_requested and free_completed the slot of the
@@ -192,14 +181,18 @@ func (rc *Recording) slots() *blockSlots {
 // address no alloc used gets a slot of its own, which holds no block).
 // Blocks live before the first entry get slots too, by address. The
 // what-ifs keep their blocks by slot, in a slice, not by address in a
-// map. Entries are paired a stretch at a time, as far as the furthest
-// what-if has gone, so a what-if stopped early (WhatIfOptions.Stop) pays
-// for the entries it ran, not the trace; the what-ifs share the pairing.
+// map. Entries are paired a stretch at a time: ahead, on a goroutine of
+// their own while the replay check runs (pairAhead), and as far as the
+// furthest what-if has gone, so a what-if waits for none of it, and one
+// stopped early (WhatIfOptions.Stop) needs the pairing of the entries it
+// ran only; the what-ifs share the pairing.
 type blockSlots struct {
 	evs  []snapshot.Event
 	of   []int32 // valid below done
 	done atomic.Int64
 	pre  map[uint64]int32
+	// halt stops pairAhead: the what-ifs that needed the slots are done.
+	halt atomic.Bool
 
 	mu      sync.Mutex
 	byAddr  map[uint64]int32
@@ -279,6 +272,14 @@ func (bs *blockSlots) pairTo(end int) {
 	bs.done.Store(int64(end))
 }
 
+// pairAhead pairs the entries a stretch at a time, to the end or until
+// halt is set.
+func (bs *blockSlots) pairAhead() {
+	for n := int(bs.done.Load()); n < len(bs.evs) && !bs.halt.Load(); n = int(bs.done.Load()) {
+		bs.pairTo(n + 1)
+	}
+}
+
 // deferredFrees pairs every entry and returns the count of deferred frees.
 func (bs *blockSlots) deferredFrees() int {
 	bs.pairTo(len(bs.evs))
@@ -294,11 +295,22 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if tl == nil && device >= 0 && device < len(s.Traces) && len(s.Traces[device]) > 0 {
 		tl = snapshot.Replay(s, device, snapshot.ReplayOptions{})
 	}
+	var evs []snapshot.Event
+	if device >= 0 && device < len(s.Traces) {
+		evs = s.Traces[device]
+	}
+	var live []snapshot.LiveBlock
+	if tl != nil {
+		_, live, _ = tl.StartState()
+	}
+	pairs := newBlockSlots(evs, live)
+	go pairs.pairAhead() // beside the check, which needs none of it
 	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl, refuseSkipped: true})
 	if err != nil {
+		pairs.halt.Store(true)
 		return nil, err
 	}
-	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r}, nil
+	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r, pairs: pairs}, nil
 }
 
 // WhatIf drives the recorded requests under set (see the package's WhatIf).
@@ -378,6 +390,8 @@ func (rc *Recording) WhatIfs(sets []Settings) ([]*Outcome, []error) {
 		}()
 	}
 	wg.Wait()
+	// The pairing ahead stops: a what-if run later pairs what it needs.
+	rc.pairs.halt.Store(true)
 	return outs, errs
 }
 
