@@ -212,9 +212,9 @@ func BenchmarkWhatIf(b *testing.B) {
 			b.ReportMetric(float64(len(s.Traces[0])), "events")
 		})
 	}
-	// Any file, as whatif runs it: the replay check once, then the
-	// recorded settings and four others, as many at a time as there are
-	// CPUs (GOMAXPROCS=1 for the work of one core):
+	// Any file, as whatif runs it: the recording (the replay check), and
+	// the recording with the recorded settings and four others, as many
+	// at a time as there are CPUs (GOMAXPROCS=1 for the work of one core):
 	//
 	//	MEMSCOPE_BENCH_SNAPSHOT=/tmp/d70.pickle go test ./allocator -run '^$' -bench WhatIf/file
 	if path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT"); path != "" {
@@ -246,15 +246,13 @@ func BenchmarkWhatIf(b *testing.B) {
 				rc.WhatIfs(nil) // no what-if: the slots' pairing ahead stops
 			}
 		})
-		b.Run("file/five-settings", func(b *testing.B) {
+		b.Run("file/five-settings", func(b *testing.B) { // the recording included
 			b.ReportAllocs()
 			for b.Loop() {
-				b.StopTimer()
 				rc, err := NewRecording(s, d, WhatIfOptions{Timeline: tl})
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.StartTimer()
 				if _, errs := rc.WhatIfs(sets); errs[0] != nil {
 					b.Fatal(errs[0])
 				}
