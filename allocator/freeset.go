@@ -154,8 +154,9 @@ func (r *runs[T]) set(xs []T) {
 
 // freeSet is a pool's set of free mapped blocks in the comparator's order
 // (BlockPool::blocks). Each entry holds its block's key, so a search reads
-// the runs alone, not the blocks they point to (a block's key does not
-// change while it is in the set; resort reads the tie-breaks anew).
+// the runs alone, not the blocks they point to. A block's key changes
+// while it is in the set only through rekeyDown and rekeyUp, which move
+// its entry; resort reads the tie-breaks anew.
 type freeSet struct {
 	tie TieBreak
 	runs[freeEntry]
