@@ -26,7 +26,14 @@ type engine struct {
 
 // newEngine returns an engine in the state before the first event.
 func (t *Timeline) newEngine() *engine {
-	e := &engine{t: t, live: newAddrMap(len(t.Initial))}
+	// After the replay, an engine for a moment is sized from the most
+	// blocks the replay ever held (its slab's length), not grown to it by
+	// doubling: a cursor that goes back rebuilds one.
+	hint := len(t.Initial)
+	if t.final != nil {
+		hint = max(hint, len(t.final.slab))
+	}
+	e := &engine{t: t, live: newAddrMap(hint), slab: make([]LiveBlock, 0, hint)}
 	e.lay = t.init.clone()
 	t.init.segs.each(func(s *entry[segVal]) { e.n.Reserved += int64(s.val.end - s.key) })
 	for i := range t.Initial {
@@ -180,9 +187,14 @@ func (e *engine) liveBlocks() []LiveBlock {
 // initialState rebuilds what was live and reserved before the first event by
 // undoing the trace backwards from the end-state segments.
 func (t *Timeline) initialState() {
-	var slab []LiveBlock
+	// Sized for the blocks active at the end, where the walk back starts.
+	active := 0
+	for _, si := range t.snap.SegmentsOf(t.Device) {
+		active += len(t.snap.Segments[si].Blocks)
+	}
+	slab := make([]LiveBlock, 0, active)
 	var free []int32 // reusable slab slots
-	live := newAddrMap(64)
+	live := newAddrMap(active)
 	add := func(b LiveBlock) {
 		if j, ok := live.get(b.Addr); ok {
 			slab[j] = b
