@@ -210,15 +210,21 @@ func (f *freeSet) less(a, b *block) bool {
 	return ka.before(&kb)
 }
 
-// compare is less as a three-way comparison.
-func (f *freeSet) compare(x, y *block) int {
+// compare is before as a three-way comparison.
+func (x *freeKey) compare(y *freeKey) int {
 	switch {
-	case f.less(x, y):
+	case x.before(y):
 		return -1
-	case f.less(y, x):
+	case y.before(x):
 		return 1
 	}
 	return 0
+}
+
+// compare is less as a three-way comparison.
+func (f *freeSet) compare(x, y *block) int {
+	kx, ky := f.key(x), f.key(y)
+	return kx.compare(&ky)
 }
 
 // at returns the block at p, which must be valid.
@@ -389,14 +395,6 @@ func (f *freeSet) resort() {
 			es = append(es, freeEntry{f.key(e.b), e.b})
 		}
 	}
-	slices.SortFunc(es, func(x, y freeEntry) int {
-		switch {
-		case x.before(&y.freeKey):
-			return -1
-		case y.before(&x.freeKey):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(es, func(x, y freeEntry) int { return x.compare(&y.freeKey) })
 	f.set(es)
 }

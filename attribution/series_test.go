@@ -40,16 +40,7 @@ func TestSeriesExact(t *testing.T) {
 					if want := state(p.Index); p.Numbers != want {
 						t.Errorf("Series point at event %d = %+v, want %+v (replay)", p.Index, p.Numbers, want)
 					}
-					var cats, sites int64
-					for _, c := range p.Categories {
-						cats += c
-					}
-					for _, b := range p.Sites {
-						sites += b
-					}
-					if cats != p.Allocated || sites != p.Allocated {
-						t.Errorf("event %d: categories sum to %d, sites to %d; want allocated %d", p.Index, cats, sites, p.Allocated)
-					}
+					checkSplit(t, &p)
 					hi = max(hi, p.Allocated)
 				}
 				if want := f.truth.Window.MaxAllocated; want > 0 && hi != want {
@@ -61,6 +52,22 @@ func TestSeriesExact(t *testing.T) {
 				checkBuckets(t, s, full)
 			})
 		}
+	}
+}
+
+// checkSplit: a point's categories and its sites each add up to its
+// allocated bytes.
+func checkSplit(t *testing.T, p *SeriesPoint) {
+	t.Helper()
+	var cats, sites int64
+	for _, c := range p.Categories {
+		cats += c
+	}
+	for _, b := range p.Sites {
+		sites += b
+	}
+	if cats != p.Allocated || sites != p.Allocated {
+		t.Errorf("event %d: categories sum to %d, sites to %d; want allocated %d", p.Index, cats, sites, p.Allocated)
 	}
 }
 
@@ -170,16 +177,7 @@ func TestSeriesAllocatedOver(t *testing.T) {
 	}
 	ser := d.Series(SeriesOptions{MaxPoints: 64, TopSites: 2})
 	for _, p := range ser.Points {
-		var cats, sites int64
-		for _, c := range p.Categories {
-			cats += c
-		}
-		for _, b := range p.Sites {
-			sites += b
-		}
-		if cats != p.Allocated || sites != p.Allocated {
-			t.Errorf("event %d: categories sum to %d, sites to %d; want allocated %d", p.Index, cats, sites, p.Allocated)
-		}
+		checkSplit(t, &p)
 	}
 	if n := len(ser.Points); n != 6 {
 		t.Errorf("%d points, want 6 (before the first event, then after each)", n)
