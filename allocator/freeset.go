@@ -160,6 +160,27 @@ func (r *runs[T]) set(xs []T) {
 type freeSet struct {
 	tie TieBreak
 	runs[freeEntry]
+	// splitN and splitBytes count the set's blocks that share their
+	// segment with another block, outside expandable segments:
+	// inactive_split and inactive_split_bytes. A block holds what it
+	// adds (block.split); recount keeps the sums at each change of the
+	// set, where a block's neighbours and size change too.
+	splitN     int
+	splitBytes int64
+}
+
+// recount counts b anew in the split sums, in the set or out of it.
+func (f *freeSet) recount(b *block) {
+	if b.split > 0 {
+		f.splitN--
+		f.splitBytes -= b.split
+		b.split = 0
+	}
+	if b.inSet && !b.seg.expandable && b.isSplit() {
+		f.splitN++
+		f.splitBytes += b.size
+		b.split = b.size
+	}
 }
 
 // freeKey is a free block's place in the comparator's order: stream (as
@@ -279,12 +300,23 @@ func (f *freeSet) insert(b *block) {
 	k := f.key(b)
 	f.insertAt(f.place(&k), freeEntry{k, b})
 	b.inSet = true
+	f.recount(b)
+}
+
+// take removes the block at p, whose place find or lowerBound gave.
+func (f *freeSet) take(p rpos) *block {
+	b := f.at(p)
+	f.deleteAt(p)
+	b.inSet = false
+	f.recount(b)
+	return b
 }
 
 // rekeyDown gives the entry at at, whose block is b, b's key, which must
 // come before its old one: the entry moves down to its new place, inside
 // its run when the place is there.
 func (f *freeSet) rekeyDown(at rpos, b *block) {
+	defer f.rekeyed(f.at(at), b)
 	k := f.key(b)
 	if q := f.place(&k); q.c == at.c {
 		ch := f.chunks[at.c]
@@ -296,10 +328,19 @@ func (f *freeSet) rekeyDown(at rpos, b *block) {
 	f.insertAt(f.place(&k), freeEntry{k, b})
 }
 
+// rekeyed recounts old, whose entry b took, and b.
+func (f *freeSet) rekeyed(old, b *block) {
+	if old != b {
+		f.recount(old)
+	}
+	f.recount(b)
+}
+
 // rekeyUp gives the entry at at, whose block is now b, b's key, which
 // must come after its old one: the entry moves up to its new place, inside
 // its run when the place is there.
 func (f *freeSet) rekeyUp(at rpos, b *block) {
+	defer f.rekeyed(f.at(at), b)
 	k := f.key(b)
 	q := f.place(&k)
 	ch := f.chunks[at.c]
@@ -340,6 +381,7 @@ func (f *freeSet) remove(b *block) {
 	}
 	f.deleteAt(f.placeOf(b))
 	b.inSet = false
+	f.recount(b)
 }
 
 // unmappedSet is a pool's unmapped blocks of expandable segments, by

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -105,5 +106,47 @@ func FuzzReplay(f *testing.F) {
 			t.Fatalf("after %s: %v", rep, err)
 		}
 		_ = rep.String()
+		checkWhatIfs(t, s, which)
 	})
+}
+
+// fuzzConfs are the settings checkWhatIfs runs the recorded requests
+// under, beside the recorded ones.
+var fuzzConfs = []string{"expandable_segments:True", "max_split_size_mb:20", "garbage_collection_threshold:0.5"}
+
+// checkWhatIfs runs the what-ifs of s's device 0 beside the check
+// (Recording.WhatIfs, the models checked after every entry, as debugCheck
+// asks) and again once the check is done: the outcomes must be the same.
+func checkWhatIfs(t *testing.T, s *snapshot.Snapshot, which uint8) {
+	base, err := SettingsFromSnapshot(s.Settings)
+	if err != nil {
+		return
+	}
+	sets := []Settings{base}
+	for _, c := range fuzzConfs {
+		set := base
+		if set.ApplyConf(c) == nil {
+			sets = append(sets, set)
+		}
+	}
+	opt := WhatIfOptions{MemoryFraction: float64(which%4) / 4, DeviceTotal: 1 << 34}
+	rc, err := NewRecording(s, 0, opt)
+	if err != nil {
+		return
+	}
+	outs, errs := rc.WhatIfs(sets)
+	for i, set := range sets {
+		late, lerr := rc.WhatIf(set)
+		if (errs[i] == nil) != (lerr == nil) {
+			t.Fatalf("what-if %d: beside the check: %v; after it: %v", i, errs[i], lerr)
+		}
+		if lerr != nil {
+			continue
+		}
+		early := *outs[i]
+		early.speculated, early.aborted = false, false
+		if !reflect.DeepEqual(&early, late) {
+			t.Fatalf("what-if %d: beside the check:\n%+v\nafter it:\n%+v", i, &early, late)
+		}
+	}
 }

@@ -23,6 +23,8 @@ type block struct {
 	pendAt    int  // while pending: its index in Allocator.pend
 	unmapped  bool // !mapped: only in expandable segments
 	inSet     bool
+	slotted   bool  // a what-if's slot holds it (whatIf.setBlock)
+	split     int64 // the bytes it adds to its pool's free set's splitBytes (0: none)
 }
 
 func (b *block) isSplit() bool { return b.prev != nil || b.next != nil }
@@ -95,6 +97,10 @@ type Allocator struct {
 	spans   runs[*segment] // segs by address
 	nextCtr int64          // registration_counter_global
 	nextSeg int64          // segment creation counter
+	// spare holds blocks that freeBlock merged away, for newBlock to
+	// reuse: a split and the merge that undoes it, the steady state of a
+	// training loop, then allocate nothing.
+	spare []*block
 
 	// Reserved is total_allocated_memory: bytes of cudaMalloc'd segments
 	// plus mapped pages.
@@ -155,7 +161,25 @@ func (a *Allocator) pool(id snapshot.PoolID, small bool) *pool {
 
 func (a *Allocator) newBlock(addr uint64, size, stream int64, p *pool, seg *segment) *block {
 	a.nextCtr++
+	if n := len(a.spare); n > 0 {
+		b := a.spare[n-1]
+		a.spare = a.spare[:n-1]
+		*b = block{addr: addr, size: size, stream: stream, pool: p, seg: seg, counter: a.nextCtr}
+		return b
+	}
 	return &block{addr: addr, size: size, stream: stream, pool: p, seg: seg, counter: a.nextCtr}
+}
+
+// spareMax bounds Allocator.spare.
+const spareMax = 64
+
+// recycle keeps b, merged away, for newBlock, unless a what-if's slot may
+// still name it (slotted: the model completed its free itself, in a
+// release, before the trace's free_completed).
+func (a *Allocator) recycle(b *block) {
+	if !b.slotted && len(a.spare) < spareMax {
+		a.spare = append(a.spare, b)
+	}
 }
 
 func (a *Allocator) insertFree(b *block) {
@@ -306,8 +330,7 @@ func (a *Allocator) allocFoundAt(p *pool, at rpos, size, stream int64, expandabl
 	f := &p.free
 	b := f.at(at)
 	if !a.shouldSplit(b, size, expandable) {
-		f.deleteAt(at)
-		b.inSet = false
+		f.take(at)
 		return a.allocFound(b, size, stream, expandable)
 	}
 	rest := b
@@ -420,8 +443,8 @@ func (a *Allocator) freeBlock(b *block) {
 		a.insertFree(b)
 		return
 	}
-	if keep == b.next {
-		a.tryMerge(b, b.prev)
+	if prev := b.prev; keep == b.next && a.tryMerge(b, prev) > 0 {
+		a.recycle(prev)
 	}
 	f := &b.pool.free
 	at := f.placeOf(keep)
@@ -430,6 +453,7 @@ func (a *Allocator) freeBlock(b *block) {
 	b.gcBase = b.pool.gcCalls
 	b.inSet = true
 	f.rekeyUp(at, b)
+	a.recycle(keep)
 }
 
 // mergeable reports whether src, a neighbour of the free block dst, is

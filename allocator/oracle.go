@@ -17,11 +17,15 @@ type replayDevice struct {
 	// limit is the least reserved + size over the failures answered (0:
 	// none): the memory the device or a cap would not give.
 	limit int64
+	prog  *progress // the check's, when what-ifs run beside it
 }
 
 // fail answers a failure for size more bytes.
 func (d *replayDevice) fail(size int64) {
 	d.failed++
+	if d.prog != nil {
+		d.prog.failed.Store(true)
+	}
 	if l := d.a.Reserved + size; d.limit == 0 || l < d.limit {
 		d.limit = l
 	}

@@ -3,7 +3,10 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -60,6 +63,17 @@ func replay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*ReplayReport,
 
 // runReplay is ReplayWith, returning the replayer when done.
 func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, error) {
+	r, err := newReplayer(s, device, opt)
+	if err != nil {
+		return nil, err
+	}
+	r.check(s, device)
+	return r, nil
+}
+
+// newReplayer makes the replay of device's trace, ready to check (the
+// model in the start state), or says why the trace cannot be replayed.
+func newReplayer(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
 	}
@@ -141,13 +155,22 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 			}
 		}
 	}
+	r.collect = r.collects()
+	return r, nil
+}
+
+// check replays the trace, checking every recorded decision, and the end
+// state against the snapshot's.
+func (r *replayer) check(s *snapshot.Snapshot, device int) {
 	r.run()
 	r.rep.FailedMallocs = r.dev.failed
 	r.rep.Retries, r.rep.OOMs, r.rep.Reserved = r.a.Retries, r.a.OOMs, r.a.Reserved
 	if r.rep.LostAt < 0 {
 		r.compareEnd(s, device)
 	}
-	return r, nil
+	if r.prog != nil {
+		r.prog.finish()
+	}
 }
 
 // resyncSlack is the blocks and segments that resyncs may load in all
@@ -176,9 +199,69 @@ type replayer struct {
 	// are applied by the model's release, not before the request.
 	held []int
 	// emptyAt holds, for each release run checked as an empty_cache()
-	// call, the index of its first entry: where the program called it
-	// (WhatIf calls it there too).
+	// call, the index of its first entry: where the program called it.
+	// With prog, it is appended under prog.mu.
 	emptyAt []int
+	// collect is collects(), for the what-ifs (r.a changes at a resync).
+	collect bool
+	// prog, when set, tells what-ifs running beside the check how far it
+	// has gone (a Recording's).
+	prog *progress
+}
+
+// progress is how far a check running on a goroutine of its own has gone,
+// for the what-ifs beside it that wait for one of its decisions.
+type progress struct {
+	at   atomic.Int64 // the entries below at are checked; math.MaxInt64 when the check is done
+	want atomic.Int64 // the least at a what-if waits for (math.MaxInt64: none)
+	// failed is set at the check's first failed cudaMalloc or page map: a
+	// what-if whose capacity comes from the failures is run again.
+	failed atomic.Bool
+	mu     sync.Mutex
+	cond   sync.Cond
+	done   chan struct{} // closed when the check is done
+}
+
+func newProgress() *progress {
+	p := &progress{done: make(chan struct{})}
+	p.want.Store(math.MaxInt64)
+	p.cond.L = &p.mu
+	return p
+}
+
+// reach records that the entries below i are checked, waking the what-ifs
+// that wait for that.
+func (p *progress) reach(i int) {
+	p.at.Store(int64(i))
+	if int64(i) >= p.want.Load() {
+		p.mu.Lock()
+		p.want.Store(math.MaxInt64)
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+}
+
+// finish records that the check is done.
+func (p *progress) finish() {
+	p.mu.Lock()
+	p.at.Store(math.MaxInt64)
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// waitPast waits until the check has checked entry i, or is done, and
+// runs fn with mu held (the check's emptyAt is then read safely).
+func (p *progress) waitPast(i int, fn func()) {
+	p.mu.Lock()
+	for p.at.Load() <= int64(i) {
+		if int64(i+1) < p.want.Load() {
+			p.want.Store(int64(i + 1))
+		}
+		p.cond.Wait()
+	}
+	fn()
+	p.mu.Unlock()
 }
 
 // beforeRelease reports whether the free_completed at i is one of a run
@@ -232,6 +315,9 @@ func (r *replayer) flushHeld() {
 
 func (r *replayer) run() {
 	for i := range r.evs {
+		if r.prog != nil {
+			r.prog.reach(i)
+		}
 		ev := &r.evs[i]
 		switch ev.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree,
@@ -322,7 +408,13 @@ func (r *replayer) room(size int64) bool {
 // empty_cache() and reports whether it matched.
 func (r *replayer) release(run []int, at int) bool {
 	r.rep.EmptyCaches++
-	r.emptyAt = append(r.emptyAt, run[0])
+	if r.prog != nil {
+		r.prog.mu.Lock()
+		r.emptyAt = append(r.emptyAt, run[0])
+		r.prog.mu.Unlock()
+	} else {
+		r.emptyAt = append(r.emptyAt, run[0])
+	}
 	r.a.EmptyCache()
 	r.want = append(r.want[:0], run...)
 	ok := r.compare(r.want, at)

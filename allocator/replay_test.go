@@ -242,7 +242,7 @@ func TestReplayTruncated(t *testing.T) {
 			n := len(evs) * frac / 4
 			// Move to an alloc whose request has no segment entries, so the
 			// cut splits no request.
-			for n < len(evs) && (evs[n].Action != snapshot.ActionAlloc || isSegment(evs[n-1].Action)) {
+			for n < len(evs) && (evs[n].Action != snapshot.ActionAlloc || isSegmentEntry(evs[n-1].Action)) {
 				n++
 			}
 			rep, err := Replay(cut(s, n), 0)
@@ -254,11 +254,6 @@ func TestReplayTruncated(t *testing.T) {
 			}
 		}
 	}
-}
-
-func isSegment(a snapshot.Action) bool {
-	_, ok := kindOf(a)
-	return ok && a != snapshot.ActionAlloc && a != snapshot.ActionOOM && a != snapshot.ActionSnapshot
 }
 
 // TestReplayEmptyCache: releases between requests are checked as an

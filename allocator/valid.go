@@ -9,11 +9,20 @@ import (
 // tile it end to end with consistent links; a block is in its pool's free
 // set exactly when free and mapped, in the unmapped set exactly when
 // unmapped; no two free blocks of like mapping touch (they would have
-// merged); live holds exactly the allocated and pending blocks; Reserved
-// is the sum of cudaMalloc'd and mapped bytes.
+// merged), and each free set counts its split blocks; live holds
+// exactly the allocated and pending blocks; no spare
+// block is in a segment; Reserved is the sum of cudaMalloc'd and mapped
+// bytes.
 func (a *Allocator) CheckValid() error {
 	var reserved int64
 	inFree, inUnmapped, live, pending := 0, 0, 0, 0
+	spare := make(map[*block]bool, len(a.spare))
+	for _, b := range a.spare {
+		if spare[b] || b.slotted {
+			return fmt.Errorf("a spare block (%#x) kept twice or still in a what-if's slot", b.addr)
+		}
+		spare[b] = true
+	}
 	for addr, seg := range a.segs {
 		if seg.addr != addr {
 			return fmt.Errorf("segment %#x filed under %#x", seg.addr, addr)
@@ -25,6 +34,8 @@ func (a *Allocator) CheckValid() error {
 		var total int64
 		for b := seg.head; b != nil; b = b.next {
 			switch {
+			case spare[b]:
+				return fmt.Errorf("segment %#x: block at %#x is also spare", addr, b.addr)
 			case b.addr != cursor:
 				return fmt.Errorf("segment %#x: block at %#x, want %#x", addr, b.addr, cursor)
 			case b.size <= 0:
@@ -95,6 +106,16 @@ func (a *Allocator) CheckValid() error {
 		}
 		if len(bs) != p.free.n {
 			return fmt.Errorf("a free set counts %d blocks and holds %d", p.free.n, len(bs))
+		}
+		n, bytes := 0, int64(0)
+		for _, b := range bs {
+			if !b.seg.expandable && b.isSplit() {
+				n++
+				bytes += b.size
+			}
+		}
+		if n != p.free.splitN || bytes != p.free.splitBytes {
+			return fmt.Errorf("a free set counts %d split blocks of %d bytes and holds %d of %d", p.free.splitN, p.free.splitBytes, n, bytes)
 		}
 	}
 	if nFree != inFree || nUnmapped != inUnmapped {

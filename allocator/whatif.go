@@ -119,6 +119,11 @@ type Outcome struct {
 	// Replay is the check of the recording under its own settings
 	// (ReplayWith): how far the model and torch agree on this trace.
 	Replay *ReplayReport
+
+	// speculated: run before the check found the failures its capacity
+	// comes from, as if there were none; aborted: stopped when the check
+	// found one.
+	speculated, aborted bool
 }
 
 // WhatIfOOM is the request a what-if fails.
@@ -303,19 +308,41 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if tl != nil {
 		_, live, _ = tl.StartState()
 	}
-	pairs := newBlockSlots(evs, live)
-	go pairs.pairAhead() // beside the check, which needs none of it
-	r, err := runReplay(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl, refuseSkipped: true})
+	r, err := newReplayer(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl, refuseSkipped: true})
 	if err != nil {
-		pairs.halt.Store(true)
 		return nil, err
 	}
+	pairs := newBlockSlots(evs, live)
+	go pairs.pairAhead() // beside the check, which needs none of it
+	r.prog = newProgress()
+	r.dev.prog = r.prog
+	go r.check(s, device) // the what-ifs run beside it
 	return &Recording{s: s, device: device, opt: opt, tl: tl, r: r, pairs: pairs}, nil
 }
 
 // WhatIf drives the recorded requests under set (see the package's WhatIf).
-// The replay it rests on is shared, read only, by every call.
+// The replay it rests on is shared, read only, by every call. It runs
+// beside the check: it waits for the check only at a release run whose
+// reading needs the model, and when its capacity comes from the
+// recording's failed cudaMallocs, which the check finds, it runs as if
+// there were none and is run again if the check finds one.
 func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
+	p := rc.r.prog
+	select {
+	case <-p.done:
+		return rc.whatIf(set, false)
+	default:
+	}
+	out, err := rc.whatIf(set, true)
+	<-p.done
+	if err == nil && out.speculated && (out.aborted || rc.r.dev.limit > 0) {
+		return rc.whatIf(set, false)
+	}
+	return out, err
+}
+
+// whatIf is WhatIf; with early the check may still be running.
+func (rc *Recording) whatIf(set Settings, early bool) (*Outcome, error) {
 	s, device, opt, tl, r := rc.s, rc.device, rc.opt, rc.tl, rc.r
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
@@ -332,7 +359,7 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	if set.MemoryLimit == 0 {
 		set.MemoryLimit = opt.MemoryLimit
 	}
-	w := &whatIf{evs: s.Traces[device], rec: r,
+	w := &whatIf{evs: s.Traces[device], rec: r, early: early,
 		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
@@ -392,6 +419,7 @@ func (rc *Recording) WhatIfs(sets []Settings) ([]*Outcome, []error) {
 	wg.Wait()
 	// The pairing ahead stops: a what-if run later pairs what it needs.
 	rc.pairs.halt.Store(true)
+	<-rc.r.prog.done
 	return outs, errs
 }
 
@@ -438,8 +466,13 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	lim, capped := o.Settings.allowedMax()
 	// The recorded failures (cudaMalloc or page maps the recording shows
 	// failed, the ooms' included) bound the memory the process could get:
-	// less than reserved then plus the size asked for.
-	failed := w.rec.dev.limit
+	// less than reserved then plus the size asked for. While the check
+	// runs they are not known: the what-if takes none, and is run again
+	// when the check finds one (Recording.WhatIf).
+	var failed int64
+	if !w.early {
+		failed = w.rec.dev.limit
+	}
 	room := len(tl.OOMs) == 0
 	for k, i := range tl.OOMs {
 		n := tl.OOMStates[k] // not tl.At: the what-ifs run at once, and would move its cursor back and forth
@@ -457,6 +490,9 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 		if o.Capacity == 0 || lim < o.Capacity {
 			o.Capacity, o.CapacityFrom = lim, CapacityCap
 		}
+	case o.Capacity == 0 && room && w.early:
+		o.CapacityFrom = CapacityUnlimited
+		o.speculated = true
 	case o.Capacity == 0 && room && failed > 0:
 		// A cap acts before the device is asked (alloc_block's check of
 		// allowed_memory_maximum, with the whole segment's size), so the
@@ -485,6 +521,10 @@ type whatIf struct {
 	stop    func(int64) bool
 	stopped bool
 	held    []int // free_completed entries held for the next request (as Replay holds them)
+	// early: the check may still be running (Recording.WhatIf); empties
+	// is how far the check's emptyAt has been read.
+	early   bool
+	empties int
 
 	allocated int64 // allocated_bytes
 	segs      int   // cudaMalloc'd segments
@@ -492,8 +532,7 @@ type whatIf struct {
 
 func (w *whatIf) run() {
 	o := w.out
-	empty := w.rec.emptyAt
-	collects := w.rec.collects()
+	collects := w.rec.collect
 	queued := false // segment entries since the last request or free
 	for i := range w.evs {
 		if w.stopped {
@@ -501,13 +540,10 @@ func (w *whatIf) run() {
 			return
 		}
 		ev := &w.evs[i]
-		for len(empty) > 0 && empty[0] < i {
-			empty = empty[1:]
-		}
 		switch ev.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree,
 			snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
-			if len(empty) > 0 && empty[0] == i {
+			if !queued && w.emptyCache(i) {
 				o.EmptyCaches++
 				w.a.EmptyCache()
 				w.account()
@@ -539,11 +575,73 @@ func (w *whatIf) run() {
 			w.complete(i)
 		}
 		queued = false
+		if debugCheck && i%64 == 0 {
+			w.checkValid(i)
+		}
+	}
+	if debugCheck {
+		w.checkValid(len(w.evs) - 1)
 	}
 	if o.OOM == nil {
 		w.flushHeld()
 	}
 	o.EndReserved, o.EndSegments, o.Retries = w.a.Reserved, w.segs, w.a.Retries
+}
+
+// checkValid panics when the model breaks an invariant after event i
+// (debugCheck: FuzzReplay).
+func (w *whatIf) checkValid(i int) {
+	if err := w.a.CheckValid(); err != nil {
+		panic(fmt.Sprintf("invariant violation: what-if under %+v, after event %d: %v", w.out.Settings, i, err))
+	}
+}
+
+// emptyCache reports whether the run of segment entries starting at i is
+// an empty_cache() call. The entry after the run tells, as the check reads
+// it: a release run before an alloc the check decides (an empty_cache()
+// before the request, or the request's own release: the what-if waits
+// for its decision); one before an oom, or that begins with a new
+// segment, is the request's; any other is an empty_cache(), also where
+// the check has stopped.
+func (w *whatIf) emptyCache(i int) bool {
+	c := i + 1
+	for c < len(w.evs) && isSegmentEntry(w.evs[c].Action) {
+		c++
+	}
+	switch {
+	case c == len(w.evs):
+		return true
+	case w.evs[c].Action == snapshot.ActionOOM:
+		return false
+	case w.evs[c].Action != snapshot.ActionAlloc:
+		return true
+	case !isRelease(w.evs[i].Action):
+		return false
+	}
+	r := w.rec
+	found := false
+	read := func() {
+		for w.empties < len(r.emptyAt) && r.emptyAt[w.empties] < i {
+			w.empties++
+		}
+		found = w.empties < len(r.emptyAt) && r.emptyAt[w.empties] == i
+	}
+	if w.early {
+		r.prog.waitPast(c, read)
+	} else {
+		read()
+	}
+	return found
+}
+
+// isSegmentEntry reports whether an entry reserves or releases memory.
+func isSegmentEntry(a snapshot.Action) bool {
+	switch a {
+	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree,
+		snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+		return true
+	}
+	return false
 }
 
 // setBlock keeps b in slot k.
@@ -552,12 +650,19 @@ func (w *whatIf) setBlock(k int32, b *block) {
 		w.blocks = slices.Grow(w.blocks, int(k)+1-len(w.blocks))[:int(k)+1]
 	}
 	w.blocks[k] = b
+	b.slotted = true
 }
 
 // request serves the alloc or recorded oom at i.
 func (w *whatIf) request(i int) {
 	ev := &w.evs[i]
 	o := w.out
+	if o.speculated && w.rec.prog.failed.Load() {
+		// The capacity comes from failures the check has now found:
+		// the what-if is run again, with it.
+		o.aborted, w.stopped = true, true
+		return
+	}
 	o.Requests++
 	size := ev.Size
 	if ev.Action == snapshot.ActionOOM {
@@ -640,6 +745,7 @@ func (w *whatIf) complete(i int) {
 		w.out.Unmatched++
 		return
 	}
+	b.slotted = false
 	if b.pending {
 		w.a.freeCompleted(b)
 	}
@@ -658,12 +764,8 @@ func (w *whatIf) flushHeld() {
 func (a *Allocator) inactiveSplit() (int, int64) {
 	n, bytes := 0, int64(0)
 	for _, p := range a.poolList {
-		for _, b := range p.free.all() {
-			if !b.seg.expandable && b.isSplit() {
-				n++
-				bytes += b.size
-			}
-		}
+		n += p.free.splitN
+		bytes += p.free.splitBytes
 	}
 	return n, bytes
 }

@@ -25,7 +25,8 @@ import (
 // tracebacks), frames (per traceback), segments and blocks (per segment)
 // held from before recording, devices and ranks (summary --run of a run
 // directory of N ranks), and the extreme shapes of snapgen: segments
-// allocated and freed, blocks at falling addresses, OOMs and harness steps.
+// allocated and freed, split segments that each raise the reserved peak,
+// blocks at falling addresses, OOMs and harness steps.
 func BenchmarkGrowth(b *testing.B) { growth(b, "summary", nil) }
 
 // BenchmarkGrowthWhatIf is BenchmarkGrowth for whatif, which drives the
@@ -94,6 +95,9 @@ func growth(b *testing.B, command string, keep func(dim string) bool) {
 	}
 	for _, n := range []int{10_000, 40_000, 160_000} {
 		inputs = append(inputs, input{"segments-alloc-free", n, extreme(snapgen.ManySegments, n), false})
+	}
+	for _, n := range []int{10_000, 40_000, 160_000} {
+		inputs = append(inputs, input{"split-segments", n, extreme(snapgen.SplitSegments, n), false})
 	}
 	for _, n := range []int{50_000, 200_000, 800_000} {
 		inputs = append(inputs, input{"falling-blocks", n, extreme(snapgen.FallingBlocks, n), false})

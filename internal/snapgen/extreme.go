@@ -7,8 +7,9 @@ import (
 )
 
 // This file builds, in memory, snapshots of extreme shape one dimension at
-// a time (issue 11): many segments, many blocks in one segment at falling
-// addresses, many devices, many OOMs, many steps of a staircase. Each is
+// a time (issue 11): many segments, many split segments, many blocks in
+// one segment at falling addresses, many devices, many OOMs, many steps of
+// a staircase. Each is
 // small per event, so a replay or analysis that is quadratic in the
 // dimension shows at once; the numbers a correct replay must give follow
 // from the construction and are documented on each builder.
@@ -56,6 +57,39 @@ func ManySegments(n int) *snapshot.Snapshot {
 		ev(snapshot.ActionFreeRequested, addr(i), extremeBlock)
 		ev(snapshot.ActionFreeCompleted, addr(i), extremeBlock)
 		ev(snapshot.ActionSegmentFree, addr(i), seg)
+	}
+	s.Traces = [][]snapshot.Event{tr}
+	return s
+}
+
+// SplitSegments is n segments of 12 MiB on device 0, each cudaMalloc'd
+// for a block of 10.5 MiB that stays live: under the recorded (default)
+// settings the allocator splits each, leaving a 1.5 MiB free block that
+// no later request fits, so every alloc raises the reserved peak, and the
+// free blocks of split segments (inactive_split) grow by one a step.
+// Reserved peaks and ends at n × 12 MiB, allocated at n × 10.5 MiB, with
+// n inactive split blocks of 1.5 MiB; the model's replay matches every
+// decision.
+func SplitSegments(n int) *snapshot.Snapshot {
+	const seg, blk = 12 << 20, 21 << 19
+	s := newExtreme(fmt.Sprintf("split-segments(%d)", n))
+	tr := make([]snapshot.Event, 0, 2*n)
+	t := extremeStart
+	ev := func(a snapshot.Action, addr uint64, size int64) {
+		t++
+		tr = append(tr, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t})
+	}
+	s.Segments = make([]snapshot.Segment, 0, n)
+	for i := range n {
+		addr := extremeBase + uint64(i)*2*seg // a gap between segments
+		ev(snapshot.ActionSegmentAlloc, addr, seg)
+		ev(snapshot.ActionAlloc, addr, blk)
+		s.Segments = append(s.Segments, snapshot.Segment{Address: addr, TotalSize: seg,
+			AllocatedSize: blk, ActiveSize: blk, RequestedSize: blk,
+			Blocks: []snapshot.Block{
+				{Address: addr, Size: blk, RequestedSize: blk, State: snapshot.BlockActiveAllocated},
+				{Address: addr + blk, Size: seg - blk},
+			}})
 	}
 	s.Traces = [][]snapshot.Event{tr}
 	return s
