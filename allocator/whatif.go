@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/memscope/memscope/internal/addrmap"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -200,7 +201,7 @@ type blockSlots struct {
 	halt atomic.Bool
 
 	mu      sync.Mutex
-	byAddr  map[uint64]int32
+	byAddr  *addrmap.Map
 	freedAt []int32 // by slot: the requests seen before its free_requested, -1 before it
 	n       int32   // slots made
 	// requests counts the allocs and ooms paired; deferred the frees
@@ -215,7 +216,7 @@ const slotStretch = 1 << 15
 
 func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock) *blockSlots {
 	bs := &blockSlots{evs: evs, of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial)),
-		byAddr: make(map[uint64]int32, len(initial))}
+		byAddr: addrmap.New(len(initial))}
 	for _, b := range initial {
 		bs.pre[b.Addr] = bs.slot(b.Addr)
 	}
@@ -225,7 +226,7 @@ func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock) *blockSlo
 // slot makes a slot for the block at addr (mu held, or while new).
 func (bs *blockSlots) slot(addr uint64) int32 {
 	k := bs.n
-	bs.byAddr[addr] = k
+	bs.byAddr.Put(addr, k)
 	bs.freedAt = append(bs.freedAt, -1)
 	bs.n++
 	return k
@@ -258,16 +259,16 @@ func (bs *blockSlots) pairTo(end int) {
 		case snapshot.ActionOOM:
 			bs.requests++
 		case snapshot.ActionFreeRequested:
-			k, ok := bs.byAddr[ev.Addr]
+			k, ok := bs.byAddr.Get(ev.Addr)
 			if !ok {
 				k = bs.slot(ev.Addr)
 			}
 			bs.of[i] = k
 			bs.freedAt[k] = bs.requests
 		case snapshot.ActionFreeCompleted:
-			if k, ok := bs.byAddr[ev.Addr]; ok {
+			if k, ok := bs.byAddr.Get(ev.Addr); ok {
 				bs.of[i] = k
-				delete(bs.byAddr, ev.Addr)
+				bs.byAddr.Del(ev.Addr)
 				if at := bs.freedAt[k]; at >= 0 && bs.requests > at {
 					bs.deferred++
 				}

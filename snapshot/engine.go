@@ -3,6 +3,8 @@ package snapshot
 import (
 	"cmp"
 	"slices"
+
+	"github.com/memscope/memscope/internal/addrmap"
 )
 
 // engine applies trace events to the allocator state of one device. Replay
@@ -11,7 +13,7 @@ type engine struct {
 	t    *Timeline
 	lay  layout
 	n    Numbers
-	live *addrMap // block address → index into slab
+	live *addrmap.Map // block address → index into slab
 	slab []LiveBlock
 	free []int32 // reusable slab slots
 
@@ -33,7 +35,7 @@ func (t *Timeline) newEngine() *engine {
 	if t.final != nil {
 		hint = max(hint, len(t.final.slab))
 	}
-	e := &engine{t: t, live: newAddrMap(hint), slab: make([]LiveBlock, 0, hint)}
+	e := &engine{t: t, live: addrmap.New(hint), slab: make([]LiveBlock, 0, hint)}
 	e.lay = t.init.clone()
 	t.init.segs.each(func(s *entry[segVal]) { e.n.Reserved += int64(s.val.end - s.key) })
 	for i := range t.Initial {
@@ -72,7 +74,7 @@ func (e *engine) put(b LiveBlock) {
 		j = int32(len(e.slab))
 		e.slab = append(e.slab, b)
 	}
-	e.live.put(b.Addr, j)
+	e.live.Put(b.Addr, j)
 }
 
 func (e *engine) apply(i int, ev *Event) {
@@ -83,7 +85,7 @@ func (e *engine) apply(i int, ev *Event) {
 	}
 	switch ev.Action {
 	case ActionAlloc:
-		if j, dup := e.live.get(ev.Addr); dup {
+		if j, dup := e.live.Get(ev.Addr); dup {
 			e.doubleAllocs++
 			if b := &e.slab[j]; !b.PendingFree {
 				e.died(b, i) // the alloc over it ended it
@@ -104,7 +106,7 @@ func (e *engine) apply(i int, ev *Event) {
 		e.n.Allocated += size
 		e.n.Active += size
 	case ActionFreeRequested:
-		j, ok := e.live.get(ev.Addr)
+		j, ok := e.live.Get(ev.Addr)
 		if !ok {
 			e.unknownFrees++
 			return
@@ -117,7 +119,7 @@ func (e *engine) apply(i int, ev *Event) {
 			e.died(b, i)
 		}
 	case ActionFreeCompleted:
-		j, ok := e.live.get(ev.Addr)
+		j, ok := e.live.Get(ev.Addr)
 		if !ok {
 			e.unknownFrees++
 			return
@@ -157,7 +159,7 @@ func (e *engine) release(addr uint64, j int32) {
 		e.n.Allocated -= b.Size
 	}
 	e.n.Active -= b.Size
-	e.live.del(addr)
+	e.live.Del(addr)
 	if tracked(b.Size) {
 		e.lay.removeBlock(addr)
 	}
@@ -174,8 +176,8 @@ func (e *engine) liveBlocks() []LiveBlock {
 		addr uint64
 		j    int32
 	}
-	order := make([]slot, 0, e.live.len())
-	e.live.each(func(addr uint64, j int32) { order = append(order, slot{addr, j}) })
+	order := make([]slot, 0, e.live.Len())
+	e.live.Each(func(addr uint64, j int32) { order = append(order, slot{addr, j}) })
 	slices.SortFunc(order, func(a, b slot) int { return cmp.Compare(a.addr, b.addr) })
 	out := make([]LiveBlock, len(order))
 	for k, o := range order {
@@ -194,9 +196,9 @@ func (t *Timeline) initialState() {
 	}
 	slab := make([]LiveBlock, 0, active)
 	var free []int32 // reusable slab slots
-	live := newAddrMap(active)
+	live := addrmap.New(active)
 	add := func(b LiveBlock) {
-		if j, ok := live.get(b.Addr); ok {
+		if j, ok := live.Get(b.Addr); ok {
 			slab[j] = b
 			return
 		}
@@ -204,10 +206,10 @@ func (t *Timeline) initialState() {
 			j := free[n-1]
 			free = free[:n-1]
 			slab[j] = b
-			live.put(b.Addr, j)
+			live.Put(b.Addr, j)
 			return
 		}
-		live.put(b.Addr, int32(len(slab)))
+		live.Put(b.Addr, int32(len(slab)))
 		slab = append(slab, b)
 	}
 	for _, si := range t.snap.SegmentsOf(t.Device) {
@@ -251,21 +253,21 @@ func (t *Timeline) initialState() {
 		}
 		switch ev.Action {
 		case ActionAlloc:
-			if j, ok := live.get(ev.Addr); ok {
-				live.del(ev.Addr)
+			if j, ok := live.Get(ev.Addr); ok {
+				live.Del(ev.Addr)
 				free = append(free, j)
 			} else {
 				t.initInconsistent++
 			}
 		case ActionFreeCompleted:
-			if _, ok := live.get(ev.Addr); ok {
+			if _, ok := live.Get(ev.Addr); ok {
 				t.initInconsistent++
 			}
 			// FreeStack marks the blocks whose size is still to be found.
 			add(LiveBlock{Addr: ev.Addr, Requested: ev.Size, Stream: ev.Stream,
 				Stack: ev.Stack, AllocIndex: -1, PendingFree: true, FreeStack: true})
 		case ActionFreeRequested:
-			if j, ok := live.get(ev.Addr); ok && slab[j].PendingFree {
+			if j, ok := live.Get(ev.Addr); ok && slab[j].PendingFree {
 				b := &slab[j]
 				b.PendingFree = false
 				if b.FreeStack && ev.Stack != 0 {
@@ -280,8 +282,8 @@ func (t *Timeline) initialState() {
 			t.init.add(ev.Addr, ev.Addr+uint64(ev.Size), ev.Action == ActionSegmentUnmap)
 		}
 	}
-	t.Initial = make([]LiveBlock, 0, live.len())
-	live.each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
+	t.Initial = make([]LiveBlock, 0, live.Len())
+	live.Each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
 	slices.SortFunc(t.Initial, byAddr)
 	for i := range t.Initial {
 		t.init.insertBlock(t.Initial[i].Addr)

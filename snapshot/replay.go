@@ -339,7 +339,7 @@ func (t *Timeline) AllocSizes() []int64 {
 		ev := &t.Events[i]
 		e.apply(i, ev)
 		if ev.Action == ActionAlloc {
-			if j, ok := e.live.get(ev.Addr); ok {
+			if j, ok := e.live.Get(ev.Addr); ok {
 				sizes[i] = e.slab[j].Size
 			}
 		}
@@ -363,7 +363,7 @@ func (t *Timeline) Window(first, last int) (live []LiveBlock, sizes []int64) {
 			ev := &t.Events[i]
 			e.apply(i, ev)
 			if ev.Action == ActionAlloc {
-				if j, ok := e.live.get(ev.Addr); ok {
+				if j, ok := e.live.Get(ev.Addr); ok {
 					sizes[i-first] = e.slab[j].Size
 				}
 			}

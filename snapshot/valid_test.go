@@ -174,7 +174,7 @@ func TestTimelineCheckValid(t *testing.T) {
 		{"points length", func(s *Snapshot, tl *Timeline) { tl.Points = tl.Points[:3] }, "device 0: 3 points for 4 events"},
 		{"trace changed", func(s *Snapshot, tl *Timeline) { s.Traces[0][1].Size = 2000 }, "device 0: point 1 = "},
 		{"end", func(s *Snapshot, tl *Timeline) { tl.End.Requested-- }, "device 0: End = {Requested:1999 Allocated:2048 Active:2048 Reserved:8192}, the state after the last event is"},
-		{"end and final state", func(s *Snapshot, tl *Timeline) { j, _ := tl.final.live.get(0x1000); tl.final.release(0x1000, j) }, "End = {Requested:2000 Allocated:2048 Active:2048 Reserved:8192}, but the blocks live and the ranges reserved after the last event add up to {Requested:1000 Allocated:1024 Active:1024 Reserved:8192}"},
+		{"end and final state", func(s *Snapshot, tl *Timeline) { j, _ := tl.final.live.Get(0x1000); tl.final.release(0x1000, j) }, "End = {Requested:2000 Allocated:2048 Active:2048 Reserved:8192}, but the blocks live and the ranges reserved after the last event add up to {Requested:1000 Allocated:1024 Active:1024 Reserved:8192}"},
 		{"ooms", func(s *Snapshot, tl *Timeline) { tl.OOMs = []int{1} }, "device 0: 1 OOMs, the trace has 0 oom events"},
 		{"oom states", func(s *Snapshot, tl *Timeline) { tl.OOMStates = []Numbers{{}} }, "device 0: 1 OOM states for 0 OOMs"},
 		{"death", func(s *Snapshot, tl *Timeline) { tl.Death[0] = 0 }, "device 0: Death[0] = 0: not -1, nor a later free of an alloc"},

@@ -282,7 +282,7 @@ func (t *Timeline) checkEnd(e *engine) endCheck {
 				continue
 			}
 			seen[b.Address] = true
-			j, ok := e.live.get(b.Address)
+			j, ok := e.live.Get(b.Address)
 			if !ok {
 				c.missing++
 				continue
@@ -300,7 +300,7 @@ func (t *Timeline) checkEnd(e *engine) endCheck {
 			}
 		}
 	}
-	e.live.each(func(addr uint64, _ int32) {
+	e.live.Each(func(addr uint64, _ int32) {
 		if !seen[addr] {
 			c.extra++
 		}

@@ -1,40 +1,43 @@
-package snapshot
+package addrmap
 
 import (
 	"math/rand"
 	"testing"
 )
 
-// TestAddrMap drives addrMap and Go's map with the same random operations
+// TestMap drives Map and Go's map with the same random operations
 // on clustered, 512-aligned addresses (as the allocator hands out) and
 // compares them after every step.
-func TestAddrMap(t *testing.T) {
+func TestMap(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	m := newAddrMap(0)
+	m := New(0)
 	ref := map[uint64]int32{}
 	base := uint64(0x7f0000000000)
 	for step := 0; step < 200000; step++ {
 		k := base + uint64(r.Intn(4096))*512
+		if r.Intn(512) == 0 {
+			k = 0 // a damaged trace's address
+		}
 		switch r.Intn(3) {
 		case 0, 1:
 			v := int32(r.Intn(1 << 20))
-			m.put(k, v)
+			m.Put(k, v)
 			ref[k] = v
 		case 2:
-			m.del(k)
+			m.Del(k)
 			delete(ref, k)
 		}
 		if step%997 == 0 || step > 199000 {
-			if m.len() != len(ref) {
-				t.Fatalf("step %d: len = %d, want %d", step, m.len(), len(ref))
+			if m.Len() != len(ref) {
+				t.Fatalf("step %d: len = %d, want %d", step, m.Len(), len(ref))
 			}
 			for k, v := range ref {
-				if got, ok := m.get(k); !ok || got != v {
+				if got, ok := m.Get(k); !ok || got != v {
 					t.Fatalf("step %d: get(%#x) = %d, %v; want %d", step, k, got, ok, v)
 				}
 			}
 			n := 0
-			m.each(func(k uint64, v int32) {
+			m.Each(func(k uint64, v int32) {
 				n++
 				if ref[k] != v {
 					t.Fatalf("step %d: each gave %#x=%d, want %d", step, k, v, ref[k])
