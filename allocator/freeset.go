@@ -278,16 +278,7 @@ func (f *freeSet) place(k *freeKey) rpos {
 		return f.end()
 	}
 	ch := cs[lo]
-	i, j := 0, len(ch)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if ch[m].before(k) {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
-	return rpos{lo, i}
+	return rpos{lo, searchRun(ch, 0, len(ch), k)}
 }
 
 // lowerBound returns the place of the first block not less than the search
@@ -318,14 +309,36 @@ func (f *freeSet) take(p rpos) *block {
 func (f *freeSet) rekeyDown(at rpos, b *block) {
 	defer f.rekeyed(f.at(at), b)
 	k := f.key(b)
-	if q := f.place(&k); q.c == at.c {
-		ch := f.chunks[at.c]
+	ch := f.chunks[at.c]
+	q := rpos{at.c, 0}
+	if ch[0].before(&k) {
+		// The place is in the run, after its first entry (the entry at at
+		// is not before k): no search of the runs.
+		q.i = searchRun(ch, 1, at.i, &k)
+	} else {
+		q = f.place(&k)
+	}
+	if q.c == at.c {
 		copy(ch[q.i+1:at.i+1], ch[q.i:at.i])
 		ch[q.i] = freeEntry{k, b}
 		return
 	}
 	f.deleteAt(at)
 	f.insertAt(f.place(&k), freeEntry{k, b})
+}
+
+// searchRun returns the index of the first entry of ch[lo:hi] not before
+// k, or hi.
+func searchRun(ch []freeEntry, lo, hi int, k *freeKey) int {
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ch[m].before(k) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // rekeyed recounts old, whose entry b took, and b.
@@ -342,14 +355,20 @@ func (f *freeSet) rekeyed(old, b *block) {
 func (f *freeSet) rekeyUp(at rpos, b *block) {
 	defer f.rekeyed(f.at(at), b)
 	k := f.key(b)
-	q := f.place(&k)
 	ch := f.chunks[at.c]
 	end := -1
-	switch {
-	case q.c == at.c:
-		end = q.i
-	case q.c == at.c+1 && q.i == 0:
-		end = len(ch)
+	switch last := len(ch) - 1; {
+	case !ch[last].before(&k):
+		// The place is in the run, after at (whose old key is before k):
+		// no search of the runs.
+		end = searchRun(ch, at.i+1, last, &k)
+	case at.c+1 == len(f.chunks) || !f.chunks[at.c+1][0].before(&k):
+		end = len(ch) // the first entry of the next run, or the end
+	default:
+		q := f.place(&k)
+		if q.c == at.c+1 && q.i == 0 {
+			end = len(ch)
+		}
 	}
 	if end > at.i {
 		copy(ch[at.i:end-1], ch[at.i+1:end])

@@ -137,7 +137,7 @@ func newReplayer(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer
 	if tl.NPURounding {
 		return nil, refuse("torch_npu's rounding: not CUDA's allocator")
 	}
-	r := &replayer{evs: evs, tl: tl, info: info, set: set, pools: pools,
+	r := &replayer{evs: evs, tl: tl, info: info, set: set, pools: pools, ooms: counts[snapshot.ActionOOM],
 		rep: &ReplayReport{Device: device, Settings: set, Events: len(evs), LostAt: -1}}
 	r.dev = &replayDevice{evs: evs}
 	r.a = New(set, r.dev)
@@ -204,6 +204,8 @@ type replayer struct {
 	emptyAt []int
 	// collect is collects(), for the what-ifs (r.a changes at a resync).
 	collect bool
+	// ooms counts the trace's oom entries.
+	ooms int
 	// prog, when set, tells what-ifs running beside the check how far it
 	// has gone (a Recording's).
 	prog *progress
@@ -539,6 +541,7 @@ func (r *replayer) resync(i int) {
 		r.rep.LostAt, r.rep.LostWhy = i, LostTooOften
 		return
 	}
+	r.tl.Wait() // the timeline may still be replaying (ReplayOptions.Started)
 	_, live, ranges := r.tl.At(i)
 	r.loaded += len(live) + len(ranges)
 	for _, rg := range ranges {

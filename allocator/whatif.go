@@ -37,7 +37,8 @@ type WhatIfOptions struct {
 	// segment past it, before asking the device), unless the settings set
 	// their own.
 	MemoryLimit int64
-	// Timeline, when set, is the device's snapshot.Replay already made.
+	// Timeline, when set, is the device's snapshot.Replay already made, or
+	// being made: it may be the one ReplayOptions.Started hands out.
 	Timeline *snapshot.Timeline
 	// Stop, when set, is asked each time the what-if's reserved peak
 	// rises, where its capacity is unlimited (so that no request can fail
@@ -474,8 +475,13 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	if !w.early {
 		failed = w.rec.dev.limit
 	}
-	room := len(tl.OOMs) == 0
-	for k, i := range tl.OOMs {
+	var ooms []int
+	if w.rec.ooms > 0 {
+		tl.Wait() // the timeline may still be replaying (ReplayOptions.Started)
+		ooms = tl.OOMs
+	}
+	room := len(ooms) == 0
+	for k, i := range ooms {
 		n := tl.OOMStates[k] // not tl.At: the what-ifs run at once, and would move its cursor back and forth
 		ev := &w.evs[i]
 		if need := w.rec.set.AllocationSize(ev.Size); ev.DeviceFree() >= need {
@@ -499,7 +505,7 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 		// allowed_memory_maximum, with the whole segment's size), so the
 		// what-if gets one: the largest below every recorded failure.
 		o.Capacity, o.CapacityFrom = failed-MinBlockSize, CapacityFailures
-		if len(tl.OOMs) > 0 {
+		if len(ooms) > 0 {
 			o.CapacityFrom = CapacityOOMCap
 		}
 		o.Settings.MemoryLimit = o.Capacity

@@ -95,8 +95,9 @@ type Timeline struct {
 	Warnings []Warning
 
 	snap             *Snapshot
-	final            *engine // the state after the last event
-	cur              *cursor // the state At and StateAt reached last
+	replayed         chan struct{} // closed when Replay is done
+	final            *engine       // the state after the last event
+	cur              *cursor       // the state At and StateAt reached last
 	initInconsistent int
 	round            rounding
 	init             layout
@@ -115,6 +116,12 @@ type ReplayOptions struct {
 	// ObserveAlloc, when set, is called after every alloc event, before
 	// Observe, with the block size recovered as for AllocSizes.
 	ObserveAlloc func(index int, blockSize int64)
+	// Started, when set, is called with the timeline as soon as the state
+	// before the first event is known, before the events are replayed:
+	// work that needs only that (StartState, Initial, NPURounding, Events,
+	// Device) may begin beside the replay, and waits on Timeline.Wait
+	// before it reads anything else.
+	Started func(t *Timeline)
 }
 
 // Devices returns the device ordinals that have segments or trace entries.
@@ -126,7 +133,8 @@ func (s *Snapshot) Devices() []int {
 // numbers after every event, their peaks, what was live before recording
 // began, and a check of the end state against the snapshot's segments.
 func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
-	t := &Timeline{Device: device, snap: s, round: newRounding(s.Settings)}
+	t := &Timeline{Device: device, snap: s, round: newRounding(s.Settings), replayed: make(chan struct{})}
+	defer close(t.replayed)
 	if device >= 0 && device < len(s.Traces) {
 		t.Events = s.Traces[device]
 	}
@@ -149,6 +157,9 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 	t.PeakReserved = Peak{Bytes: e.n.Reserved, Index: -1}
 	if opt.Series {
 		t.Points = make([]Point, 0, len(t.Events))
+	}
+	if opt.Started != nil {
+		opt.Started(t)
 	}
 	ob := &observer{t: t, opt: opt}
 	if opt.Observe != nil {
@@ -313,6 +324,14 @@ func (t *Timeline) At(index int) (n Numbers, live []LiveBlock, ranges []Reserved
 	}
 	t.upTo(index, func(e *engine) { n, live, ranges = e.n, e.liveBlocks(), e.lay.ranges() })
 	return n, live, ranges
+}
+
+// Wait returns when the replay that made t is done (at once unless
+// ReplayOptions.Started handed t out before).
+func (t *Timeline) Wait() {
+	if t.replayed != nil {
+		<-t.replayed
+	}
 }
 
 // StartState is At(-1) without replaying or copying: the numbers, the

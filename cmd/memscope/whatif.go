@@ -97,16 +97,32 @@ func whatifOf(s *snapshot.Snapshot, path string, o whatifOptions, sets []allocat
 			res.Devices = append(res.Devices, wd)
 			continue
 		}
-		tl := snapshot.Replay(s, d, snapshot.ReplayOptions{})
+		all := append([]allocator.Settings{recorded}, sets...)
+		outs, errs := make([]*allocator.Outcome, len(all)), make([]error, len(all))
+		var err error
+		done := make(chan struct{})
+		run := func(tl *snapshot.Timeline) {
+			defer close(done)
+			var rc *allocator.Recording
+			if rc, err = allocator.NewRecording(s, d, allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl}); err == nil {
+				outs, errs = rc.WhatIfs(all) // the recording replayed once, for every setting
+			}
+		}
+		// The recording is checked and driven under every setting from the
+		// moment the start state is known, beside the replay of the
+		// recorded numbers.
+		started := false
+		tl := snapshot.Replay(s, d, snapshot.ReplayOptions{Started: func(tl *snapshot.Timeline) {
+			started = true
+			go run(tl)
+		}})
+		if !started {
+			run(tl)
+		}
+		<-done
 		wd.RecordedPeak, wd.RecordedEnd = tl.PeakReserved.Bytes, tl.End.Reserved
 		if len(tl.OOMs) > 0 {
 			wd.RecordedOOM = tl.OOMs[0]
-		}
-		all := append([]allocator.Settings{recorded}, sets...)
-		outs, errs := make([]*allocator.Outcome, len(all)), make([]error, len(all))
-		rc, err := allocator.NewRecording(s, d, allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl})
-		if err == nil {
-			outs, errs = rc.WhatIfs(all) // the recording replayed once, for every setting
 		}
 		for i := range all {
 			out := outs[i]
