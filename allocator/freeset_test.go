@@ -103,3 +103,41 @@ func TestFreeSetRuns(t *testing.T) {
 	f.resort()
 	check(-2)
 }
+
+// freeKey.before is the comparator's order written as one subtraction: it
+// must agree with the order field by field (stream unsigned, size and tie
+// signed, address unsigned) on keys that tie in any prefix of the fields,
+// at the ends of each field's range.
+func TestFreeKeyOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	u := []uint64{0, 1, 2, 1 << 62, 1<<63 - 1, 1 << 63, 1<<64 - 1}
+	pick := func() freeKey {
+		return freeKey{stream: u[rng.IntN(len(u))], size: int64(u[rng.IntN(len(u))]), tie: int64(u[rng.IntN(len(u))]), addr: u[rng.IntN(len(u))]}
+	}
+	want := func(x, y freeKey) bool {
+		switch {
+		case x.stream != y.stream:
+			return x.stream < y.stream
+		case x.size != y.size:
+			return x.size < y.size
+		case x.tie != y.tie:
+			return x.tie < y.tie
+		}
+		return x.addr < y.addr
+	}
+	for range 200000 {
+		x, y := pick(), pick()
+		if rng.IntN(2) == 0 {
+			y.stream = x.stream
+			if rng.IntN(2) == 0 {
+				y.size = x.size
+				if rng.IntN(2) == 0 {
+					y.tie = x.tie
+				}
+			}
+		}
+		if got := x.before(&y); got != want(x, y) {
+			t.Fatalf("%+v before %+v = %v, want %v", x, y, got, want(x, y))
+		}
+	}
+}
