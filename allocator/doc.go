@@ -78,8 +78,9 @@
 // divergence with expandable segments it stops checking (LostAt), and so it
 // does once its resyncs have loaded states worth a sixteenth of the trace
 // (LostTooOften): each loads the whole recorded state. The what-ifs then
-// know the empty_cache() calls and the device's refusals the check found
-// before it stopped, not those after.
+// know the device's refusals the check found before it stopped, not those
+// after, and the empty_cache() calls only the check could tell from the
+// request's own release (see below) up to there.
 //
 // # What-if
 //
@@ -90,10 +91,20 @@
 // next request, as Replay holds them), each recorded oom as a request of
 // its size (the entry holds it rounded under the recorded settings; where
 // roundup_power2_divisions rounded it past 512 bytes, the what-if asks
-// for the middle of the sizes that round to it, Outcome.OOMRequests), and each empty_cache() at the place the replay under the
-// recorded settings found it (WhatIf runs that replay first: it is the
-// check that the model and torch agree on this trace, and its refusals
-// are WhatIf's). Its Device has a capacity: cudaMalloc and page maps
+// for the middle of the sizes that round to it, Outcome.OOMRequests), and
+// each empty_cache() at its place. The entry after a run of segment
+// entries tells most of them: a run before a free or any entry but a
+// request, or at the end of the trace, is an empty_cache(); one before an
+// oom, or that begins with a new segment, is the request's. A run of
+// releases before an alloc is an empty_cache() where the replay under the
+// recorded settings (the check that the model and torch agree on this
+// trace, whose device refusals are also WhatIf's) found the cache could
+// serve the request or the cap had room for its segment. The check runs
+// on a goroutine of its own beside the what-ifs (NewRecording, then
+// Recording.WhatIfs), which wait for it only at such a run; a what-if
+// whose capacity comes from the check's refusals runs as if there were
+// none and is run again when the check finds one. Its Device has a
+// capacity: cudaMalloc and page maps
 // succeed while reserved + size fits; the capacity is the caller's, else
 // the per-process cap given, else the recorded oom's (reserved then plus
 // its device_free); where the oom had room on the device (a cap refused
