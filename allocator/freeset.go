@@ -263,6 +263,22 @@ func (f *freeSet) all() []*block {
 	return out
 }
 
+// wholeOrExpandable returns, in order, the blocks of the set that are
+// not counted in splitN: those of expandable segments and those that are
+// a whole segment (what release_blocks and the garbage collector may
+// free), in a new slice.
+func (f *freeSet) wholeOrExpandable() []*block {
+	out := make([]*block, 0, f.n-f.splitN)
+	for _, ch := range f.chunks {
+		for i := range ch {
+			if b := ch[i].b; b.split == 0 {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
 // place returns the place of the first entry not before k.
 func (f *freeSet) place(k *freeKey) rpos {
 	cs := f.chunks

@@ -85,8 +85,11 @@ func (a *Allocator) releaseCached() {
 
 // releaseBlocks is release_blocks.
 func (a *Allocator) releaseBlocks(p *pool) {
+	if p.free.n == p.free.splitN {
+		return // every free block is part of a split segment: none to free or unmap
+	}
 	var unmap []*block
-	for _, b := range p.free.all() {
+	for _, b := range p.free.wholeOrExpandable() {
 		switch {
 		case b.seg.expandable:
 			unmap = append(unmap, b)
@@ -116,10 +119,13 @@ func (a *Allocator) garbageCollect() {
 	if p == nil {
 		return
 	}
+	if p.free.n == p.free.splitN {
+		return // no unsplit free block to free
+	}
 	target := a.Reserved - threshold
 	var totalAge int64
 	n := 0
-	for _, b := range p.free.all() {
+	for _, b := range p.free.wholeOrExpandable() {
 		if !b.isSplit() {
 			totalAge += p.gcCalls - b.gcBase
 			n++
@@ -129,7 +135,7 @@ func (a *Allocator) garbageCollect() {
 	for freed := true; reclaimed < target && freed && n > 0; {
 		ageThreshold := float64(totalAge) / float64(n)
 		freed = false
-		for _, b := range p.free.all() {
+		for _, b := range p.free.wholeOrExpandable() {
 			age := p.gcCalls - b.gcBase
 			if !b.isSplit() && !b.seg.expandable && float64(age) >= ageThreshold {
 				freed = true
