@@ -140,6 +140,46 @@ func TestScaleWhatIfSplitSegments(t *testing.T) {
 	}
 }
 
+// 160,000 segments allocated and freed, through whatif: each segment_free
+// the trace shows between a free and the next free is an empty_cache()
+// the what-if makes, where release_blocks read the whole free set (14.1 s
+// before, quadratic). The recorded settings' model keeps ten blocks to a
+// 20 MiB segment, one of them live to the end, so every one of its free
+// blocks is part of a split segment.
+func TestScaleWhatIfManySegments(t *testing.T) {
+	const n = 160_000
+	path := writeSnap(t, snapgen.ManySegments(n))
+	r := runMemscope("whatif", "--json", path)
+	if r.err != nil {
+		t.Fatalf("memscope whatif: %v\n%s", r.err, r.stderr)
+	}
+	var doc struct {
+		Files []struct {
+			Devices []struct {
+				Runs []struct {
+					PeakAllocated int64 `json:"peak_allocated"`
+					EmptyCaches   int   `json:"empty_caches"`
+					Requests      int   `json:"requests"`
+				} `json:"runs"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("decoding the JSON: %v", err)
+	}
+	if len(doc.Files) != 1 || len(doc.Files[0].Devices) != 1 || len(doc.Files[0].Devices[0].Runs) != 1 {
+		t.Fatalf("want one file, device and run in %s…", r.stdout[:min(len(r.stdout), 300)])
+	}
+	// Every block is live at once after the allocs; the frees of all but
+	// every tenth follow, each with its segment_free, the last at the
+	// trace's end.
+	run := doc.Files[0].Devices[0].Runs[0]
+	if frees := n - n/10; run.PeakAllocated != n*2<<20 || run.EmptyCaches != frees || run.Requests != n {
+		t.Errorf("recorded settings: peak allocated %d, %d empty_cache calls, %d requests; want %d, %d, %d",
+			run.PeakAllocated, run.EmptyCaches, run.Requests, n*2<<20, frees, n)
+	}
+}
+
 // BenchmarkScaleBudget is 'memscope budget --snapshot' on staircases of
 // rising length, through run (decode included):
 //
