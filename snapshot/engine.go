@@ -176,8 +176,17 @@ func (e *engine) liveBlocks() []LiveBlock {
 		addr uint64
 		j    int32
 	}
+	// The slab is read, not the address map: an engine is sized for the
+	// most blocks the replay held, and one a cursor made for an early
+	// moment holds few of them in a table sized for them all. A slot is
+	// live when the map still files its address under it (a freed slot
+	// keeps its last block).
 	order := make([]slot, 0, e.live.Len())
-	e.live.Each(func(addr uint64, j int32) { order = append(order, slot{addr, j}) })
+	for j := range e.slab {
+		if k, ok := e.live.Get(e.slab[j].Addr); ok && int(k) == j {
+			order = append(order, slot{e.slab[j].Addr, int32(j)})
+		}
+	}
 	slices.SortFunc(order, func(a, b slot) int { return cmp.Compare(a.addr, b.addr) })
 	out := make([]LiveBlock, len(order))
 	for k, o := range order {
