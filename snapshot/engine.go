@@ -28,10 +28,11 @@ type engine struct {
 
 // newEngine returns an engine in the state before the first event.
 func (t *Timeline) newEngine() *engine {
-	// After the replay, an engine for a moment is sized from the most
-	// blocks the replay ever held (its slab's length), not grown to it by
-	// doubling: a cursor that goes back rebuilds one.
-	hint := len(t.Initial)
+	// An engine is sized for the most blocks the replay will hold, not
+	// grown to it by doubling: from the walk back to the start state for
+	// the replay's own, from the replay's slab after it (a cursor that
+	// goes back rebuilds one).
+	hint := max(len(t.Initial), t.liveMost)
 	if t.final != nil {
 		hint = max(hint, len(t.final.slab))
 	}
@@ -291,6 +292,7 @@ func (t *Timeline) initialState() {
 			t.init.add(ev.Addr, ev.Addr+uint64(ev.Size), ev.Action == ActionSegmentUnmap)
 		}
 	}
+	t.liveMost = len(slab) // slots are reused: the slab is as long as the most blocks live at once
 	t.Initial = make([]LiveBlock, 0, live.Len())
 	live.Each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
 	slices.SortFunc(t.Initial, byAddr)

@@ -99,6 +99,10 @@ type Timeline struct {
 	final            *engine       // the state after the last event
 	cur              *cursor       // the state At and StateAt reached last
 	initInconsistent int
+	// liveMost is the most blocks live at once in the walk back to the
+	// start state (initialState): the forward replay's engine is sized
+	// for it.
+	liveMost int
 	round            rounding
 	init             layout
 }
