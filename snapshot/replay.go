@@ -103,8 +103,8 @@ type Timeline struct {
 	// start state (initialState): the forward replay's engine is sized
 	// for it.
 	liveMost int
-	round            rounding
-	init             layout
+	round    rounding
+	init     layout
 }
 
 // ReplayOptions tune Replay.
