@@ -155,7 +155,8 @@ func newReplayer(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer
 			}
 		}
 	}
-	r.collect = r.collects()
+	_, capped := set.allowedMax()
+	r.collect = capped && set.GCThreshold > 0
 	return r, nil
 }
 
@@ -202,7 +203,8 @@ type replayer struct {
 	// call, the index of its first entry: where the program called it.
 	// With prog, it is appended under prog.mu.
 	emptyAt []int
-	// collect is collects(), for the what-ifs (r.a changes at a resync).
+	// collect reports whether the model runs the garbage collector (a GC
+	// threshold under a known memory fraction).
 	collect bool
 	// ooms counts the trace's oom entries.
 	ooms int
@@ -288,13 +290,6 @@ func (r *replayer) beforeRelease(i int) bool {
 	return false
 }
 
-// collects reports whether the model runs the garbage collector (a GC
-// threshold under a known memory fraction).
-func (r *replayer) collects() bool {
-	_, ok := r.a.set.allowedMax()
-	return ok && r.a.set.GCThreshold > 0
-}
-
 // immediate reports whether the free_completed at i follows its own
 // free_requested at once. Before a run of releases that is ambiguous: a
 // block freed on the spot (no stream uses), or a deferred free that
@@ -333,7 +328,7 @@ func (r *replayer) run() {
 		case snapshot.ActionAlloc, snapshot.ActionOOM:
 			r.request(i)
 		case snapshot.ActionFreeCompleted:
-			if len(r.q) == 0 && !(r.collects() && r.immediate(i)) && r.beforeRelease(i) {
+			if len(r.q) == 0 && !(r.collect && r.immediate(i)) && r.beforeRelease(i) {
 				r.held = append(r.held, i)
 				continue
 			}
@@ -404,7 +399,7 @@ func (r *replayer) request(i int) {
 func (r *replayer) room(size int64) bool {
 	set := &r.a.set
 	lim, capped := set.allowedMax()
-	if !capped || r.collects() {
+	if !capped || r.collect {
 		return false
 	}
 	return r.a.Reserved+set.AllocationSize(set.RoundSize(size)) <= lim

@@ -16,7 +16,10 @@ import (
 // recorded state, thousands of blocks, so after a sixteenth of the trace's
 // length in loaded blocks (and the slack) checking stops, and says why.
 // Unbounded, this file's check took 80 µs per entry.
-func TestResyncsBounded(t *testing.T) {
+// divergent is a 4 MB generated snapshot of that shape (llama-bf16 with
+// 256 segments held from before recording).
+func divergent(t *testing.T) *snapshot.Snapshot {
+	t.Helper()
 	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +32,11 @@ func TestResyncsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestResyncsBounded(t *testing.T) {
+	s := divergent(t)
 	r, err := runReplay(s, 0, ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,18 +63,7 @@ func TestResyncsBounded(t *testing.T) {
 // of the trace) is made by the what-if also where the check has stopped,
 // and the what-ifs run beside the check find it so too.
 func TestWhatIfEmptyCacheAfterCheckStopped(t *testing.T) {
-	src, err := snapshot.Open(filepath.Join("..", "fixtures", "llama-bf16", "snapshot.pickle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snapgen.WriteOptions(&buf, src, 4<<20, snapgen.Options{Stacks: 64, Frames: 12, Segments: 256, Blocks: 16}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.Decode(&buf, "realistic.pickle")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := divergent(t)
 	base, err := WhatIf(s, 0, Settings{}, WhatIfOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -179,9 +179,6 @@ type Recording struct {
 	pairs *blockSlots
 }
 
-// slots returns the recording's block slots.
-func (rc *Recording) slots() *blockSlots { return rc.pairs }
-
 // blockSlots pairs the recorded entries that name one block: each alloc
 // gets a slot, and each free_requested and free_completed the slot of the
 // alloc that last used its address (-1: none; a free_requested of an
@@ -389,7 +386,7 @@ func (rc *Recording) whatIf(set Settings, early bool) (*Outcome, error) {
 			return w.out, nil
 		}
 	}
-	w.slots = rc.slots()
+	w.slots = rc.pairs
 	for addr, b := range w.a.live {
 		if k, ok := w.slots.pre[addr]; ok {
 			w.setBlock(k, b)

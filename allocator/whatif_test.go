@@ -491,7 +491,7 @@ func TestWhatIfCompletionTiming(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rc.slots().deferredFrees() == 0 {
+		if rc.pairs.deferredFrees() == 0 {
 			t.Errorf("%s: no deferred frees counted; the workload frees record_stream blocks every step", name)
 		}
 	}

@@ -93,14 +93,23 @@ func TestScalePeakManySegments(t *testing.T) {
 	}
 }
 
-// 60,000 segments, each split by a block that stays live, through the
-// command: every alloc raises the reserved peak, where the what-if counted
-// the free blocks of split segments by walking its free sets (2.7 s at
-// 20,000 before, quadratic). The recorded settings' run must match the
-// recording: every decision, and the numbers SplitSegments documents.
-func TestScaleWhatIfSplitSegments(t *testing.T) {
-	const n = 60_000
-	path := writeSnap(t, snapgen.SplitSegments(n))
+// whatifRun is what 'memscope whatif --json' says of a one-device
+// snapshot: the replay check and the run under the recorded settings.
+type whatifRun struct {
+	Checked, Matched   int   `json:"-"` // the replay check's decisions
+	PeakReserved       int64 `json:"peak_reserved"`
+	PeakAllocated      int64 `json:"peak_allocated"`
+	PeakSegments       int   `json:"peak_segments"`
+	InactiveSplit      int   `json:"inactive_split"`
+	InactiveSplitBytes int64 `json:"inactive_split_bytes"`
+	EmptyCaches        int   `json:"empty_caches"`
+	Requests           int   `json:"requests"`
+}
+
+// recordedWhatif runs 'memscope whatif --json' on path, which must hold one
+// device, and returns its check and recorded-settings run.
+func recordedWhatif(t *testing.T, path string) whatifRun {
+	t.Helper()
 	r := runMemscope("whatif", "--json", path)
 	if r.err != nil {
 		t.Fatalf("memscope whatif: %v\n%s", r.err, r.stderr)
@@ -111,13 +120,7 @@ func TestScaleWhatIfSplitSegments(t *testing.T) {
 				Replay struct {
 					Checked, Matched int
 				} `json:"replay"`
-				Runs []struct {
-					PeakReserved       int64 `json:"peak_reserved"`
-					PeakAllocated      int64 `json:"peak_allocated"`
-					PeakSegments       int   `json:"peak_segments"`
-					InactiveSplit      int   `json:"inactive_split"`
-					InactiveSplitBytes int64 `json:"inactive_split_bytes"`
-				} `json:"runs"`
+				Runs []whatifRun `json:"runs"`
 			} `json:"devices"`
 		} `json:"files"`
 	}
@@ -128,10 +131,22 @@ func TestScaleWhatIfSplitSegments(t *testing.T) {
 		t.Fatalf("want one file, device and run in %s…", r.stdout[:min(len(r.stdout), 300)])
 	}
 	d := doc.Files[0].Devices[0]
-	if d.Replay.Checked != 2*n || d.Replay.Matched != 2*n {
-		t.Errorf("the replay matched %d of %d decisions, want %d of %d", d.Replay.Matched, d.Replay.Checked, 2*n, 2*n)
-	}
 	run := d.Runs[0]
+	run.Checked, run.Matched = d.Replay.Checked, d.Replay.Matched
+	return run
+}
+
+// 60,000 segments, each split by a block that stays live, through the
+// command: every alloc raises the reserved peak, where the what-if counted
+// the free blocks of split segments by walking its free sets (2.7 s at
+// 20,000 before, quadratic). The recorded settings' run must match the
+// recording: every decision, and the numbers SplitSegments documents.
+func TestScaleWhatIfSplitSegments(t *testing.T) {
+	const n = 60_000
+	run := recordedWhatif(t, writeSnap(t, snapgen.SplitSegments(n)))
+	if run.Checked != 2*n || run.Matched != 2*n {
+		t.Errorf("the replay matched %d of %d decisions, want %d of %d", run.Matched, run.Checked, 2*n, 2*n)
+	}
 	if run.PeakReserved != n*12<<20 || run.PeakAllocated != n*21<<19 || run.PeakSegments != n ||
 		run.InactiveSplit != n || run.InactiveSplitBytes != n*3<<19 {
 		t.Errorf("recorded settings: peak reserved %d, allocated %d, %d segments, inactive split %d (%d bytes); want %d, %d, %d, %d (%d)",
@@ -148,32 +163,10 @@ func TestScaleWhatIfSplitSegments(t *testing.T) {
 // blocks is part of a split segment.
 func TestScaleWhatIfManySegments(t *testing.T) {
 	const n = 160_000
-	path := writeSnap(t, snapgen.ManySegments(n))
-	r := runMemscope("whatif", "--json", path)
-	if r.err != nil {
-		t.Fatalf("memscope whatif: %v\n%s", r.err, r.stderr)
-	}
-	var doc struct {
-		Files []struct {
-			Devices []struct {
-				Runs []struct {
-					PeakAllocated int64 `json:"peak_allocated"`
-					EmptyCaches   int   `json:"empty_caches"`
-					Requests      int   `json:"requests"`
-				} `json:"runs"`
-			} `json:"devices"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
-		t.Fatalf("decoding the JSON: %v", err)
-	}
-	if len(doc.Files) != 1 || len(doc.Files[0].Devices) != 1 || len(doc.Files[0].Devices[0].Runs) != 1 {
-		t.Fatalf("want one file, device and run in %s…", r.stdout[:min(len(r.stdout), 300)])
-	}
+	run := recordedWhatif(t, writeSnap(t, snapgen.ManySegments(n)))
 	// Every block is live at once after the allocs; the frees of all but
 	// every tenth follow, each with its segment_free, the last at the
 	// trace's end.
-	run := doc.Files[0].Devices[0].Runs[0]
 	if frees := n - n/10; run.PeakAllocated != n*2<<20 || run.EmptyCaches != frees || run.Requests != n {
 		t.Errorf("recorded settings: peak allocated %d, %d empty_cache calls, %d requests; want %d, %d, %d",
 			run.PeakAllocated, run.EmptyCaches, run.Requests, n*2<<20, frees, n)

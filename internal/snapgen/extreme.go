@@ -20,6 +20,22 @@ const (
 	extremeBlock = 2 << 20 // bytes of every block the builders make
 )
 
+// trace is a builder's trace: each entry one microsecond after the last.
+type trace struct {
+	evs []snapshot.Event
+	t   int64
+}
+
+func newTrace(capacity int) *trace {
+	return &trace{evs: make([]snapshot.Event, 0, capacity), t: extremeStart}
+}
+
+// add appends an entry.
+func (tr *trace) add(a snapshot.Action, addr uint64, size int64) {
+	tr.t++
+	tr.evs = append(tr.evs, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: tr.t})
+}
+
 func newExtreme(name string) *snapshot.Snapshot {
 	return &snapshot.Snapshot{Source: name, HasTraces: true,
 		Stacks: snapshot.NewStacks(), Strings: snapshot.NewStrings()}
@@ -33,12 +49,8 @@ func newExtreme(name string) *snapshot.Snapshot {
 func ManySegments(n int) *snapshot.Snapshot {
 	const seg = 2 * extremeBlock
 	s := newExtreme(fmt.Sprintf("many-segments(%d)", n))
-	tr := make([]snapshot.Event, 0, 4*n)
-	t := extremeStart
-	ev := func(a snapshot.Action, addr uint64, size int64) {
-		t++
-		tr = append(tr, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t})
-	}
+	tr := newTrace(4 * n)
+	ev := tr.add
 	addr := func(i int) uint64 { return extremeBase + uint64(i)*2*seg } // a gap between segments
 	for i := range n {
 		ev(snapshot.ActionSegmentAlloc, addr(i), seg)
@@ -58,7 +70,7 @@ func ManySegments(n int) *snapshot.Snapshot {
 		ev(snapshot.ActionFreeCompleted, addr(i), extremeBlock)
 		ev(snapshot.ActionSegmentFree, addr(i), seg)
 	}
-	s.Traces = [][]snapshot.Event{tr}
+	s.Traces = [][]snapshot.Event{tr.evs}
 	return s
 }
 
@@ -73,12 +85,8 @@ func ManySegments(n int) *snapshot.Snapshot {
 func SplitSegments(n int) *snapshot.Snapshot {
 	const seg, blk = 12 << 20, 21 << 19
 	s := newExtreme(fmt.Sprintf("split-segments(%d)", n))
-	tr := make([]snapshot.Event, 0, 2*n)
-	t := extremeStart
-	ev := func(a snapshot.Action, addr uint64, size int64) {
-		t++
-		tr = append(tr, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t})
-	}
+	tr := newTrace(2 * n)
+	ev := tr.add
 	s.Segments = make([]snapshot.Segment, 0, n)
 	for i := range n {
 		addr := extremeBase + uint64(i)*2*seg // a gap between segments
@@ -91,7 +99,7 @@ func SplitSegments(n int) *snapshot.Snapshot {
 				{Address: addr + blk, Size: seg - blk},
 			}})
 	}
-	s.Traces = [][]snapshot.Event{tr}
+	s.Traces = [][]snapshot.Event{tr.evs}
 	return s
 }
 
@@ -102,12 +110,8 @@ func SplitSegments(n int) *snapshot.Snapshot {
 func FallingBlocks(n int) *snapshot.Snapshot {
 	s := newExtreme(fmt.Sprintf("falling-blocks(%d)", n))
 	size := int64(n) * extremeBlock
-	tr := make([]snapshot.Event, 0, 1+n+2*(n/2))
-	t := extremeStart
-	ev := func(a snapshot.Action, addr uint64, size int64) {
-		t++
-		tr = append(tr, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t})
-	}
+	tr := newTrace(1 + n + 2*(n/2))
+	ev := tr.add
 	at := func(i int) uint64 { return extremeBase + uint64(i)*extremeBlock }
 	ev(snapshot.ActionSegmentAlloc, extremeBase, size)
 	for i := n - 1; i >= 0; i-- {
@@ -128,7 +132,7 @@ func FallingBlocks(n int) *snapshot.Snapshot {
 	}
 	seg.ActiveSize, seg.RequestedSize = seg.AllocatedSize, seg.AllocatedSize
 	s.Segments = []snapshot.Segment{seg}
-	s.Traces = [][]snapshot.Event{tr}
+	s.Traces = [][]snapshot.Event{tr.evs}
 	return s
 }
 
@@ -172,12 +176,8 @@ func ManyDevices(n int) *snapshot.Snapshot {
 func ManyOOMs(n int) *snapshot.Snapshot {
 	const seg = 2 * extremeBlock
 	s := newExtreme(fmt.Sprintf("many-ooms(%d)", n))
-	tr := make([]snapshot.Event, 0, 1+4*n)
-	t := extremeStart
-	ev := func(a snapshot.Action, addr uint64, size int64) {
-		t++
-		tr = append(tr, snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t})
-	}
+	tr := newTrace(1 + 4*n)
+	ev := tr.add
 	ev(snapshot.ActionSegmentAlloc, extremeBase, seg)
 	for range n {
 		ev(snapshot.ActionAlloc, extremeBase, extremeBlock)
@@ -187,7 +187,7 @@ func ManyOOMs(n int) *snapshot.Snapshot {
 	}
 	s.Segments = []snapshot.Segment{{Address: extremeBase, TotalSize: seg,
 		Blocks: []snapshot.Block{{Address: extremeBase, Size: seg}}}}
-	s.Traces = [][]snapshot.Event{tr}
+	s.Traces = [][]snapshot.Event{tr.evs}
 	return s
 }
 
