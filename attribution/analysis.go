@@ -264,7 +264,7 @@ func (d *Device) At(index int, label string) *Moment {
 		pool   snapshot.PoolID
 	}
 	streams := map[streamPool]*StreamBytes{}
-	var allocated []snapshot.LiveBlock
+	allocated := 0
 	for i := range m.Live {
 		b := &m.Live[i]
 		if b.PendingFree {
@@ -282,14 +282,16 @@ func (d *Device) At(index int, label string) *Moment {
 		}
 		sb.Bytes.Bytes += b.Size
 		sb.Count++
-		allocated = append(allocated, *b)
+		allocated++
 	}
 	for _, sb := range streams {
 		m.Streams = append(m.Streams, *sb)
 	}
 	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
-	m.Sites = topSites(d.an.Snapshot.Stacks, allocated, d.an.Filter, m.Allocated, len(allocated), d.beforeSite())
-	m.Tree = callTree(d.an.Snapshot.Stacks, allocated)
+	// Both skip the blocks pending free, as above: the live blocks are
+	// read in place, not copied (80 bytes a block, at every moment).
+	m.Sites = topSites(d.an.Snapshot.Stacks, m.Live, d.an.Filter, m.Allocated, allocated, d.beforeSite())
+	m.Tree = callTree(d.an.Snapshot.Stacks, m.Live)
 	return m
 }
 
@@ -362,9 +364,10 @@ type Node struct {
 	Folded int
 }
 
-// callTree builds the call tree of blocks, outermost frame first; blocks
-// with empty stacks hang under a child with Root set. Blocks sharing a
-// stack take one walk down the tree. Native frames (C++ and CPython's own,
+// callTree builds the call tree of the blocks still allocated (pending
+// frees are skipped), outermost frame first; blocks with empty stacks hang
+// under a child with Root set. Blocks sharing a stack take one walk down
+// the tree. Native frames (C++ and CPython's own,
 // recorded with stacks="all") are folded: a Python frame's children are
 // the Python frames it called, through whatever native code.
 func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
@@ -377,6 +380,9 @@ func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 	sums := map[snapshot.StackID]*sum{}
 	for i := range blocks {
 		b := &blocks[i]
+		if b.PendingFree {
+			continue
+		}
 		s := sums[b.Stack]
 		if s == nil {
 			s = &sum{}

@@ -199,28 +199,41 @@ func (e *engine) liveBlocks() []LiveBlock {
 // initialState rebuilds what was live and reserved before the first event by
 // undoing the trace backwards from the end-state segments.
 func (t *Timeline) initialState() {
-	// Sized for the blocks active at the end, where the walk back starts.
-	active := 0
-	for _, si := range t.snap.SegmentsOf(t.Device) {
-		active += len(t.snap.Segments[si].Blocks)
+	// The walk back keeps a record of 8 bytes per block, not the block:
+	// where it came from (a block of the end state, or the free_completed
+	// that the walk back met first) and the free_requested before it. The
+	// blocks are made once, for those live at the start.
+	type rec struct {
+		// src ≥ 0 is the free_completed entry; src < 0 is block -src-1
+		// of ends, the blocks active at the end.
+		src int32
+		// req is the free_requested entry met before src, or noReq
+		// (pending free) or allocated (a block of the end state that
+		// was not pending).
+		req int32
 	}
-	slab := make([]LiveBlock, 0, active)
-	var free []int32 // reusable slab slots
-	live := addrmap.New(active)
-	add := func(b LiveBlock) {
-		if j, ok := live.Get(b.Addr); ok {
-			slab[j] = b
+	const noReq, allocated = -1, -2
+	var ends []LiveBlock
+	for _, si := range t.snap.SegmentsOf(t.Device) {
+		ends = slices.Grow(ends, len(t.snap.Segments[si].Blocks))
+	}
+	recs := make([]rec, 0, cap(ends))
+	var free []int32 // reusable record slots
+	live := addrmap.New(cap(ends))
+	add := func(addr uint64, r rec) {
+		if j, ok := live.Get(addr); ok {
+			recs[j] = r
 			return
 		}
 		if n := len(free); n > 0 {
 			j := free[n-1]
 			free = free[:n-1]
-			slab[j] = b
-			live.Put(b.Addr, j)
+			recs[j] = r
+			live.Put(addr, j)
 			return
 		}
-		live.Put(b.Addr, int32(len(slab)))
-		slab = append(slab, b)
+		live.Put(addr, int32(len(recs)))
+		recs = append(recs, r)
 	}
 	for _, si := range t.snap.SegmentsOf(t.Device) {
 		seg := &t.snap.Segments[si]
@@ -238,9 +251,13 @@ func (t *Timeline) initialState() {
 				t.initInconsistent++
 				continue
 			}
-			add(LiveBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize,
-				Stream: seg.Stream, Stack: b.Stack, AllocIndex: -1,
-				PendingFree: b.State == BlockActivePendingFree})
+			r := rec{src: int32(-len(ends) - 1), req: allocated}
+			if b.State == BlockActivePendingFree {
+				r.req = noReq
+			}
+			ends = append(ends, LiveBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize,
+				Stream: seg.Stream, Stack: b.Stack, AllocIndex: -1})
+			add(b.Address, r)
 		}
 	}
 	c := &t.Churn
@@ -273,16 +290,10 @@ func (t *Timeline) initialState() {
 			if _, ok := live.Get(ev.Addr); ok {
 				t.initInconsistent++
 			}
-			// FreeStack marks the blocks whose size is still to be found.
-			add(LiveBlock{Addr: ev.Addr, Requested: ev.Size, Stream: ev.Stream,
-				Stack: ev.Stack, AllocIndex: -1, PendingFree: true, FreeStack: true})
+			add(ev.Addr, rec{src: int32(i), req: noReq})
 		case ActionFreeRequested:
-			if j, ok := live.Get(ev.Addr); ok && slab[j].PendingFree {
-				b := &slab[j]
-				b.PendingFree = false
-				if b.FreeStack && ev.Stack != 0 {
-					b.Stack = ev.Stack
-				}
+			if j, ok := live.Get(ev.Addr); ok && recs[j].req == noReq {
+				recs[j].req = int32(i)
 			} else {
 				t.initInconsistent++
 			}
@@ -292,9 +303,25 @@ func (t *Timeline) initialState() {
 			t.init.add(ev.Addr, ev.Addr+uint64(ev.Size), ev.Action == ActionSegmentUnmap)
 		}
 	}
-	t.liveMost = len(slab) // slots are reused: the slab is as long as the most blocks live at once
+	t.liveMost = len(recs) // slots are reused: as many as the most blocks live at once
 	t.Initial = make([]LiveBlock, 0, live.Len())
-	live.Each(func(_ uint64, j int32) { t.Initial = append(t.Initial, slab[j]) })
+	live.Each(func(_ uint64, j int32) {
+		r := recs[j]
+		var b LiveBlock
+		if r.src < 0 {
+			b = ends[-r.src-1]
+		} else {
+			// FreeStack marks the blocks whose size is still to be found.
+			ev := &t.Events[r.src]
+			b = LiveBlock{Addr: ev.Addr, Requested: ev.Size, Stream: ev.Stream,
+				Stack: ev.Stack, AllocIndex: -1, FreeStack: true}
+			if r.req >= 0 && t.Events[r.req].Stack != 0 {
+				b.Stack = t.Events[r.req].Stack
+			}
+		}
+		b.PendingFree = r.req == noReq
+		t.Initial = append(t.Initial, b)
+	})
 	slices.SortFunc(t.Initial, byAddr)
 	for i := range t.Initial {
 		t.init.insertBlock(t.Initial[i].Addr)
