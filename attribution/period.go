@@ -99,45 +99,60 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 	if boundary < 0 {
 		return nil
 	}
+	// The keys that must fall evenly: a count of m·n, m ≥ 1.
+	keys, total := 0, 0
+	for _, c := range count {
+		if c >= 2 && c%n == 0 {
+			keys++
+			total += int(c)
+		}
+	}
+	// One key repeating alone is a list being filled (16 tensors made in
+	// a comprehension), not a loop of steps: a step allocates several
+	// kinds of block.
+	if keys < 2 {
+		return nil
+	}
 	var cuts []int // indexes into seq
 	for j, id := range seq {
 		if id == boundary {
 			cuts = append(cuts, j)
 		}
 	}
-	// step of each allocation (-1 before the first cut)
-	per := map[int64]int32{} // key id · steps + step → count
-	total, even := 0, 0
-	step := -1
+	// A key's allocations in one step are a run of its allocations in
+	// order (steps only rise along the stream): each key keeps the step of
+	// its run and the run's length, and a run of m adds m to even.
+	cur := make([]int32, len(count)) // step of the key's run (-1: none yet)
+	run := make([]int32, len(count))
+	for i := range cur {
+		cur[i] = -1
+	}
+	even := 0
+	endRun := func(id int32) {
+		if run[id] == count[id]/n {
+			even += int(run[id])
+		}
+	}
+	step := int32(-1) // step of each allocation (-1 before the first cut)
 	for j, id := range seq {
-		if step+1 < len(cuts) && j == cuts[step+1] {
+		if int(step+1) < len(cuts) && j == cuts[step+1] {
 			step++
 		}
-		if count[id] < 2 || count[id]%n != 0 {
+		if step < 0 || count[id] < 2 || count[id]%n != 0 {
 			continue
 		}
-		if step >= 0 {
-			per[int64(id)*int64(n)+int64(step)]++
+		if cur[id] != step {
+			endRun(id)
+			cur[id], run[id] = step, 0
+		}
+		run[id]++
+	}
+	for id := range count {
+		if count[id] >= 2 && count[id]%n == 0 {
+			endRun(int32(id))
 		}
 	}
-	keys := 0
-	for id, c := range count {
-		if c < 2 || c%n != 0 {
-			continue
-		}
-		keys++
-		m := c / n
-		total += int(c)
-		for s := int32(0); s < n; s++ {
-			if per[int64(id)*int64(n)+int64(s)] == m {
-				even += int(m)
-			}
-		}
-	}
-	// One key repeating alone is a list being filled (16 tensors made in
-	// a comprehension), not a loop of steps: a step allocates several
-	// kinds of block.
-	if keys < 2 || total == 0 || 10*even < 9*total {
+	if 10*even < 9*total {
 		return nil
 	}
 	out := make([]span, len(cuts))

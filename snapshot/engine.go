@@ -180,11 +180,16 @@ func (e *engine) liveBlocks() []LiveBlock {
 	// The slab is read, not the address map: an engine is sized for the
 	// most blocks the replay held, and one a cursor made for an early
 	// moment holds few of them in a table sized for them all. A slot is
-	// live when the map still files its address under it (a freed slot
-	// keeps its last block).
+	// live unless it is on the free list (a freed slot keeps its last
+	// block): marking those costs a pass over the free list, where asking
+	// the map for every slot's address cost a cache miss a block.
+	dead := make([]bool, len(e.slab))
+	for _, j := range e.free {
+		dead[j] = true
+	}
 	order := make([]slot, 0, e.live.Len())
 	for j := range e.slab {
-		if k, ok := e.live.Get(e.slab[j].Addr); ok && int(k) == j {
+		if !dead[j] {
 			order = append(order, slot{e.slab[j].Addr, int32(j)})
 		}
 	}
@@ -263,6 +268,9 @@ func (t *Timeline) initialState() {
 	c := &t.Churn
 	for i := len(t.Events) - 1; i >= 0; i-- {
 		ev := &t.Events[i]
+		if i >= prefetchAhead {
+			live.Prefetch(t.Events[i-prefetchAhead].Addr)
+		}
 		switch ev.Action { // counted here, not in a pass of their own
 		case ActionSegmentAlloc:
 			c.SegmentAllocs++

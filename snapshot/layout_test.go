@@ -164,8 +164,8 @@ func testSortedList(t *testing.T) {
 		t.Fatalf("after cut: %d entries (len %d), want %d", len(got), l.len(), len(keep))
 	}
 	for _, ch := range l.chunks {
-		if len(ch) == 0 || len(ch) > chunkMax {
-			t.Fatalf("a chunk of %d entries", len(ch))
+		if len(ch.e) == 0 || len(ch.e) > chunkMax {
+			t.Fatalf("a chunk of %d entries", len(ch.e))
 		}
 	}
 }

@@ -272,20 +272,30 @@ type endCheck struct {
 // checkEnd compares the replay's final live set with the end-state segments.
 func (t *Timeline) checkEnd(e *engine) endCheck {
 	var c endCheck
-	seen := map[uint64]bool{}
+	// found marks the slab slots of live blocks the end state holds (an
+	// address may repeat in a damaged end state): the live blocks not
+	// marked are extra.
+	found := make([]bool, len(e.slab))
+	hits := 0
 	for _, si := range t.snap.SegmentsOf(t.Device) {
 		seg := &t.snap.Segments[si]
 		c.segReserved += seg.TotalSize
 		for bi := range seg.Blocks {
 			b := &seg.Blocks[bi]
+			if bi+prefetchAhead < len(seg.Blocks) {
+				e.live.Prefetch(seg.Blocks[bi+prefetchAhead].Address)
+			}
 			if !b.State.Active() {
 				continue
 			}
-			seen[b.Address] = true
 			j, ok := e.live.Get(b.Address)
 			if !ok {
 				c.missing++
 				continue
+			}
+			if !found[j] {
+				found[j] = true
+				hits++
 			}
 			lb := &e.slab[j]
 			if lb.Size != b.Size {
@@ -300,11 +310,7 @@ func (t *Timeline) checkEnd(e *engine) endCheck {
 			}
 		}
 	}
-	e.live.Each(func(addr uint64, _ int32) {
-		if !seen[addr] {
-			c.extra++
-		}
-	})
+	c.extra = e.live.Len() - hits
 	c.reserved = e.n.Reserved
 	return c
 }

@@ -3,6 +3,8 @@
 // allocator's pairing of frees with their allocs).
 package addrmap
 
+import "unsafe"
+
 // Map maps block addresses to int32 values: an open-addressing hash table
 // with linear probing and backward-shift deletion. A replay does a few
 // lookups per entry over a live set that stays small (hundreds to
@@ -130,3 +132,20 @@ func (m *Map) Each(fn func(k uint64, v int32)) {
 
 // Len returns the number of keys.
 func (m *Map) Len() int { return m.n }
+
+// Prefetch asks the processor to bring the slot where k's probe starts
+// into cache, for a loop that knows which keys it will look up next (a
+// replay reads its trace in order): the lookups of a table larger than the
+// processor's caches then overlap their misses. A table that fits in cache
+// needs none, and skips the call.
+func (m *Map) Prefetch(k uint64) {
+	if len(m.keys) < prefetchMin {
+		return
+	}
+	s := m.slot(k)
+	prefetch2(uintptr(unsafe.Pointer(&m.keys[s])), uintptr(unsafe.Pointer(&m.vals[s])))
+}
+
+// prefetchMin is the table size (slots) from which Prefetch prefetches:
+// 768 KiB of keys and values, about a core's second-level cache.
+const prefetchMin = 1 << 16

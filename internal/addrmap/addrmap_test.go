@@ -49,3 +49,31 @@ func TestMap(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetch prefetches the slot of every key, present or not, of a
+// table past prefetchMin (where it reaches the instruction) and of a small
+// one (where it returns at once): it reads no slot out of range and
+// changes nothing.
+func TestPrefetch(t *testing.T) {
+	for _, n := range []int{10, prefetchMin} {
+		m := New(n)
+		for i := range n {
+			m.Put(uint64(i)<<21, int32(i))
+		}
+		if n == prefetchMin && len(m.keys) < prefetchMin {
+			t.Fatalf("a table of %d slots for %d keys: below prefetchMin", len(m.keys), n)
+		}
+		for i := range 2 * n {
+			m.Prefetch(uint64(i) << 21)
+			m.Prefetch(^uint64(i))
+		}
+		for i := range n {
+			if v, ok := m.Get(uint64(i) << 21); !ok || v != int32(i) {
+				t.Fatalf("after prefetching, key %d: %d, %v", i, v, ok)
+			}
+		}
+		if m.Len() != n {
+			t.Fatalf("after prefetching, %d keys, want %d", m.Len(), n)
+		}
+	}
+}
