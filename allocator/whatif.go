@@ -212,9 +212,15 @@ type blockSlots struct {
 // slotStretch is how many entries blockSlots pairs at a time.
 const slotStretch = 1 << 15
 
-func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock) *blockSlots {
+// prefetchAhead is how many entries ahead pairTo asks for the slot of the
+// address it will look up (addrmap.Map.Prefetch).
+const prefetchAhead = 16
+
+// The address map is sized for mostLive blocks, the most the trace holds
+// at once (Timeline.MostLive), so that it never grows.
+func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock, mostLive int) *blockSlots {
 	bs := &blockSlots{evs: evs, of: make([]int32, len(evs)), pre: make(map[uint64]int32, len(initial)),
-		byAddr: addrmap.New(len(initial))}
+		byAddr: addrmap.New(max(len(initial), mostLive))}
 	for _, b := range initial {
 		bs.pre[b.Addr] = bs.slot(b.Addr)
 	}
@@ -249,6 +255,9 @@ func (bs *blockSlots) pairTo(end int) {
 	end = min(len(bs.evs), max(end, from+slotStretch))
 	for i := from; i < end; i++ {
 		ev := &bs.evs[i]
+		if i+prefetchAhead < len(bs.evs) {
+			bs.byAddr.Prefetch(bs.evs[i+prefetchAhead].Addr)
+		}
 		bs.of[i] = -1
 		switch ev.Action {
 		case snapshot.ActionAlloc:
@@ -304,14 +313,16 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 		evs = s.Traces[device]
 	}
 	var live []snapshot.LiveBlock
+	mostLive := 0
 	if tl != nil {
 		_, live, _ = tl.StartState()
+		mostLive = tl.MostLive()
 	}
 	r, err := newReplayer(s, device, ReplayOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, Timeline: tl, refuseSkipped: true})
 	if err != nil {
 		return nil, err
 	}
-	pairs := newBlockSlots(evs, live)
+	pairs := newBlockSlots(evs, live, mostLive)
 	go pairs.pairAhead() // beside the check, which needs none of it
 	r.prog = newProgress()
 	r.dev.prog = r.prog

@@ -340,6 +340,11 @@ func (t *Timeline) At(index int) (n Numbers, live []LiveBlock, ranges []Reserved
 	return n, live, ranges
 }
 
+// MostLive returns the most blocks live at once in the trace, as the walk
+// back to the start state found it: a hint for sizing what a caller keeps
+// per live block. It is known from the moment Replay calls Started.
+func (t *Timeline) MostLive() int { return t.liveMost }
+
 // Wait returns when the replay that made t is done (at once unless
 // ReplayOptions.Started handed t out before).
 func (t *Timeline) Wait() {
