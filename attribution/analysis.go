@@ -289,7 +289,7 @@ func (d *Device) At(index int, label string) *Moment {
 	}
 	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
 	// Both skip the blocks pending free, as above: the live blocks are
-	// read in place, not copied (80 bytes a block, at every moment).
+	// read in place, not copied (64 bytes a block, at every moment).
 	m.Sites = topSites(d.an.Snapshot.Stacks, m.Live, d.an.Filter, m.Allocated, allocated, d.beforeSite())
 	m.Tree = callTree(d.an.Snapshot.Stacks, m.Live)
 	return m

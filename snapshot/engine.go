@@ -172,7 +172,7 @@ func byAddr(a, b LiveBlock) int { return cmp.Compare(a.Addr, b.Addr) }
 
 func (e *engine) liveBlocks() []LiveBlock {
 	// The addresses are sorted with their slab slots, 16 bytes an item,
-	// and the blocks, five times that, are copied once, in order.
+	// and the blocks, four times that, are copied once, in order.
 	type slot struct {
 		addr uint64
 		j    int32
@@ -218,10 +218,11 @@ func (t *Timeline) initialState() {
 		req int32
 	}
 	const noReq, allocated = -1, -2
-	var ends []LiveBlock
+	blocks := 0
 	for _, si := range t.snap.SegmentsOf(t.Device) {
-		ends = slices.Grow(ends, len(t.snap.Segments[si].Blocks))
+		blocks += len(t.snap.Segments[si].Blocks)
 	}
+	ends := make([]LiveBlock, 0, blocks)
 	recs := make([]rec, 0, cap(ends))
 	var free []int32 // reusable record slots
 	live := addrmap.New(cap(ends))

@@ -6,7 +6,8 @@ import "slices"
 // list of sorted chunks of at most chunkMax entries (the layout Python's
 // sortedcontainers uses). A lookup is a binary search over the chunks' last
 // keys and one inside a chunk; an insertion or deletion moves at most
-// chunkMax/2 entries. While the list is small it is one sorted slice, as
+// chunkMax entries (as a rule the shorter half of a chunk, and none at its
+// ends). While the list is small it is one sorted slice, as
 // fast as the slice the replay used before; when it grows to 10⁵ entries
 // (blocks at falling addresses, many segments) no operation costs more
 // than a few thousand bytes moved, where a single slice cost O(n).
@@ -76,7 +77,6 @@ func (c *listChunk[V]) insert(j int, en entry[V]) {
 
 // remove drops the entries [j0, j1), moving the shorter side.
 func (c *listChunk[V]) remove(j0, j1 int) {
-	var zero entry[V]
 	n, k := len(c.e), j1-j0
 	if j0 < n-j1 {
 		copy(c.e[k:j1], c.e[:j0])
@@ -85,9 +85,7 @@ func (c *listChunk[V]) remove(j0, j1 int) {
 		return
 	}
 	copy(c.e[j0:], c.e[j1:])
-	for i := n - k; i < n; i++ {
-		c.e[i] = zero
-	}
+	clear(c.e[n-k:])
 	c.e = c.e[:n-k]
 }
 
