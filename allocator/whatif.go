@@ -212,10 +212,6 @@ type blockSlots struct {
 // slotStretch is how many entries blockSlots pairs at a time.
 const slotStretch = 1 << 15
 
-// prefetchAhead is how many entries ahead pairTo asks for the slot of the
-// address it will look up (addrmap.Map.Prefetch).
-const prefetchAhead = 16
-
 // The address map is sized for mostLive blocks, the most the trace holds
 // at once (Timeline.MostLive), so that it never grows.
 func newBlockSlots(evs []snapshot.Event, initial []snapshot.LiveBlock, mostLive int) *blockSlots {
@@ -255,8 +251,8 @@ func (bs *blockSlots) pairTo(end int) {
 	end = min(len(bs.evs), max(end, from+slotStretch))
 	for i := from; i < end; i++ {
 		ev := &bs.evs[i]
-		if i+prefetchAhead < len(bs.evs) {
-			bs.byAddr.Prefetch(bs.evs[i+prefetchAhead].Addr)
+		if i+addrmap.PrefetchAhead < len(bs.evs) {
+			bs.byAddr.Prefetch(bs.evs[i+addrmap.PrefetchAhead].Addr)
 		}
 		bs.of[i] = -1
 		switch ev.Action {

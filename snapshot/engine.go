@@ -78,6 +78,14 @@ func (e *engine) put(b LiveBlock) {
 	e.live.Put(b.Addr, j)
 }
 
+// prefetch asks for the live map's slot of the entry a few after i, where
+// the replay applies the entries in order.
+func (e *engine) prefetch(i int) {
+	if j := i + addrmap.PrefetchAhead; j < len(e.t.Events) {
+		e.live.Prefetch(e.t.Events[j].Addr)
+	}
+}
+
 func (e *engine) apply(i int, ev *Event) {
 	e.allocSize = 0
 	if !ev.sane() {
@@ -223,9 +231,9 @@ func (t *Timeline) initialState() {
 		blocks += len(t.snap.Segments[si].Blocks)
 	}
 	ends := make([]LiveBlock, 0, blocks)
-	recs := make([]rec, 0, cap(ends))
+	recs := make([]rec, 0, blocks)
 	var free []int32 // reusable record slots
-	live := addrmap.New(cap(ends))
+	live := addrmap.New(blocks)
 	add := func(addr uint64, r rec) {
 		if j, ok := live.Get(addr); ok {
 			recs[j] = r
@@ -269,8 +277,8 @@ func (t *Timeline) initialState() {
 	c := &t.Churn
 	for i := len(t.Events) - 1; i >= 0; i-- {
 		ev := &t.Events[i]
-		if i >= prefetchAhead {
-			live.Prefetch(t.Events[i-prefetchAhead].Addr)
+		if i >= addrmap.PrefetchAhead {
+			live.Prefetch(t.Events[i-addrmap.PrefetchAhead].Addr)
 		}
 		switch ev.Action { // counted here, not in a pass of their own
 		case ActionSegmentAlloc:

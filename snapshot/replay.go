@@ -192,10 +192,6 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 // (A variable: tests pipeline small traces.)
 var pipelineMin = 1 << 16
 
-// prefetchAhead is how many entries ahead a replay asks for the slot of
-// the address it will look up (addrmap.Map.Prefetch).
-const prefetchAhead = 16
-
 // observer is the half of Replay that follows the numbers: peaks, OOMs,
 // the warnings' watch, points and the caller's Observe functions.
 type observer struct {
@@ -271,9 +267,7 @@ func (t *Timeline) pipelined(e *engine, ob *observer) {
 		b.first, b.nums, b.sizes = first, b.nums[:0], b.sizes[:0]
 		last := min(first+replayBatchLen, len(t.Events))
 		for i := first; i < last; i++ {
-			if i+prefetchAhead < len(t.Events) {
-				e.live.Prefetch(t.Events[i+prefetchAhead].Addr)
-			}
+			e.prefetch(i)
 			e.apply(i, &t.Events[i])
 			b.nums = append(b.nums, e.n)
 			b.sizes = append(b.sizes, e.allocSize)
@@ -313,9 +307,7 @@ func (t *Timeline) upTo(index int, fn func(e *engine)) {
 		c.e, c.at = t.newEngine(), -1
 	}
 	for i := c.at + 1; i <= index; i++ {
-		if i+prefetchAhead < len(t.Events) {
-			c.e.live.Prefetch(t.Events[i+prefetchAhead].Addr)
-		}
+		c.e.prefetch(i)
 		c.e.apply(i, &t.Events[i])
 	}
 	c.at = max(c.at, index)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memscope/memscope/internal/addrmap"
 	"github.com/memscope/memscope/internal/units"
 )
 
@@ -282,8 +283,8 @@ func (t *Timeline) checkEnd(e *engine) endCheck {
 		c.segReserved += seg.TotalSize
 		for bi := range seg.Blocks {
 			b := &seg.Blocks[bi]
-			if bi+prefetchAhead < len(seg.Blocks) {
-				e.live.Prefetch(seg.Blocks[bi+prefetchAhead].Address)
+			if bi+addrmap.PrefetchAhead < len(seg.Blocks) {
+				e.live.Prefetch(seg.Blocks[bi+addrmap.PrefetchAhead].Address)
 			}
 			if !b.State.Active() {
 				continue

@@ -146,6 +146,11 @@ func (m *Map) Prefetch(k uint64) {
 	prefetch2(uintptr(unsafe.Pointer(&m.keys[s])), uintptr(unsafe.Pointer(&m.vals[s])))
 }
 
+// PrefetchAhead is how many entries ahead of its lookup a loop over a
+// trace asks for a key's slot: far enough for the line to arrive, near
+// enough that it is still in cache when the lookup comes.
+const PrefetchAhead = 16
+
 // prefetchMin is the table size (slots) from which Prefetch prefetches:
 // 768 KiB of keys and values, about a core's second-level cache.
 const prefetchMin = 1 << 16
