@@ -118,18 +118,20 @@ class Truth(object):
             "active_start": s["active_bytes.all.current"],
         }
 
-    def phase(self, step, name):
-        """Close the open phase and open (step, name)."""
+    def phase(self, step, name, micro=None):
+        """Close the open phase and open (step, name); micro numbers a
+        micro-batch's phase inside a step (gradient accumulation)."""
         self.close()
         torch.cuda.reset_peak_memory_stats()
         self.cur = (step, name)
+        self.micro = micro
 
     def close(self):
         if self.cur is None:
             return
         s = self.stats()
         step, name = self.cur
-        self.t["phases"].append({
+        row = {
             "step": step,
             "phase": name,
             "peak_allocated": s["allocated_bytes.all.peak"],
@@ -138,7 +140,10 @@ class Truth(object):
             "peak_active": s["active_bytes.all.peak"],
             "allocated_end": s["allocated_bytes.all.current"],
             "reserved_end": s["reserved_bytes.all.current"],
-        })
+        }
+        if getattr(self, "micro", None) is not None:
+            row["micro"] = self.micro
+        self.t["phases"].append(row)
         self.cur = None
 
     def freeze_end(self):
