@@ -33,7 +33,9 @@ import (
 // allocations of under 1/64 of that size between them are allowed), all
 // live at the end, after the model has run (a block was freed before the
 // first of them: weights are loaded without frees) and not made by code
-// that builds or moves weights.
+// that builds or moves weights, nor inside a module's forward (a forward
+// cut short by an OOM keeps its saved activations, runs of one size, to
+// the dump; an engine allocates its pools outside the model's forward).
 
 // kvPoolMin is the smallest tensor the shape rule takes as a cache pool.
 const kvPoolMin = 1 << 20
@@ -114,7 +116,7 @@ func (c *classifier) poolsByShape(kv map[int]bool) {
 		default:
 			continue
 		}
-		kept := c.life.death[i] < 0 && c.kinds.stack(ev.Stack)&(kindLoad|kindOptimizer) == 0
+		kept := c.life.death[i] < 0 && c.kinds.stack(ev.Stack)&(kindLoad|kindOptimizer|kindForward) == 0
 		switch {
 		case len(run) > 0 && ev.Size == size && kept:
 			run = append(run, i)

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/memscope/memscope/snapshot"
@@ -22,7 +23,9 @@ type Leak struct {
 	// Floors are allocated bytes after each step, steady steps only.
 	Steps  []int
 	Floors []int64
-	// GrowthPerStep is the floor's mean growth per steady step.
+	// GrowthPerStep is the floor's median growth per steady step: a last
+	// step that the recording ends before its tensors are dropped (an
+	// evaluation loop's last batch still referenced) does not move it.
 	GrowthPerStep int64
 	// Sites are the allocation sites of blocks born in a steady step and
 	// live at the end, largest first.
@@ -77,8 +80,7 @@ func (d *Device) findLeak() *Leak {
 			grows = false
 		}
 	}
-	n := len(steady)
-	l.GrowthPerStep = (steady[n-1].FloorEnd - steady[0].FloorEnd) / int64(n-1)
+	l.GrowthPerStep = medianGrowth(l.Floors)
 
 	// Blocks born in a steady step and live at the end, by site.
 	stepOf := func(i int) int {
@@ -118,4 +120,18 @@ func (d *Device) findLeak() *Leak {
 	sort.Slice(l.Sites, func(i, j int) bool { return l.Sites[i].Bytes > l.Sites[j].Bytes })
 	l.Found = grows && len(l.Sites) > 0
 	return l
+}
+
+// medianGrowth returns the median of the differences between consecutive
+// floors (the lower middle of an even count), 0 for fewer than two.
+func medianGrowth(floors []int64) int64 {
+	if len(floors) < 2 {
+		return 0
+	}
+	d := make([]int64, len(floors)-1)
+	for i := range d {
+		d[i] = floors[i+1] - floors[i]
+	}
+	slices.Sort(d)
+	return d[(len(d)-1)/2]
 }

@@ -45,8 +45,10 @@ type Phases struct {
 	// ranges), "record_function" (a repeated user range), "dataloader"
 	// (DataLoader fetches), "pattern" (the period of the allocation stream
 	// itself), "kv cache" (generate() calls, told by their KV cache:
-	// kvphases.go) or "none"; Range is the repeated range's name for
-	// record_function.
+	// kvphases.go), "one pass" (one step: the allocation pattern repeats
+	// inside one module call, so its period is a layer: layers.go) or
+	// "none"; Range is the repeated range's name for record_function, and
+	// for one pass the layer's function and its count ("LlamaDecoderLayer.forward ×32").
 	Source string
 	Range  string
 	List   []Phase
@@ -105,8 +107,8 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, range
 	if p := harnessPhases(events, ranges); p != nil {
 		return p
 	}
-	spans, src := findSteps(s, device, events, ranges)
-	if src.key == "pattern" || src.key == "none" {
+	spans, src := findSteps(s, device, events, ranges, k)
+	if src.key == "pattern" || src.key == "one pass" || src.key == "none" {
 		if p, runs := kvPhases(s.Stacks, events, k); p != nil {
 			p.kv = runs
 			return p

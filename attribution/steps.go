@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -29,7 +30,7 @@ type stepSource struct {
 // A step that ends at a range's END also keeps the frees that follow it up
 // to the next allocation (zero_grad, a gradient freed by the loop), so
 // the next step starts with its first allocation.
-func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range) ([]span, stepSource) {
+func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges []snapshot.Range, k *kinds) ([]span, stepSource) {
 	if len(events) == 0 {
 		return nil, stepSource{key: "none"}
 	}
@@ -55,7 +56,20 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges
 		}
 	}
 	if sp := periodSteps(events); len(sp) > 1 {
+		if layer, ok := nestedLayers(s.Stacks, events, sp, k); ok {
+			// One pass through repeated layers: one step, from the
+			// first allocation on.
+			return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}},
+				stepSource{key: "one pass", rangeName: fmt.Sprintf("%s ×%d", layer, len(sp))}
+		}
 		return sp, stepSource{key: "pattern"}
+	}
+	// No step repeats, but a model ran: one pass (a forward that ran out of
+	// memory, torchtitan's dump of its first step, one evaluation).
+	for i := range events {
+		if events[i].Action == snapshot.ActionAlloc && k.event(&events[i])&kindModule != 0 {
+			return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}}, stepSource{key: "one pass"}
+		}
 	}
 	return nil, stepSource{key: "none"}
 }
@@ -219,13 +233,17 @@ func repeatedRange(ranges []snapshot.Range) string {
 	return best
 }
 
-// ownRange reports whether a range name is one torch or memscope writes by
-// itself, not the user's.
+// ownRange reports whether a range name is one torch, a library or memscope
+// writes by itself, not the user's: torch's own (Optimizer., DataLoader,
+// ProfilerStep, aten::), collectives (nccl:…, gloo:…, c10d::…), and any
+// "::"-named library range (FSDP::pre_forward per wrapped module,
+// DDP::…, autograd::…), which repeat once per layer or bucket, never once
+// per step.
 func ownRange(name string) bool {
-	for _, p := range []string{"Optimizer.", "enumerate(DataLoader)#", "ProfilerStep#", "memscope/", "##", "aten::"} {
+	for _, p := range []string{"Optimizer.", "enumerate(DataLoader)#", "ProfilerStep#", "memscope/", "##", "aten::", "nccl:", "gloo:", "c10d", "record_param_comms"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
 	}
-	return false
+	return strings.Contains(name, "::")
 }

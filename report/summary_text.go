@@ -260,6 +260,11 @@ func stepsFromText(source, rangeName string, events int) string {
 		return "the allocation pattern, which repeats"
 	case "kv cache":
 		return "generate() calls, told by their KV cache"
+	case "one pass":
+		if rangeName != "" {
+			return fmt.Sprintf("one pass through the model: the allocation pattern repeats inside one module call (%s), layers, not steps", rangeName)
+		}
+		return "one pass through the model: nothing repeats step over step"
 	}
 	if events == 0 {
 		return "no events"
