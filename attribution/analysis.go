@@ -270,11 +270,14 @@ func (d *Device) At(index int, label string) *Moment {
 		if b.PendingFree {
 			continue
 		}
+		key := streamPool{b.Stream, d.poolOf(b.Addr)}
 		c := d.class.Classify(b)
+		if !key.pool.IsDefault() && c != KVCache {
+			c = GraphPool // a private pool's: held for its graph's replays
+		}
 		m.Category[i] = c
 		m.Categories[c].Bytes += b.Size
 		m.Categories[c].Count++
-		key := streamPool{b.Stream, d.poolOf(b.Addr)}
 		sb := streams[key]
 		if sb == nil {
 			sb = &StreamBytes{Stream: key.stream, Pool: key.pool}

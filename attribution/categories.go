@@ -25,10 +25,19 @@ const (
 	// KVCache is the key and value tensors an inference run's attention
 	// cache holds (kvcache.go).
 	KVCache
+	// GatheredParameter is a sharded data-parallel library's gathered
+	// copy of parameters for compute (FSDP's all-gather outputs and
+	// unsharded parameters, ZeRO-3's), freed after each module.
+	GatheredParameter
+	// GraphPool is memory in a private pool: a CUDA graph's (CUDA graph
+	// trees under torch.compile(mode="reduce-overhead"), a
+	// graph_pool_handle()) or a torch.cuda.MemPool's. It is held for the
+	// graph's replays and serves no other request.
+	GraphPool
 	NumCategories
 )
 
-var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary", "before recording", "kv cache"}
+var categoryNames = [NumCategories]string{"unknown", "parameter", "optimizer state", "gradient", "activation", "input", "temporary", "before recording", "kv cache", "parameter (gathered)", "cuda graph pool"}
 
 func (c Category) String() string {
 	if c < NumCategories {
@@ -81,6 +90,16 @@ type classifier struct {
 	// (findKVCache), nil when there are none.
 	training bool
 	kv       map[int]bool
+	// paramSites holds the stacks whose optimizer-phase allocations
+	// replace parameters out of place (p.data = p.data - …): see
+	// findParamSites. keptMany holds, in a recording with no steps, the
+	// stacks that made three or more blocks never freed: something kept
+	// per iteration, not the weights.
+	paramSites map[snapshot.StackID]bool
+	keptMany   map[snapshot.StackID]bool
+	// optClass is the optimizer's class, from its Optimizer.step range
+	// ("AdamW"), "" when there is none.
+	optClass string
 }
 
 func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snapshot.Range, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
@@ -94,6 +113,10 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 		}
 	}
 	c.training = len(c.steps) > 0 || len(c.zeros) > 0
+	if len(c.steps) > 0 {
+		name := strings.TrimPrefix(c.steps[0].Name, "Optimizer.step#")
+		c.optClass, _, _ = strings.Cut(name, ".")
+	}
 	for _, ph := range p.List {
 		c.training = c.training || ph.Name == "backward" || ph.Name == "optimizer"
 	}
@@ -123,7 +146,79 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 			}
 		}
 	}
+	c.findParamSites()
+	if len(p.Steps) == 0 {
+		n := map[snapshot.StackID]int{}
+		for i := range events {
+			if events[i].Action == snapshot.ActionAlloc && events[i].Stack != 0 && life.death[i] < 0 {
+				n[events[i].Stack]++
+			}
+		}
+		c.keptMany = map[snapshot.StackID]bool{}
+		for st, k := range n {
+			if k >= 3 {
+				c.keptMany[st] = true
+			}
+		}
+	}
 	return c
+}
+
+// replaceWindow bounds how far before a parameter's free findParamSites
+// looks for the allocation that replaced it (the update's temporaries
+// come between).
+const replaceWindow = 64
+
+// findParamSites finds the stacks whose optimizer-phase allocations are
+// parameters replaced out of place, as hand-written optimizers do
+// (p.data = p.data - lr·update): the old parameter dies inside the
+// optimizer phase just after its replacement, of the same size, is made.
+// A chain starts at a weight built in setup (a module's __init__, .to())
+// and freed in an optimizer phase; the allocation of the same size made
+// last before that free, and still live after it, is its replacement,
+// and its stack a parameter site; a block from a parameter site freed in
+// a later optimizer phase continues the chain. Moments replaced the same
+// way (state["m"] = β·m + …) start from the optimizer's own zeros and
+// stay optimizer state.
+func (c *classifier) findParamSites() {
+	type death struct{ at, alloc int }
+	var ds []death
+	for i := range c.events {
+		if c.events[i].Action != snapshot.ActionAlloc {
+			continue
+		}
+		if d := int(c.life.death[i]); d >= 0 {
+			if name, _ := c.phaseName(d); name == "optimizer" {
+				ds = append(ds, death{d, i})
+			}
+		}
+	}
+	if len(ds) == 0 {
+		return
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].at < ds[j].at })
+	c.paramSites = map[snapshot.StackID]bool{}
+	for _, d := range ds {
+		ev := &c.events[d.alloc]
+		born, _ := c.phaseName(d.alloc)
+		switch {
+		case (born == "setup" || born == "") && ev.Stack != 0 && c.kinds.stack(ev.Stack)&kindLoad != 0:
+		case born == "optimizer" && c.paramSites[ev.Stack]:
+		default:
+			continue
+		}
+		_, pi := c.phaseName(d.at)
+		first := max(c.phases.List[pi].First, d.at-replaceWindow)
+		for j := d.at - 1; j >= first; j-- {
+			r := &c.events[j]
+			if r.Action == snapshot.ActionAlloc && r.Size == ev.Size && r.Stream == ev.Stream && (c.life.death[j] < 0 || int(c.life.death[j]) > d.at) {
+				if r.Stack != 0 {
+					c.paramSites[r.Stack] = true
+				}
+				break
+			}
+		}
+	}
 }
 
 // oomAfter reports whether an oom event follows event i within the step
@@ -168,28 +263,43 @@ func (c *classifier) timeOf(i int) int64 {
 // Classify returns the category of one live block, from its lifetime
 // relative to the phases and the optimizer's ranges, and from its stack.
 //
-// Blocks born in the recording: born and dead inside one phase is a
-// temporary. Born in the optimizer phase and never freed, or born inside
-// an Optimizer.step range and freed in a later step's optimizer phase
-// (state replaced out of place), or allocated under torch/optim and kept,
-// is optimizer state; other optimizer-phase blocks are temporaries. Born in
-// backward and outliving it is a gradient. Born in forward before the
-// step's first call of an nn.Module is the batch (input); born in forward
-// and freed later an activation; never freed unknown (a workspace, a cache
-// or a leak). Kept and made by code that builds, loads or moves weights
-// (.to(), from_pretrained, a module's __init__) is a parameter in any
-// phase; born in setup, or outside phases, and kept is a parameter too,
-// unless a module's forward made it (a cuBLAS workspace, a cache: unknown).
-// A KV cache's keys and values are kv cache first (findKVCache).
+// Blocks born in the recording: a KV cache's keys and values are kv cache
+// first (findKVCache); a sharded library's gathered parameters are
+// parameter (gathered) and its reduction buffers gradients. Born and dead
+// inside one phase is a temporary. Born in the optimizer phase by a stack
+// that replaces parameters out of place (findParamSites) is a parameter.
+// Born in the optimizer phase and never freed, or born inside an
+// Optimizer.step range and freed in a later step's optimizer phase (state
+// replaced out of place), or allocated under torch/optim (or another
+// optimizer's file) and kept, is optimizer state; other optimizer-phase
+// blocks are temporaries. Born in backward and outliving it is a
+// gradient. Born in forward before the step's first call of an nn.Module
+// is the batch (input); born in forward and freed later an activation;
+// never freed unknown (a workspace, a cache or a leak). Kept and made by
+// code that builds, loads or moves weights (.to(), from_pretrained, a
+// module's __init__) is a parameter in any phase, and so is such a weight
+// built in setup that an optimizer phase frees (replaced out of place);
+// born in setup, or outside phases, and kept is a parameter too, unless a
+// module's forward made it (a cuBLAS workspace, a cache: unknown) or, in
+// a recording with no steps, its stack made three or more such blocks
+// (kept per iteration: the inference leak). The rest is unknown.
 //
-// Blocks that predate the recording: never freed, parameters or optimizer
-// state by sizes (splitPreexisting), else before recording; freed inside
-// zero_grad, or by the loop after the optimizer step, a gradient; freed
-// inside Optimizer.step, optimizer state it replaced; freed in backward, an
-// activation saved before recording began; else before recording.
+// Blocks that predate the recording: by their stack when the snapshot
+// kept one (its segments' blocks carry frames: a state-only dump, or
+// history recorded before the trace's window): see byStack. Else never
+// freed, parameters or optimizer state by sizes (splitPreexisting), else
+// before recording; freed inside zero_grad, or by the loop after the
+// optimizer step, a gradient; freed inside Optimizer.step, optimizer state
+// it replaced; freed in backward, an activation saved before recording
+// began; else before recording.
 func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	death := c.life.deathOf(b)
 	if b.AllocIndex < 0 {
+		if b.Stack != 0 {
+			if cat, ok := c.byStack(b.Stack); ok {
+				return cat
+			}
+		}
 		if death < 0 {
 			if cat, ok := c.pre[b.Addr]; ok {
 				return cat
@@ -215,6 +325,12 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	born, bornPhase := c.phaseName(b.AllocIndex)
 	died, diedPhase := c.phaseName(death)
 	kd := c.kinds.stack(b.Stack)
+	switch {
+	case kd&kindGather != 0:
+		return GatheredParameter
+	case kd&kindReduce != 0:
+		return Gradient
+	}
 	// A block born in a step that an out-of-memory error cut short, and
 	// still live (the snapshot was taken while the failed step's frames
 	// held it), is what that step was building, not a leak.
@@ -228,14 +344,18 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	switch {
 	case death >= 0 && bornPhase >= 0 && bornPhase == diedPhase:
 		return Temporary
+	case born == "optimizer" && c.paramSites[b.Stack]:
+		return Parameter // a parameter replaced out of place (p.data = …)
 	case born == "optimizer" && death < 0,
 		born == "optimizer" && died == "optimizer" && inRange(c.steps, c.timeOf(b.AllocIndex)),
 		death < 0 && kd&kindOptimizer != 0:
 		return OptimizerState
+	case born == "optimizer" && died == "optimizer" && c.replacedState(b):
+		return OptimizerState // a hand-written optimizer's state, replaced out of place
 	case born == "optimizer":
 		return Temporary
-	case death < 0 && kd&kindLoad != 0:
-		return Parameter // the model's weights, built, loaded or moved (.to()) and kept
+	case kd&kindLoad != 0 && (death < 0 || died == "optimizer"):
+		return Parameter // the model's weights, built, loaded or moved (.to()) and kept, or replaced by the optimizer
 	case born == "prefill" || born == "decode" || born == "generate":
 		if death >= 0 {
 			return Activation // made by one phase of generate() and freed in a later one
@@ -255,21 +375,71 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Unknown
 	case death < 0 && kd&kindForward != 0:
 		return Unknown // made by the model's forward and kept: a workspace (cuBLAS'), a cache, or a leak
-	case death < 0:
+	case death < 0 && c.keptMany[b.Stack]:
+		return Unknown // kept per iteration of a loop with no steps: the inference leak
+	case death < 0 && died == "":
 		return Parameter // built before the first step and kept
 	}
-	return Input
+	return Unknown
+}
+
+// replacedState reports whether an optimizer-phase block that a later
+// optimizer phase frees is state a hand-written optimizer (one with no
+// Optimizer.step range) replaces out of place: it outlives its own phase.
+func (c *classifier) replacedState(b *snapshot.LiveBlock) bool {
+	if len(c.steps) > 0 {
+		return false // the range rule above decides
+	}
+	_, bp := c.phaseName(b.AllocIndex)
+	_, dp := c.phaseName(c.life.deathOf(b))
+	return bp >= 0 && dp > bp && c.phases.List[dp].Step > c.phases.List[bp].Step
+}
+
+// byStack returns the category a kept block's stack tells by itself, for
+// blocks that predate the recording: a KV cache allocator's (transformers'
+// cache classes, vLLM's cache engine, SGLang's pools), a sharded library's
+// gathered parameters or reduction buffers, an optimizer's (torch/optim,
+// Megatron's distributed optimizer, ZeRO's partitions), code that builds,
+// loads or moves weights (a module's __init__, .to(), from_pretrained,
+// Megatron's parameter buffers).
+func (c *classifier) byStack(id snapshot.StackID) (Category, bool) {
+	kd := c.kinds.stack(id)
+	switch {
+	case kd&kindKV != 0:
+		return KVCache, true
+	case kd&kindGather != 0:
+		return GatheredParameter, true
+	case kd&kindReduce != 0:
+		return Gradient, true
+	case kd&kindOptimizer != 0:
+		return OptimizerState, true
+	case kd&kindLoad != 0:
+		return Parameter, true
+	}
+	return 0, false
 }
 
 // splitPreexisting decides which blocks that predate the trace and live to
 // its end are parameters and which are optimizer state. With no stacks
-// (they were allocated before recording), the decision uses the gradients
-// seen in the trace: every parameter gets a gradient of its own size each
-// step, and Adam keeps two moments of that size, SGD with momentum one. So
-// for each gradient size with g gradients per step, the k pre-existing
-// blocks of that size hold g parameters and k-g optimizer states (the g
-// lowest addresses are taken as the parameters: models are built before
-// their optimizers). Sizes with no gradient stay "before recording". A
+// (they were allocated before recording), the decision uses what the trace
+// does once per parameter: every parameter gets a gradient of its own size
+// each step, and a foreach optimizer makes one temporary of each
+// parameter's size inside Optimizer.step (FSDP's gradients are views of
+// flat reduce-scatter buffers: only the optimizer's temporaries tell its
+// parameters' sizes). Adam keeps two moments of that size, SGD with
+// momentum one. So for each such size with g parameters, the k
+// pre-existing blocks of that size hold g parameters and k-g optimizer
+// states (the g lowest addresses are taken as the parameters: models are
+// built before their optimizers); under an Adam-family optimizer a size
+// whose count is a multiple of three is a third parameters. When no size
+// is told (fused AdamW, which allocates nothing, over FSDP's flat
+// gradients), the Adam rule alone decides.
+//
+// Sizes with no gradient stay "before recording", except in the adapter
+// shape: when the parameters found are fewer bytes than the blocks left
+// over (minFrozen of them at least, cuBLAS's workspaces aside), those are
+// frozen weights (a LoRA's base model, never given a
+// gradient nor touched by the optimizer) and count as parameters. A
 // recording with no backward and no optimizer (inference) holds no
 // gradients to match: everything it never frees is taken as the weights.
 func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []snapshot.Event) {
@@ -296,6 +466,7 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 			grads[ev.Size]++
 		}
 	}
+	temps := c.optimizerTemps(events)
 	bySize := map[int64][]uint64{}
 	for i := range initial {
 		b := &initial[i]
@@ -304,14 +475,58 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		}
 		bySize[b.Requested] = append(bySize[b.Requested], b.Addr)
 	}
+	adam := adamFamily(c.optClass)
+	told := false
+	per := map[int64]int{}
 	for size, addrs := range bySize {
+		k := len(addrs)
 		g := grads[size]
+		if g == 0 || g > k {
+			g = temps[size]
+		}
+		if g > 0 && adam && k%3 == 0 {
+			g = k / 3
+		}
+		if g > k {
+			g = 0
+		}
 		if !c.training {
 			// No backward and no optimizer: what lives from before the
 			// recording to its end is the model's weights and buffers.
-			g = len(addrs)
+			g = k
 		}
-		if g == 0 {
+		if g > 0 {
+			told = true
+			per[size] = g
+		}
+	}
+	if c.training && !told && adam {
+		for size, addrs := range bySize {
+			if len(addrs)%3 == 0 {
+				per[size] = len(addrs) / 3
+			}
+		}
+	}
+	var trained, left int64
+	nleft := 0
+	for size, addrs := range bySize {
+		switch _, ok := per[size]; {
+		case ok:
+			trained += size * int64(per[size])
+		case !cublasWorkspace(size):
+			left += size * int64(len(addrs))
+			nleft += len(addrs)
+		}
+	}
+	frozen := c.training && trained > 0 && trained < left && nleft >= minFrozen
+	for size, addrs := range bySize {
+		g, ok := per[size]
+		if !ok {
+			if frozen && !cublasWorkspace(size) {
+				for _, a := range addrs {
+					c.pre[a] = Parameter
+				}
+			}
 			continue
 		}
 		sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
@@ -323,4 +538,48 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 			}
 		}
 	}
+}
+
+// minFrozen is the fewest blocks left over that the adapter shape takes
+// as frozen weights: a model is many tensors; a few leftovers are
+// workspaces or buffers.
+const minFrozen = 8
+
+// cublasWorkspace reports whether a requested size is one of the
+// workspaces cuBLAS and cuBLASLt take from the caching allocator at their
+// first matmul (CUBLAS_WORKSPACE_CONFIG's defaults: 32 MiB on Hopper and
+// later, 4096 KiB × 2 + 16 KiB × 8 before): kept for the process's life,
+// never a weight.
+func cublasWorkspace(size int64) bool {
+	return size == 32<<20 || size == 4096<<10*2+16<<10*8
+}
+
+// optimizerTemps counts, by size, the allocations under an optimizer's
+// frames inside the first Optimizer.step range that has any: a foreach
+// optimizer's temporaries, one per parameter.
+func (c *classifier) optimizerTemps(events []snapshot.Event) map[int64]int {
+	out := map[int64]int{}
+	for _, r := range c.steps {
+		lo := sort.Search(len(events), func(i int) bool { return events[i].TimeUS >= r.StartUS })
+		for i := lo; i < len(events) && r.Contains(events[i].TimeUS); i++ {
+			ev := &events[i]
+			if ev.Action == snapshot.ActionAlloc && ev.Stack != 0 && c.kinds.stack(ev.Stack)&kindOptimizer != 0 {
+				out[ev.Size]++
+			}
+		}
+		if len(out) > 0 {
+			break
+		}
+	}
+	return out
+}
+
+// adamFamily reports whether an optimizer class keeps two moments of each
+// parameter's size.
+func adamFamily(class string) bool {
+	switch class {
+	case "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "FusedAdam", "DeepSpeedCPUAdam", "Lamb", "LAMB":
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"math/bits"
+	"sort"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -37,6 +38,12 @@ type Fragmentation struct {
 	// reserve (under a per-process cap, else from the device).
 	Request, Unusable, Stranded, Headroom int64
 
+	// Private lists the private pools (CUDA graphs' and MemPools')
+	// reserved at this moment; their free memory serves only their own
+	// graph's replays or allocations, so it is left out of Free, Holes,
+	// the histogram and the verdict.
+	Private []PrivatePool
+
 	// Churn over the whole trace.
 	churn
 
@@ -55,11 +62,19 @@ type HoleBucket struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// PrivatePool is one private pool's memory at a moment.
+type PrivatePool struct {
+	Pool                      snapshot.PoolID
+	Reserved, Allocated, Free int64
+	Segments                  int
+}
+
 // hole is one free block.
 type hole struct {
-	size  int64
-	large bool
-	split bool
+	size    int64
+	large   bool
+	split   bool
+	private bool // in a private pool's segment
 }
 
 // segmentView is one reserved segment at a moment: a cudaMalloc'd range, or
@@ -120,10 +135,11 @@ func (d *Device) holes(m *Moment) []hole {
 		if !known {
 			isSmall = !s.Expandable && s.End-s.Addr == smallSegment
 		}
+		private := !d.poolOf(s.Addr).IsDefault()
 		for _, g := range s.Holes {
 			// torch leaves expandable segments out of inactive_split: their
 			// fully free pages can always be unmapped.
-			out = append(out, hole{size: g, large: !isSmall, split: len(s.Live) > 0 && !s.Expandable})
+			out = append(out, hole{size: g, large: !isSmall, split: len(s.Live) > 0 && !s.Expandable, private: private})
 		}
 	})
 	return out
@@ -132,7 +148,11 @@ func (d *Device) holes(m *Moment) []hole {
 func (d *Device) fragmentation(m *Moment) *Fragmentation {
 	f := &Fragmentation{Label: m.Label, Index: m.Index, Reserved: m.Reserved,
 		Allocated: m.Allocated, Active: m.Active, Cached: m.Reserved - m.Allocated}
+	f.Private = d.privatePools(m)
 	for _, h := range d.holes(m) {
+		if h.private {
+			continue
+		}
 		f.Free += h.size
 		f.Holes++
 		if h.split {
@@ -166,7 +186,7 @@ func (f *Fragmentation) unusableFor(d *Device, m *Moment, request, headroom int6
 	f.Request, f.Headroom = request, max(headroom, 0)
 	large := request > smallRequest
 	for _, h := range d.holes(m) {
-		if h.large != large {
+		if h.large != large || h.private {
 			continue
 		}
 		if h.size < request {
@@ -177,6 +197,43 @@ func (f *Fragmentation) unusableFor(d *Device, m *Moment, request, headroom int6
 		}
 	}
 	f.Verdict = f.verdict()
+}
+
+// privatePools returns the private pools reserved at moment m, by pool
+// id.
+func (d *Device) privatePools(m *Moment) []PrivatePool {
+	var out []PrivatePool
+	at := map[snapshot.PoolID]int{}
+	get := func(p snapshot.PoolID) *PrivatePool {
+		i, ok := at[p]
+		if !ok {
+			i = len(out)
+			at[p] = i
+			out = append(out, PrivatePool{Pool: p})
+		}
+		return &out[i]
+	}
+	for _, r := range m.Ranges {
+		if p := d.poolOf(r.Addr); !p.IsDefault() {
+			pp := get(p)
+			pp.Reserved += int64(r.End - r.Addr)
+			pp.Segments++
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for i := range m.Live {
+		b := &m.Live[i]
+		if p := d.poolOf(b.Addr); !p.IsDefault() {
+			get(p).Allocated += b.Size
+		}
+	}
+	for i := range out {
+		out[i].Free = out[i].Reserved - out[i].Allocated
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pool.A < out[j].Pool.A || out[i].Pool.A == out[j].Pool.A && out[i].Pool.B < out[j].Pool.B })
+	return out
 }
 
 // pool gives the request's pool and its largest free block.
@@ -197,10 +254,14 @@ func (f *Fragmentation) fragmented() bool {
 
 // verdict decides whether the free memory is a problem and what to try.
 func (f *Fragmentation) verdict() FragVerdict {
-	if f.Reserved == 0 {
+	reserved := f.Reserved // the default pool's: private pools' free memory serves only them
+	for _, p := range f.Private {
+		reserved -= p.Reserved
+	}
+	if reserved <= 0 {
 		return FragVerdict{Kind: FragNothingReserved}
 	}
-	v := FragVerdict{Free: f.Free, Share: float64(f.Free) / float64(f.Reserved), Holes: f.Holes,
+	v := FragVerdict{Free: f.Free, Share: float64(f.Free) / float64(reserved), Holes: f.Holes,
 		Largest: max(f.LargestFree[0], f.LargestFree[1])}
 	switch {
 	case f.fragmented():

@@ -43,6 +43,15 @@ const (
 	// (DynamicCache's torch.cat per token, StaticCache's preallocated
 	// keys and values).
 	kindKV
+	// kindGather: a sharded data-parallel library gathering parameters
+	// for compute: FSDP2's all-gather outputs and unsharded storage
+	// (torch/distributed/fsdp/_fully_shard: allocate, alloc_storage, the
+	// cast of the shard for the all-gather), FSDP1's padded unsharded
+	// flat parameter, DeepSpeed ZeRO-3's partitioned parameters' all-gather.
+	kindGather
+	// kindReduce: a sharded library's gradient reduction buffers (FSDP2's
+	// reduce-scatter input, chunk_cat and foreach_reduce; FSDP1's).
+	kindReduce
 	kindDone // the stack's bits are computed
 )
 
@@ -56,6 +65,8 @@ const (
 	fForward
 	fLoad
 	fKV
+	fGather
+	fReduce
 	fDone
 )
 
@@ -129,7 +140,7 @@ func (k *kinds) event(ev *snapshot.Event) kind {
 var frameKinds = [...]struct {
 	frame uint16
 	kind  kind
-}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}}
+}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}, {fGather, kindGather}, {fReduce, kindReduce}}
 
 // stack returns the kind bits of stack id.
 func (k *kinds) stack(id snapshot.StackID) kind {
@@ -191,8 +202,10 @@ func frameBits(fr *snapshot.Frame) uint16 {
 		f |= fClosure
 	}
 	torch := inTorch(path)
-	f |= loadOrCacheBits(path, fr.Name, torch)
+	f |= loadOrCacheBits(path, fr.Name, torch) | shardBits(path, fr.Name)
 	switch {
+	case !torch && optimizerFile(path):
+		f |= fOptim
 	case !torch:
 	case strings.Contains(path, "torch/optim/"):
 		f |= fOptim
@@ -254,10 +267,65 @@ func loadOrCacheBits(path, name string, torch bool) uint16 {
 		if hfLoads[name] {
 			return fLoad
 		}
-	case strings.HasSuffix(path, "transformers/cache_utils.py"):
-		return fKV
+	case strings.HasSuffix(path, "cache_utils.py"), kvAllocator(path, name):
+		return fKV // transformers' cache classes, a fork's or a quantised copy's, a serving engine's pools
+	case strings.HasSuffix(path, "megatron/core/distributed/param_and_grad_buffer.py"):
+		return fLoad // Megatron's contiguous parameter (and gradient) buffers
 	case strings.Contains(path, "safetensors/"), name == "set_module_tensor_to_device":
 		return fLoad
+	}
+	return 0
+}
+
+// kvAllocator reports whether a frame is a serving engine's KV cache
+// allocator: vLLM v0's worker/cache_engine.py (_allocate_kv_cache), v1's
+// workers (initialize_kv_cache, _allocate_kv_cache_tensors,
+// _reshape_kv_cache_tensors), SGLang's memory pools
+// (mem_cache/memory_pool.py: the token-to-KV pools), and any function of a
+// serving package named for its KV cache.
+func kvAllocator(path, name string) bool {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(path, "vllm/worker/cache_engine.py"):
+		return true
+	case strings.Contains(path, "sglang/") && strings.Contains(path, "mem_cache/"):
+		return true
+	case strings.Contains(path, "vllm/"), strings.Contains(path, "sglang/"), strings.Contains(path, "lmdeploy/"),
+		strings.Contains(path, "tensorrt_llm/"):
+		return strings.Contains(lower, "kv_cache") || strings.Contains(lower, "kvcache")
+	}
+	return false
+}
+
+// optimizerFile reports whether a file outside torch holds an optimizer
+// whose allocations are optimizer state: Megatron's distributed optimizer
+// (its fp32 main parameters and moments), DeepSpeed's ZeRO stages 1 and 2
+// (flat fp32 partitions), bitsandbytes' and torchao's optimizers.
+func optimizerFile(path string) bool {
+	return strings.HasSuffix(path, "megatron/core/optimizer/distrib_optimizer.py") ||
+		strings.HasSuffix(path, "deepspeed/runtime/zero/stage_1_and_2.py") ||
+		strings.Contains(path, "bitsandbytes/optim/") || strings.Contains(path, "torchao/optim/")
+}
+
+// shardBits returns fGather or fReduce for a sharded data-parallel
+// library's frames that allocate gathered parameters or gradient
+// reduction buffers.
+func shardBits(path, name string) uint16 {
+	switch {
+	case strings.Contains(path, "torch/distributed/fsdp/"):
+		switch name {
+		case "chunk_cat", "foreach_reduce", "_div_if_needed", "foreach_reduce_scatter_copy_in",
+			"_reduce_grad", "_reduce_grad_no_shard", "_post_backward_hook", "post_backward":
+			return fReduce
+		case "allocate", "alloc_storage", "_to_dtype_if_needed", "foreach_all_gather", "foreach_all_gather_copy_out",
+			"init_all_gather_outputs", "init_unsharded_param", "_alloc_padded_unsharded_flat_param",
+			"_all_gather_flat_param", "unshard", "_unshard", "pre_unshard", "_use_low_precision_shard":
+			return fGather
+		}
+	case strings.HasSuffix(path, "deepspeed/runtime/zero/partition_parameters.py"):
+		if strings.Contains(name, "all_gather") || strings.Contains(name, "allgather") {
+			return fGather
+		}
 	}
 	return 0
 }

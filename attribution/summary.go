@@ -57,7 +57,10 @@ type DeviceSummary struct {
 	LiveAtPeak int
 	// Categories holds the allocated bytes at the peak by category.
 	Categories [NumCategories]Bytes
-	Findings   []Finding
+	// PrivatePools are the private pools reserved at the peak (CUDA
+	// graphs', MemPools'), nil for none.
+	PrivatePools []PrivatePool
+	Findings     []Finding
 	// Fixes are the first SummaryFixes of Advise's fixes, cheapest first
 	// (none outside a training step's peak).
 	Fixes []AdviceFix
@@ -118,6 +121,7 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
 		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Lost: dev.Lost, Timed: t.Timed,
+		PrivatePools: dev.Frag[0].Private,
 	}
 	for _, i := range s.SegmentsOf(d) {
 		seg := &s.Segments[i]

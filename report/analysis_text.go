@@ -234,6 +234,9 @@ func fragText(w io.Writer, d *attribution.Device) error {
 			units.Bytes(f.LargestFree[0]), units.Bytes(f.LargestFree[1]))
 	}
 	tw.Flush()
+	for _, f := range d.Frag {
+		privatePoolsText(ew, f.Private, "at "+f.Label)
+	}
 	if len(d.Frag) > 0 {
 		f := d.Frag[0]
 		ew.printf("\nsegment churn over the trace: %d cudaMalloc, %d cudaFree, %d maps, %d unmaps, %d OOMs\n",

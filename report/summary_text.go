@@ -141,6 +141,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if len(cats) > 0 {
 		ew.printf("\n%s\n", wrap("at peak by category: "+strings.Join(cats, ", "), 98, "  "))
 	}
+	privatePoolsText(ew, d.PrivatePools, "at the peak")
 	if d.Inference != nil {
 		inferenceText(ew, d.Inference)
 	}
@@ -328,4 +329,27 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	default:
 		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
 	}
+}
+
+// privatePoolsText names the private pools reserved at a moment (CUDA
+// graphs' and MemPools'), their bytes, and that their free memory serves
+// no other request.
+func privatePoolsText(ew *errWriter, pools []attribution.PrivatePool, when string) {
+	if len(pools) == 0 {
+		return
+	}
+	var reserved, free int64
+	var parts []string
+	for _, p := range pools {
+		reserved += p.Reserved
+		free += p.Free
+		segs := "segments"
+		if p.Segments == 1 {
+			segs = "segment"
+		}
+		parts = append(parts, fmt.Sprintf("pool (%d,%d) %s reserved in %d %s, %s allocated",
+			p.Pool.A, p.Pool.B, units.Bytes(p.Reserved), p.Segments, segs, units.Bytes(p.Allocated)))
+	}
+	ew.printf("\n%s\n", wrap(fmt.Sprintf("private pools %s (CUDA graphs' or torch.cuda.MemPool's): %s reserved, %s of it free; held for the graphs' replays, that free memory serves no other request and empty_cache() does not release it: %s",
+		when, units.Bytes(reserved), units.Bytes(free), strings.Join(parts, "; ")), 98, "  "))
 }
