@@ -232,7 +232,9 @@ func (d *Device) privatePools(m *Moment) []PrivatePool {
 	for i := range out {
 		out[i].Free = out[i].Reserved - out[i].Allocated
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Pool.A < out[j].Pool.A || out[i].Pool.A == out[j].Pool.A && out[i].Pool.B < out[j].Pool.B })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Pool.A < out[j].Pool.A || out[i].Pool.A == out[j].Pool.A && out[i].Pool.B < out[j].Pool.B
+	})
 	return out
 }
 
