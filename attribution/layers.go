@@ -30,10 +30,21 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 	if len(sp) >= 3 {
 		mid = sp[1 : len(sp)-1]
 	}
-	// The shared outermost frames (prefix, outermost first) of every
-	// allocation with Python frames in the middle spans.
-	var prefix []snapshot.FrameID
+	// The shared outermost Python frames (prefix, outermost first) of
+	// every allocation in the middle spans: C and C++ frames (stacks="all")
+	// are left out, as torch's combined tracebacks interleave them.
+	var prefix, py []snapshot.FrameID
 	first := true
+	pyFrames := func(id snapshot.StackID) []snapshot.FrameID {
+		fr := st.Stack(id) // innermost first
+		py = py[:0]
+		for j := len(fr) - 1; j >= 0; j-- {
+			if k.frame(fr[j])&fPython != 0 {
+				py = append(py, fr[j])
+			}
+		}
+		return py
+	}
 	for _, s := range mid {
 		for i := s.first; i <= s.last; i++ {
 			ev := &events[i]
@@ -43,17 +54,14 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 			if ev.Stack == 0 || k.stack(ev.Stack)&kindPython == 0 {
 				return "", false // C++ or autograd work: a backward is in the period
 			}
-			fr := st.Stack(ev.Stack) // innermost first
+			fr := pyFrames(ev.Stack)
 			if first {
-				prefix = make([]snapshot.FrameID, len(fr))
-				for j := range fr {
-					prefix[j] = fr[len(fr)-1-j]
-				}
+				prefix = append([]snapshot.FrameID(nil), fr...)
 				first = false
 				continue
 			}
 			n := 0
-			for n < len(prefix) && n < len(fr) && prefix[n] == fr[len(fr)-1-n] {
+			for n < len(prefix) && n < len(fr) && prefix[n] == fr[n] {
 				n++
 			}
 			prefix = prefix[:n]
@@ -71,7 +79,7 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 		switch b := k.frame(fid); {
 		case b&fForward != 0:
 			called = true
-		case called && b&fPython != 0 && !plumbingCall(st.Frame(fid)):
+		case called && !plumbingCall(st.Frame(fid)):
 			inside = true
 		}
 	}
@@ -86,11 +94,11 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 			if ev.Action != snapshot.ActionAlloc {
 				continue
 			}
-			fr := st.Stack(ev.Stack)
+			fr := pyFrames(ev.Stack)
 			var branch *snapshot.Frame
-			for j := len(fr) - 1 - len(prefix); j >= 0; j-- {
-				f := st.Frame(fr[j])
-				if k.frame(fr[j])&fForward != 0 || plumbingCall(f) {
+			for _, fid := range fr[min(len(prefix), len(fr)):] {
+				f := st.Frame(fid)
+				if k.frame(fid)&fForward != 0 || plumbingCall(f) {
 					continue
 				}
 				branch = f
