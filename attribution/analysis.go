@@ -299,7 +299,8 @@ func (d *Device) At(index int, label string) *Moment {
 }
 
 // ParseMoment resolves a moment spec: peak, end, oom (the first), oom:N,
-// event:N, step:N:PHASE (the peak inside that phase), or a time offset from
+// event:N, step:N:PHASE (the peak inside that phase; with micro-batches the
+// highest of them), step:N:PHASE:M (the M-th micro-batch's, from 0), or a time offset from
 // the first event ("1.5s", "250ms", "1200us").
 func (d *Device) ParseMoment(spec string) (*Moment, error) {
 	t := d.Timeline
@@ -329,23 +330,52 @@ func (d *Device) ParseMoment(spec string) (*Moment, error) {
 		return d.At(n, spec), nil
 	case strings.HasPrefix(spec, "step:"):
 		parts := strings.Split(spec, ":")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("moment %q: want step:N:PHASE, e.g. step:3:forward", spec)
+		if len(parts) != 3 && len(parts) != 4 {
+			return nil, fmt.Errorf("moment %q: want step:N:PHASE or step:N:PHASE:M (M-th micro-batch from 0), e.g. step:3:forward", spec)
 		}
 		n, err := strconv.Atoi(parts[1])
 		if err != nil {
 			return nil, fmt.Errorf("moment %q: step %q is not a number", spec, parts[1])
 		}
-		for _, ph := range d.Phases.List {
-			if ph.Step == n && ph.Name == parts[2] {
-				return d.At(ph.PeakIndex, fmt.Sprintf("step %d %s peak", n, ph.Name)), nil
+		micro := -1
+		if len(parts) == 4 {
+			if micro, err = strconv.Atoi(parts[3]); err != nil || micro < 0 {
+				return nil, fmt.Errorf("moment %q: micro-batch %q is not a number ≥ 0", spec, parts[3])
 			}
+		}
+		// A step with gradient accumulation has a forward and a backward
+		// per micro-batch: step:N:PHASE is the highest of them, as the
+		// phase table shows it; step:N:PHASE:M the M-th.
+		best, seen := -1, 0
+		for i := range d.Phases.List {
+			ph := &d.Phases.List[i]
+			if ph.Step != n || ph.Name != parts[2] {
+				continue
+			}
+			switch {
+			case micro < 0 && (best < 0 || ph.Peak.Allocated > d.Phases.List[best].Peak.Allocated):
+				best = i
+			case micro >= 0 && seen == micro:
+				best = i
+			}
+			seen++
+		}
+		if best >= 0 {
+			ph := &d.Phases.List[best]
+			label := fmt.Sprintf("step %d %s peak", n, ph.Name)
+			if micro >= 0 {
+				label = fmt.Sprintf("step %d %s %d peak", n, ph.Name, micro)
+			}
+			return d.At(ph.PeakIndex, label), nil
+		}
+		if micro >= 0 && seen > 0 {
+			return nil, fmt.Errorf("moment %q: step %d has %d %s phases (micro-batches 0 to %d)", spec, n, seen, parts[2], seen-1)
 		}
 		return nil, fmt.Errorf("moment %q: no such phase (phases come from %s)", spec, d.Phases.Source)
 	}
 	us, err := units.ParseDuration(spec)
 	if err != nil {
-		return nil, fmt.Errorf("moment %q: want peak, end, oom, oom:N, event:N, step:N:PHASE or a time such as 1.5s", spec)
+		return nil, fmt.Errorf("moment %q: want peak, end, oom, oom:N, event:N, step:N:PHASE[:M] or a time such as 1.5s", spec)
 	}
 	if len(t.Events) == 0 {
 		return d.At(-1, spec), nil

@@ -431,7 +431,10 @@ func (c *classifier) byStack(id snapshot.StackID) (Category, bool) {
 // pre-existing blocks of that size hold g parameters and k-g optimizer
 // states (the g lowest addresses are taken as the parameters: models are
 // built before their optimizers); under an Adam-family optimizer a size
-// whose count is a multiple of three is a third parameters. When no size
+// whose count is a multiple of three is a third parameters, unless the
+// optimizer made that size's state inside the recording (recording began
+// before its first step): then every pre-existing block of it is a
+// parameter. When no size
 // is told (fused AdamW, which allocates nothing, over FSDP's flat
 // gradients), the Adam rule alone decides.
 //
@@ -476,6 +479,7 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		bySize[b.Requested] = append(bySize[b.Requested], b.Addr)
 	}
 	adam := adamFamily(c.optClass)
+	born := c.bornState(events)
 	told := false
 	per := map[int64]int{}
 	for size, addrs := range bySize {
@@ -484,7 +488,10 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		if g == 0 || g > k {
 			g = temps[size]
 		}
-		if g > 0 && adam && k%3 == 0 {
+		switch {
+		case g > 0 && born[size] > 0:
+			g = k // the optimizer made this size's state inside the recording: these are parameters
+		case g > 0 && adam && k%3 == 0:
 			g = k / 3
 		}
 		if g > k {
@@ -552,6 +559,25 @@ const minFrozen = 8
 // never a weight.
 func cublasWorkspace(size int64) bool {
 	return size == 32<<20 || size == 4096<<10*2+16<<10*8
+}
+
+// bornState counts, by size, the optimizer state made inside the
+// recording: allocations in the optimizer phase that outlive it (a lazy
+// optimizer's first step creates its moments there).
+func (c *classifier) bornState(events []snapshot.Event) map[int64]int {
+	out := map[int64]int{}
+	for i := range events {
+		ev := &events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		if name, pi := c.phaseName(i); name == "optimizer" {
+			if d := int(c.life.death[i]); d < 0 || d > c.phases.List[pi].Last {
+				out[ev.Size]++
+			}
+		}
+	}
+	return out
 }
 
 // optimizerTemps counts, by size, the allocations under an optimizer's

@@ -10,8 +10,10 @@ import "github.com/memscope/memscope/snapshot"
 // by one torch.cat per token (DynamicCache) allocates its first line (in
 // layer order, once per layer) at one size in the prefill and at a larger
 // size in each decode step: the prefill ends at the lowest allocated point
-// between its last cache allocation and the first decode step's, after its
-// logits are freed, and "decode" is the rest. A cache allocated once
+// between its sampling (the first allocation outside a module's forward
+// after its last cache allocation; that allocation itself when there is
+// none) and the first decode step's cache allocation, and "decode" is the
+// rest. A cache allocated once
 // (StaticCache, a compiled decode step replayed by CUDA graphs) does not
 // say where the prefill ends; the model's forwards do: the prefill ends at
 // the lowest allocated point between the step's first forward (its
@@ -180,8 +182,19 @@ func prefillEnd(st *snapshot.Stacks, events []snapshot.Event, k *kinds, first, l
 		return -1, rounds
 	}
 	// The lowest point of allocated bytes between the prefill's last
-	// cache allocation and the first decode step's (the latest one).
-	return valley(events, lastPrefill, decode), rounds
+	// cache allocation and the first decode step's (the latest one),
+	// from the sampling on when there is one: the first allocation
+	// outside a module's forward after the prefill's last cache
+	// allocation. The prefill's logits are its own, though a hand-written
+	// loop keeps them until the next forward returns.
+	from := lastPrefill
+	for i := lastPrefill + 1; i < decode; i++ {
+		if ev := &events[i]; ev.Action == snapshot.ActionAlloc && ev.Stack != 0 && k.stack(ev.Stack)&(kindForward|kindPython) == kindPython {
+			from = i
+			break
+		}
+	}
+	return valley(events, from, decode), rounds
 }
 
 // kvLine returns the innermost frame of stack id in cache_utils.py.

@@ -44,10 +44,21 @@ var analysisCache = map[string]*Analysis{}
 // pass CheckValid.
 func fixtureAnalysis(t *testing.T, dir string) *Analysis {
 	t.Helper()
+	return fixtureAnalysisFile(t, filepath.Join(dir, "snapshot.pickle"))
+}
+
+// fixtureAnalysisFile is fixtureAnalysis of one snapshot file, checked
+// and cached by its path.
+func fixtureAnalysisFile(t *testing.T, path string) *Analysis {
+	t.Helper()
+	dir := path
+	if filepath.Base(path) == "snapshot.pickle" {
+		dir = filepath.Dir(path)
+	}
 	if an := analysisCache[dir]; an != nil {
 		return an
 	}
-	s, err := snapshot.Open(filepath.Join(dir, "snapshot.pickle"))
+	s, err := snapshot.Open(path)
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}

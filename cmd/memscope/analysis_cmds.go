@@ -103,7 +103,7 @@ func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path 
 func peakFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, true)
-	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak), or a time after the first event such as 1.5s")
+	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak; with gradient accumulation the highest micro-batch's, as the phase table shows), step:N:PHASE:M (micro-batch M, from 0), or a time after the first event such as 1.5s")
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
 	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too, or by category for an export_memory_timeline file")
 	return func(cc *cmdContext, paths []string) error {

@@ -66,6 +66,17 @@ type File struct {
 	// cache holds at the end (kept alive through the dump); 0 elsewhere.
 	KVCacheBytes int64 `json:"kv_cache_bytes"`
 
+	// The workload fixtures' (fixtures/workloads): gradient bytes (local
+	// shards for FSDP2), the frozen and trained parameters of an adapter
+	// run, the private pools' reserved bytes (segments whose
+	// segment_pool_id is not (0,0)), and at an OOM in the optimizer's
+	// first step the state it was making (two moments per parameter).
+	GradientBytes        int64 `json:"gradient_bytes"`
+	FrozenParamBytes     int64 `json:"frozen_param_bytes"`
+	TrainableParamBytes  int64 `json:"trainable_param_bytes"`
+	PrivatePoolReserved  int64 `json:"private_pool_reserved"`
+	OptimizerStateNeeded int64 `json:"optimizer_state_needed"`
+
 	// Batch, Seq, Prompt and NewTokens are a plain script's run shape
 	// (capture/advise: sequences, tokens per sequence, a generate()'s
 	// prompt and new tokens), Model its model's (0 where not written).
@@ -140,6 +151,9 @@ type Window struct {
 type Phase struct {
 	Step  int    `json:"step"` // -1 for setup outside the steps
 	Phase string `json:"phase"`
+	// Micro numbers a micro-batch's forward or backward inside a step
+	// (gradient accumulation); nil for a phase of its own.
+	Micro *int `json:"micro"`
 
 	PeakAllocated int64 `json:"peak_allocated"` // allocated_bytes.all.peak over the phase
 	PeakRequested int64 `json:"peak_requested"`

@@ -1,0 +1,187 @@
+package attribution
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscope/memscope/internal/truth"
+)
+
+// workload is one fixture under ../fixtures/workloads (issue 28): big-model
+// workloads captured with plain torch, each with torch's truth.
+type workload struct {
+	name  string
+	truth *truth.File
+	an    *Analysis
+}
+
+func loadWorkloads(t *testing.T) []*workload {
+	t.Helper()
+	dirs, err := filepath.Glob("../fixtures/workloads/*/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 12 {
+		t.Fatalf("%d workload fixtures, want 12", len(dirs))
+	}
+	var out []*workload
+	for _, p := range dirs {
+		dir := filepath.Dir(p)
+		w := &workload{name: filepath.Base(dir), truth: readTruth(t, dir), an: fixtureAnalysis(t, dir)}
+		out = append(out, w)
+	}
+	return out
+}
+
+// within reports whether got is within frac of want.
+func within(got, want int64, frac float64) bool {
+	if want == 0 {
+		return got == 0
+	}
+	return math.Abs(float64(got-want)) <= frac*float64(want)
+}
+
+// TestWorkloadSteps: the steps found are the steps the script ran (no
+// step from FSDP's per-module ranges, none from the layers of one
+// forward), and every phase's peak is torch's max_memory_allocated for
+// that phase, to the byte; a micro-batch's phase is read with
+// step:N:PHASE:M, and step:N:PHASE is the highest of its micro-batches, as
+// the phase table says. The hand-made CUDA graphs' replays allocate next to
+// nothing, so their recording is one pass.
+func TestWorkloadSteps(t *testing.T) {
+	for _, w := range loadWorkloads(t) {
+		t.Run(w.name, func(t *testing.T) {
+			d := w.an.Devices[0]
+			p := d.Phases
+			want := w.truth.StepsRecorded
+			if w.name == "cuda-graph" {
+				want = 1
+			}
+			if len(p.Steps) != want {
+				t.Fatalf("%d steps found (from %s %q), want %d", len(p.Steps), p.Source, p.Range, want)
+			}
+			if w.name == "cuda-graph" {
+				return
+			}
+			top := map[[2]any]int64{}
+			for _, row := range w.truth.Phases {
+				if row.Step < 0 {
+					continue
+				}
+				k := [2]any{row.Step, row.Phase}
+				top[k] = max(top[k], row.PeakAllocated)
+				spec := fmt.Sprintf("step:%d:%s", row.Step, row.Phase)
+				if row.Micro != nil {
+					spec = fmt.Sprintf("%s:%d", spec, *row.Micro)
+				}
+				m, err := d.ParseMoment(spec)
+				if err != nil {
+					t.Errorf("%s: %v", spec, err)
+					continue
+				}
+				if m.Allocated != row.PeakAllocated {
+					t.Errorf("--at %s: allocated %d, want %d (torch): off by %d", spec, m.Allocated, row.PeakAllocated, m.Allocated-row.PeakAllocated)
+				}
+			}
+			for k, v := range top {
+				spec := fmt.Sprintf("step:%d:%s", k[0], k[1])
+				m, err := d.ParseMoment(spec)
+				if err != nil {
+					t.Errorf("%s: %v", spec, err)
+					continue
+				}
+				if m.Allocated != v {
+					t.Errorf("--at %s: allocated %d, want %d, the highest of its micro-batches (torch)", spec, m.Allocated, v)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkloadCategories: at the peak, parameters (with FSDP2 their local
+// shards; with adapters the frozen base too), optimizer state, kv cache
+// and the private pools' reserved bytes are torch's within 5%. The
+// optimizer's state is lazy: none at a peak before its first step.
+func TestWorkloadCategories(t *testing.T) {
+	for _, w := range loadWorkloads(t) {
+		t.Run(w.name, func(t *testing.T) {
+			d := w.an.Devices[0]
+			m := d.Peak
+			check := func(what string, got, want int64) {
+				t.Helper()
+				if !within(got, want, 0.05) {
+					t.Errorf("%s at %s = %d, want %d (torch) ±5%%", what, m.Label, got, want)
+				}
+			}
+			check("parameter", m.Categories[Parameter].Bytes, w.truth.ParamBytes)
+			opt := w.truth.OptimizerStateBytes
+			if d.Timeline.Start.Allocated == 0 && !optimizerBefore(d, m.Index) {
+				opt = 0
+			}
+			check("optimizer state", m.Categories[OptimizerState].Bytes, opt)
+			if w.truth.KVCacheBytes > 0 {
+				check("kv cache", m.Categories[KVCache].Bytes, w.truth.KVCacheBytes)
+			} else if kv := m.Categories[KVCache].Bytes; kv != 0 {
+				t.Errorf("kv cache at the peak = %d, want none", kv)
+			}
+			var pools int64
+			for _, pp := range d.Frag[1].Private { // at the end, as torch read them
+				pools += pp.Reserved
+			}
+			check("private pools' reserved", pools, w.truth.PrivatePoolReserved)
+			if b := m.Categories[BeforeRecording].Bytes; b > m.Allocated/20 {
+				t.Errorf("before recording at the peak = %d of %d allocated: more than 5%% unnamed", b, m.Allocated)
+			}
+			if in := m.Categories[Input].Bytes; in > m.Allocated/10 {
+				t.Errorf("input at the peak = %d of %d allocated: a step's batch is not a tenth of it", in, m.Allocated)
+			}
+		})
+	}
+}
+
+// TestWorkloadLeaks: the evaluation loop's kept probabilities are found
+// with torch's bytes per batch and their line; no other workload leaks.
+func TestWorkloadLeaks(t *testing.T) {
+	for _, w := range loadWorkloads(t) {
+		t.Run(w.name, func(t *testing.T) {
+			l := w.an.Devices[0].Leak
+			if w.truth.Leak == nil {
+				if l.Found {
+					t.Errorf("leak found (%d B per step), want none", l.GrowthPerStep)
+				}
+				return
+			}
+			if !l.Found {
+				t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, w.truth.Leak.BytesPerStep)
+			}
+			if !within(l.GrowthPerStep, w.truth.Leak.BytesPerStep, 0.01) {
+				t.Errorf("growth per step = %d, want %d ±1%%", l.GrowthPerStep, w.truth.Leak.BytesPerStep)
+			}
+			fr := w.an.Snapshot.Stacks.Frame(l.Sites[0].Site.Frame)
+			if fr.Filename != w.truth.Leak.File || fr.Line != w.truth.Leak.Line {
+				t.Errorf("leak site = %s:%d, want %s:%d", fr.Filename, fr.Line, w.truth.Leak.File, w.truth.Leak.Line)
+			}
+			if !within(l.Sites[0].BytesPerStep, w.truth.Leak.BytesPerStep, 0.01) {
+				t.Errorf("leak site keeps %d B per step, want %d ±1%%", l.Sites[0].BytesPerStep, w.truth.Leak.BytesPerStep)
+			}
+		})
+	}
+}
+
+// TestWorkloadsTorchtitanName: torchtitan's per-rank OOM dump
+// (memory_snapshot/iteration_N_exit/rankK_memory_snapshot.pickle) reads as
+// the same file: one step, its OOM in forward.
+func TestWorkloadsTorchtitanName(t *testing.T) {
+	p := "../fixtures/workloads/fsdp2-oom/memory_snapshot/iteration_1_exit/rank0_memory_snapshot.pickle"
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	an := fixtureAnalysisFile(t, p)
+	d := an.Devices[0]
+	if len(d.Phases.Steps) != 1 || len(d.OOMs) != 1 || d.OOMs[0].Phase != "forward" || d.Leak.Found {
+		t.Errorf("steps %d (%s), OOMs %d, leak %v: want one step, its OOM in forward, no leak", len(d.Phases.Steps), d.Phases.Source, len(d.OOMs), d.Leak.Found)
+	}
+}
