@@ -37,6 +37,22 @@ type OOM struct {
 	// Verdict says whether the request failed for capacity or for
 	// fragmentation, and what to change.
 	Verdict OOMVerdict
+	// Needs is what the failed step would still have had to allocate
+	// when that can be told, nil otherwise: at an Adam-family optimizer's
+	// first step, the rest of its two moments per parameter.
+	Needs *StepNeeds
+}
+
+// StepNeeds is what an OOM'd step would still have allocated: More bytes
+// beyond what was live at the OOM (the request among them), and the
+// allocated peak it would have reached, at least, Peak.
+type StepNeeds struct {
+	More, Peak int64
+	// Optimizer names the optimizer class whose state was being made;
+	// Params and State are the parameter and optimizer-state bytes live
+	// at the OOM, from which More follows (2 × Params − State).
+	Optimizer     string
+	Params, State int64
 }
 
 // Cap brackets a per-process memory limit that no snapshot records: the
@@ -94,7 +110,31 @@ func (d *Device) oom(index, k int) *OOM {
 	o.Frag = d.fragmentation(m)
 	o.Frag.unusableFor(d, m, ev.Size, headroom)
 	o.Verdict = o.verdict()
+	o.Needs = d.stepNeeds(o)
 	return o
+}
+
+// stepNeeds tells what the step an OOM cut short still had to allocate,
+// where the recording says: an OOM inside an Adam-family optimizer's step
+// (Optimizer.step#AdamW.step) with no optimizer state before that step (its
+// first: the moments are made lazily) still had to make two moments of
+// each parameter's size, less those made.
+func (d *Device) stepNeeds(o *OOM) *StepNeeds {
+	c := d.class
+	if o.Phase != "optimizer" || !adamFamily(c.optClass) || !inRange(c.steps, o.TimeUS) {
+		return nil
+	}
+	for _, ph := range d.Phases.List {
+		if ph.Name == "optimizer" && ph.Step < o.Step {
+			return nil // an earlier step made the state
+		}
+	}
+	params, state := o.At.Categories[Parameter].Bytes, o.At.Categories[OptimizerState].Bytes
+	more := 2*params - state
+	if more <= 0 {
+		return nil
+	}
+	return &StepNeeds{More: more, Peak: o.Allocated + more, Optimizer: c.optClass, Params: params, State: state}
 }
 
 // verdict decides what failed and what to change.

@@ -102,12 +102,19 @@ func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool, cha
 // expandable_segments:True over the whole run: fragmentation when that
 // defragmented allocator served the request under the same capacity,
 // capacity when it did not. The settings that served it, lowest reserved
-// peak first, are the ones to try. A recording that began late leaves the
+// peak first, are the ones to try. A recording that began late with more
+// than half of the first OOM's reserved memory already reserved leaves the
 // free blocks to decide: its segments from before the recording keep the
 // layout the recorded settings gave them, so the model cannot say what
 // expandable segments would have made of them.
 func (d *Device) simulatedVerdicts() {
-	i := slices.IndexFunc(d.OOMSettings, func(s OOMSetting) bool { return s.Conf == oomSettings[0] && s.Err == nil && !s.Window })
+	// A late start is trusted when what predates it is at most half of
+	// what was reserved at the first OOM: the layout the recorded settings
+	// gave those segments then decides little.
+	lateOK := 2*d.Timeline.Start.Reserved <= d.OOMs[0].Reserved
+	i := slices.IndexFunc(d.OOMSettings, func(s OOMSetting) bool {
+		return s.Conf == oomSettings[0] && s.Err == nil && (!s.Window || lateOK)
+	})
 	if i < 0 {
 		return
 	}

@@ -185,3 +185,39 @@ func TestWorkloadsTorchtitanName(t *testing.T) {
 		t.Errorf("steps %d (%s), OOMs %d, leak %v: want one step, its OOM in forward, no leak", len(d.Phases.Steps), d.Phases.Source, len(d.OOMs), d.Leak.Found)
 	}
 }
+
+// TestWorkloadOOMs: each OOM is found in the step and phase torch raised
+// it in, for capacity (the allocator model, re-run under expandable
+// segments with the same cap, also runs out); at AdamW's first step the
+// step's remaining need is the rest of its moments, torch's state bytes
+// short of two per parameter, within 1%.
+func TestWorkloadOOMs(t *testing.T) {
+	for _, w := range loadWorkloads(t) {
+		if w.truth.OOM == nil {
+			continue
+		}
+		t.Run(w.name, func(t *testing.T) {
+			d := w.an.Devices[0]
+			if len(d.OOMs) != 1 {
+				t.Fatalf("%d OOMs, want 1", len(d.OOMs))
+			}
+			o := d.OOMs[0]
+			if o.Step != w.truth.OOM.Step || o.Phase != w.truth.OOM.Phase {
+				t.Errorf("OOM in step %d %s, want step %d %s (torch)", o.Step, o.Phase, w.truth.OOM.Step, w.truth.OOM.Phase)
+			}
+			if o.Verdict.Kind != OOMCapacity || !o.Verdict.Simulated {
+				t.Errorf("verdict kind %d (simulated %v), want capacity by simulation", o.Verdict.Kind, o.Verdict.Simulated)
+			}
+			want := w.truth.OptimizerStateNeeded - w.truth.OptimizerStateBytes
+			if w.truth.OptimizerStateNeeded == 0 {
+				if o.Needs != nil {
+					t.Errorf("needs %d more, want nothing told", o.Needs.More)
+				}
+				return
+			}
+			if o.Needs == nil || !within(o.Needs.More, want, 0.01) {
+				t.Errorf("needs %+v, want %d more (torch: %d of state to make, %d made)", o.Needs, want, w.truth.OptimizerStateNeeded, w.truth.OptimizerStateBytes)
+			}
+		})
+	}
+}

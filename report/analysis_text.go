@@ -279,6 +279,9 @@ func oomText(w io.Writer, an *attribution.Analysis, d *attribution.Device, top i
 		ew.printf("  largest free block: small pool %s, large pool %s; %s of free memory in holes smaller than the request\n",
 			units.Bytes(o.Frag.LargestFree[0]), units.Bytes(o.Frag.LargestFree[1]), units.Bytes(o.Frag.Unusable))
 		ew.printf("  verdict: %s\n", wrap(oomVerdictText(o.Verdict), 88, "    "))
+		if n := o.Needs; n != nil {
+			ew.printf("  %s\n", wrap(stepNeedsText(n), 88, "    "))
+		}
 		if o.N == len(d.OOMs) {
 			oomSettingsText(ew, d.OOMSettings)
 		}
@@ -418,4 +421,10 @@ func oomSettingsText(ew *errWriter, sims []attribution.OOMSetting) {
 	for _, l := range lines {
 		ew.printf("%s\n", l)
 	}
+}
+
+// stepNeedsText says how much more an OOM'd step needed.
+func stepNeedsText(n *attribution.StepNeeds) string {
+	return fmt.Sprintf("the step needed about %s more: the rest of %s's two moments per parameter (2 × %s of parameters − %s of state made), so it would have peaked at %s allocated at least; that much has to fit under the limit, or the state has to shrink (8-bit or bf16 moments, a stateless or sharded optimizer, offload)",
+		units.Bytes(n.More), n.Optimizer, units.Bytes(n.Params), units.Bytes(n.State), units.Bytes(n.Peak))
 }
