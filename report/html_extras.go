@@ -268,7 +268,8 @@ func opsSection(o *OpsView) extraSection {
 		reserved += ", the running sum of the events' bytes from the start of the trace (it records no Total Allocated)"
 	}
 	s.Intro = fmt.Sprintf("%s, %s: %d memory events; allocated peak %s%s. "+
-		"Self counts allocations made by the operator itself, total adds the operators nested in it",
+		"Self counts allocations made by the operator itself, total adds the operators nested in it; "+
+		"net is allocated less freed, as key_averages' memory columns (negative for an operator that freed more, as backward operators free saved tensors)",
 		clip(o.Source, maxLabel), tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), reserved)
 	if tb.Recorded.Addr {
 		s.Intro += fmt.Sprintf("; live at peak is what the operator allocated that was still held at the peak (%s of the peak was allocated before the trace began).",
@@ -280,13 +281,13 @@ func opsSection(o *OpsView) extraSection {
 		s.Intro += " Warning: " + w + "."
 	}
 	t := &table{
-		Head:  []string{"operator", "kind", "calls", "allocs", "self alloc", "total alloc", "self live at peak", "total live at peak"},
-		Right: []bool{false, false, true, true, true, true, true, true},
+		Head:  []string{"operator", "kind", "calls", "allocs", "self alloc", "total alloc", "self net", "total net", "self live at peak", "total live at peak"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true},
 	}
 	top := min(max(o.Top, 1), maxOpsRows)
 	for i, r := range tb.Rows {
 		if i == top {
-			t.Rows = append(t.Rows, []string{fmt.Sprintf("(%d more operators)", len(tb.Rows)-i), "", "", "", "", "", "", ""})
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("(%d more operators)", len(tb.Rows)-i), "", "", "", "", "", "", "", "", ""})
 			break
 		}
 		selfLive, totalLive := units.Bytes(r.SelfPeakLive), units.Bytes(r.TotalPeakLive)
@@ -294,7 +295,7 @@ func opsSection(o *OpsView) extraSection {
 			selfLive, totalLive = "not known", "not known"
 		}
 		t.Rows = append(t.Rows, []string{clip(r.Name, 120), r.Kind, fmt.Sprint(r.Calls), fmt.Sprint(r.Allocs),
-			units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), selfLive, totalLive})
+			units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), units.Bytes(r.SelfNet), units.Bytes(r.TotalNet), selfLive, totalLive})
 	}
 	s.Tables = append(s.Tables, t)
 	return s

@@ -9,8 +9,9 @@ import (
 	"github.com/memscope/memscope/trace"
 )
 
-// opsText writes a per-operator (or per-module) memory table.
-func opsText(w io.Writer, name string, tb *trace.Table, top int) error {
+// opsText writes a per-operator (or per-module) memory table. cpuOnly
+// says the trace has memory events of the CPU only.
+func opsText(w io.Writer, name string, tb *trace.Table, top int, cpuOnly bool) error {
 	ew := &errWriter{w: w}
 	from := "Total Allocated"
 	if !tb.Recorded.TotalAllocated {
@@ -18,30 +19,33 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int) error {
 	}
 	ew.printf("%s, %s: %d memory events, peak allocated %s (%s)\n",
 		name, tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), from)
-	if tb.NoOp+tb.Unattributed > 0 {
+	if cpuOnly {
+		ew.printf("CPU memory only: no [memory] event of the trace is on a GPU (a model run on the CPU); these are host memory figures\n")
+	}
+	if tb.ByModule && tb.Modules == 0 {
+		noModulesText(ew, tb)
+		return ew.err
+	}
+	switch {
+	case tb.ByModule && tb.Unattributed > 0:
+		ew.printf("%d events outside any nn.Module call, left out\n", tb.Unattributed)
+	case !tb.ByModule && tb.NoOp+tb.Unattributed > 0:
 		ew.printf("%d events outside any op charged to their Python function, %d to none\n", tb.NoOp, tb.Unattributed)
 	}
 	live := tb.Recorded.Addr
 	if !live {
 		ew.printf("no block addresses in the trace: the bytes each op left live at the peak are not known\n")
 	}
-	ew.printf("\n")
+	ew.printf("net: bytes allocated less bytes freed, as key_averages' memory columns (negative: the op freed more)\n\n")
 	tw := newTable(ew, tabwriter.AlignRight)
-	if live {
-		fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\t %s\n", "operator")
-	} else {
-		fprintf(tw, "self alloc\ttotal alloc\tallocs\t %s\n", "operator")
-	}
-	for i, r := range tb.Rows {
+	fprintf(tw, opsHead(live)+"\t %s\n", "operator")
+	for i := range tb.Rows {
 		if i == top {
 			break
 		}
-		if live {
-			fprintf(tw, "%s\t%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
-				units.Bytes(r.SelfPeakLive), r.Allocs, clipMiddle(r.Name, opNameWidth))
-		} else {
-			fprintf(tw, "%s\t%s\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, clipMiddle(r.Name, opNameWidth))
-		}
+		r := &tb.Rows[i]
+		f, args := opsCells(r, live)
+		fprintf(tw, f+"\t %s\n", append(args, clipMiddle(r.Name, opNameWidth))...)
 	}
 	tw.Flush()
 	if top >= 0 && len(tb.Rows) > top {
@@ -50,25 +54,56 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int) error {
 	if types := tb.ModuleTypes(); len(types) > 0 && len(types) < countModules(tb) {
 		ew.printf("\nby module type (the sums over its instances):\n")
 		tw := newTable(ew, tabwriter.AlignRight)
-		if live {
-			fprintf(tw, "self alloc\ttotal alloc\tlive at peak\tallocs\tinstances\t %s\n", "module type")
-		} else {
-			fprintf(tw, "self alloc\ttotal alloc\tallocs\tinstances\t %s\n", "module type")
-		}
-		for i, r := range types {
+		fprintf(tw, opsHead(live)+"\tinstances\t %s\n", "module type")
+		for i := range types {
 			if i == top {
 				break
 			}
-			if live {
-				fprintf(tw, "%s\t%s\t%s\t%d\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc),
-					units.Bytes(r.SelfPeakLive), r.Allocs, r.Instances, clipMiddle(r.Name, opNameWidth))
-			} else {
-				fprintf(tw, "%s\t%s\t%d\t%d\t %s\n", units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), r.Allocs, r.Instances, clipMiddle(r.Name, opNameWidth))
-			}
+			r := &types[i]
+			f, args := opsCells(&r.Stats, live)
+			fprintf(tw, f+"\t%d\t %s\n", append(args, r.Instances, clipMiddle(r.Name, opNameWidth))...)
 		}
 		tw.Flush()
 	}
 	return ew.err
+}
+
+// noModulesText says why a module table has no rows: the trace holds no
+// nn.Module call, and how to record one that does.
+func noModulesText(ew *errWriter, tb *trace.Table) {
+	if tb.Python > 0 {
+		ew.printf("no module information: none of the trace's %d Python function events is an nn.Module call\n", tb.Python)
+		ew.printf("(the code ran outside nn.Module forward calls); --by op lists its operators\n")
+		return
+	}
+	ew.printf("no module information: the trace has no Python function events, so no nn.Module calls to group by.\n")
+	ew.printf("Record it with torch.profiler.profile(..., profile_memory=True, with_stack=True): torch then writes each\n")
+	ew.printf("nn.Module call as a python_function event (with_modules=True names modules of TorchScript models only).\n")
+	ew.printf("--by op needs neither.\n")
+}
+
+// opsHead is the header of the figure columns opsCells writes (no %).
+func opsHead(live bool) string {
+	h := "self alloc\ttotal alloc\tself net\ttotal net"
+	if live {
+		h += "\tlive at peak"
+	}
+	return h + "\tallocs"
+}
+
+// opsCells gives the format and values of a row's figures: bytes
+// allocated by the op itself and with the ops nested in it, the same net of
+// frees (key_averages' self and total memory, negative for an op that
+// freed more than it allocated), the bytes it left live at the peak when
+// the trace has addresses, and its allocations.
+func opsCells(r *trace.Stats, live bool) (string, []any) {
+	f := "%s\t%s\t%s\t%s"
+	args := []any{units.Bytes(r.SelfAlloc), units.Bytes(r.TotalAlloc), units.Bytes(r.SelfNet), units.Bytes(r.TotalNet)}
+	if live {
+		f += "\t%s"
+		args = append(args, units.Bytes(r.SelfPeakLive))
+	}
+	return f + "\t%d", append(args, r.Allocs)
 }
 
 // countModules counts the module rows of a table.
@@ -109,11 +144,18 @@ type OpsJSON struct {
 	AllocatedFrom string `json:"allocated_from"`
 	// LiveAtPeakKnown is false when the events carry no addresses: the
 	// live-at-peak fields are then 0, not measured.
-	LiveAtPeakKnown bool        `json:"live_at_peak_known"`
-	Events          int         `json:"events"`
-	NoOp            int         `json:"events_outside_ops"`
-	Unattributed    int         `json:"events_unattributed"`
-	Rows            []OpRowJSON `json:"rows"`
+	LiveAtPeakKnown bool `json:"live_at_peak_known"`
+	Events          int  `json:"events"`
+	NoOp            int  `json:"events_outside_ops"`
+	Unattributed    int  `json:"events_unattributed"`
+	// CPUOnly: the trace's memory events are all CPU memory (a model run
+	// on the CPU), so the table, of device "cpu", is shown without --cpu.
+	CPUOnly bool `json:"cpu_only,omitempty"`
+	// ModuleCalls (--by module) counts the trace's nn.Module calls. Torch
+	// writes them only with_stack=True: 0 means the trace holds no module
+	// information, and rows is empty.
+	ModuleCalls *int        `json:"module_calls,omitempty"`
+	Rows        []OpRowJSON `json:"rows"`
 	// ModuleTypes (--by module): the rows summed by module type.
 	ModuleTypes []ModuleTypeJSON `json:"module_types,omitempty"`
 }
@@ -140,10 +182,14 @@ type OpRowJSON struct {
 }
 
 // opsJSON converts a table, keeping the first top rows (all when top < 0).
-func opsJSON(tb *trace.Table, top int) OpsJSON {
+func opsJSON(tb *trace.Table, top int, cpuOnly bool) OpsJSON {
 	j := OpsJSON{Device: tb.Device.String(), PeakBytes: tb.Peak.Allocated, PeakEpochUS: float64(tb.Peak.Time) / 1e3, Events: tb.Events,
 		AllocatedFrom: "total_allocated", LiveAtPeakKnown: tb.Recorded.Addr,
-		NoOp: tb.NoOp, Unattributed: tb.Unattributed, Rows: []OpRowJSON{}}
+		NoOp: tb.NoOp, Unattributed: tb.Unattributed, CPUOnly: cpuOnly, Rows: []OpRowJSON{}}
+	if tb.ByModule {
+		n := tb.Modules
+		j.ModuleCalls = &n
+	}
 	if !tb.Recorded.TotalAllocated {
 		j.AllocatedFrom = "sum_of_bytes"
 	}

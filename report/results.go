@@ -266,11 +266,14 @@ type Ops struct {
 	Source string
 	Table  *trace.Table
 	Top    int // rows to print; -1 for all
+	// CPUOnly says the trace's memory events are all CPU memory: its CPU
+	// table is shown, without --cpu, with a note saying so.
+	CPUOnly bool
 }
 
 func (*Ops) Kind() string { return "ops" }
 
-func (r *Ops) writeText(w io.Writer) error { return opsText(w, r.Source, r.Table, r.Top) }
+func (r *Ops) writeText(w io.Writer) error { return opsText(w, r.Source, r.Table, r.Top, r.CPUOnly) }
 
 // OpsFileJSON is an entry of the ops document: one device's table of one
 // trace, or the curves of an export_memory_timeline file.
@@ -281,7 +284,7 @@ type OpsFileJSON struct {
 }
 
 func (r *Ops) fileEntry() any {
-	t := opsJSON(r.Table, r.Top)
+	t := opsJSON(r.Table, r.Top, r.CPUOnly)
 	return OpsFileJSON{Source: r.Source, Table: &t}
 }
 

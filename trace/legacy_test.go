@@ -164,9 +164,20 @@ func TestKinetoLegacyOpTable(t *testing.T) {
 			t.Errorf("row %s = %+v, want %+v", w.name, got, w)
 		}
 	}
+	// BySelf ranks a row by the larger of the bytes its own events
+	// allocated and freed: ProfilerStep#1 frees 17408 bytes itself (the
+	// frees at 1310 and 1700-1730), AddmmBackward0 4096 (at 1580), ranked
+	// with aten::addmm's 4096 allocated, ties by name.
+	for i, name := range []string{"ProfilerStep#1", "aten::mm", "AddmmBackward0", "aten::addmm", "aten::relu",
+		"aten::threshold_backward", "aten::ones_like", "aten::sum"} {
+		if tb.Rows[i].Name != name {
+			t.Errorf("Rows[%d] = %s, want %s (sorted by self bytes allocated or freed, ties by name)", i, tb.Rows[i].Name, name)
+		}
+	}
+	tb.Sort(BySelfAlloc)
 	for i, w := range want[:6] {
 		if tb.Rows[i].Name != w.name {
-			t.Errorf("Rows[%d] = %s, want %s (sorted by self bytes, ties by name)", i, tb.Rows[i].Name, w.name)
+			t.Errorf("Sort(BySelfAlloc): Rows[%d] = %s, want %s (sorted by self bytes allocated, ties by name)", i, tb.Rows[i].Name, w.name)
 		}
 	}
 }

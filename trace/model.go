@@ -184,6 +184,10 @@ type Device struct {
 	ID   int16
 }
 
+// CPU reports whether the device's memory is host memory (CPU, MKLDNN or
+// IDEEP), the memory torch reports as CPU memory.
+func (d Device) CPU() bool { return isCPUMem(d.Type) }
+
 func (d Device) String() string {
 	names := map[int8]string{0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 20: "privateuse1"}
 	if n, ok := names[d.Type]; ok {

@@ -28,6 +28,12 @@ type Stats struct {
 	SelfPeakLive, TotalPeakLive int64 // bytes it allocated still live at the peak
 }
 
+// SelfFreed is the bytes the row's own events freed (the negative Bytes):
+// SelfAlloc − SelfNet. A backward op that frees the tensors its forward
+// saved frees more than it allocates; its SelfNet, as key_averages' self
+// memory, is negative.
+func (s *Stats) SelfFreed() int64 { return s.SelfAlloc - s.SelfNet }
+
 // Table is a per-operator or per-module memory table for one device.
 type Table struct {
 	Device Device
@@ -44,6 +50,13 @@ type Table struct {
 	// live-at-peak figures are unknown (zero); without Total Allocated the
 	// peak is that of the running sum of Bytes.
 	Recorded Recorded
+	// ByModule marks a ModuleTable. Python counts the trace's
+	// python_function events and Modules the nn.Module calls among them:
+	// torch writes both only when recording with_stack=True (with_modules
+	// names modules of TorchScript models only), so a trace without python
+	// functions holds no module to group by, and its module table no rows.
+	ByModule        bool
+	Python, Modules int
 }
 
 // SortKey picks the column a Table is sorted by, largest first.
@@ -51,13 +64,18 @@ type SortKey int
 
 // Sort keys.
 const (
-	BySelf     SortKey = iota // SelfAlloc
-	ByTotal                   // TotalAlloc
-	ByPeakLive                // SelfPeakLive
-	BySelfNet                 // |SelfNet|
+	BySelf      SortKey = iota // the larger of SelfAlloc and SelfFreed
+	ByTotal                    // TotalAlloc
+	ByPeakLive                 // SelfPeakLive
+	BySelfNet                  // |SelfNet|
+	BySelfAlloc                // SelfAlloc alone, frees ignored
 )
 
-// Sort orders the rows by key, largest first, ties by name.
+// Sort orders the rows by key, largest first, ties by name. BySelf ranks
+// a row by the bytes its own events allocated or, when they freed more,
+// freed: the memory the op itself moved, so that a backward op whose net is
+// a free (key_averages' negative self memory) ranks with the ops that
+// allocate as much.
 func (tb *Table) Sort(key SortKey) {
 	val := func(s *Stats) int64 {
 		switch key {
@@ -70,8 +88,12 @@ func (tb *Table) Sort(key SortKey) {
 				return -s.SelfNet
 			}
 			return s.SelfNet
+		case BySelfAlloc:
+			return s.SelfAlloc
 		}
-		return s.SelfAlloc
+		// An op that frees what others allocated (a backward op and the
+		// activations its forward saved) ranks by the bytes it frees.
+		return max(s.SelfAlloc, s.SelfFreed())
 	}
 	slices.SortStableFunc(tb.Rows, func(a, b Stats) int {
 		if c := cmp.Compare(val(&b), val(&a)); c != 0 {
@@ -131,10 +153,12 @@ func (t *Trace) OpTable(dev Device, splitBackward bool) *Table {
 // module). Total includes nested modules. Events outside any module are
 // left out and counted in Unattributed.
 func (t *Trace) ModuleTable(dev Device) *Table {
+	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev), ByModule: true, Python: len(t.PyFuncs)}
 	agg := newAggregator()
 	rows := make([]*Stats, len(t.PyFuncs))
 	for i := range t.PyFuncs {
 		if t.PyFuncs[i].Module {
+			tb.Modules++
 			r := agg.row(t.Str(t.PyFuncs[i].Name), "nn.Module")
 			r.Calls++
 			if r.Path == "" {
@@ -146,7 +170,6 @@ func (t *Trace) ModuleTable(dev Device) *Table {
 	// The python tree with rows on its modules only: an event's chain of
 	// modules is the modules among its python ancestors.
 	mods := newTree(len(t.PyFuncs), func(i int) int { return int(t.PyFuncs[i].Parent) }, func(i int) *Stats { return rows[i] })
-	tb := &Table{Device: dev, Peak: t.Peak(dev), Recorded: t.Recorded(dev)}
 	t.fill(tb, dev, func(m *MemEvent) (*tree, int) {
 		if m.Module == NoPy {
 			tb.Unattributed++

@@ -183,8 +183,8 @@ func TestModuleTypes(t *testing.T) {
 		if g.Instances != w.Instances || g.SelfAlloc != w.SelfAlloc || g.SelfPeakLive != w.SelfPeakLive || g.Allocs != w.Allocs || g.Calls != w.Calls {
 			t.Errorf("%s: %+v, want the sums %+v", g.Name, g, w)
 		}
-		if i > 0 && got[i-1].SelfAlloc < g.SelfAlloc {
-			t.Errorf("types not sorted by self alloc at %s", g.Name)
+		if i > 0 && max(got[i-1].SelfAlloc, got[i-1].SelfFreed()) < max(g.SelfAlloc, g.SelfFreed()) {
+			t.Errorf("types not sorted by self bytes allocated or freed at %s", g.Name)
 		}
 	}
 	for in, want := range map[string]string{"nn.Module: Linear_14": "nn.Module: Linear", "nn.Module: Net": "nn.Module: Net",

@@ -83,7 +83,7 @@ func TestOpsNamesStayDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	rows := 0
 	for _, line := range strings.Split(r.stdout, "\n") {
-		f := regexp.MustCompile(`^\s*\S+ \S+\s+\S+ \S+\s+\S+ \S+\s+\d+ (.+)$`).FindStringSubmatch(line)
+		f := regexp.MustCompile(`^\s*(?:\S+ \S+\s+){5}\d+ (.+)$`).FindStringSubmatch(line)
 		if f == nil {
 			continue
 		}

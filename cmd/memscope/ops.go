@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -12,18 +13,18 @@ import (
 
 func opsFlags(fs *pflag.FlagSet) runFunc {
 	jsonOut := fs.Bool("json", false, "write JSON instead of text; sizes are raw bytes")
-	sortBy := fs.String("sort", "self", "sort rows by `KEY`: self (bytes allocated by the op itself), total (with the ops nested in it), peak (bytes still live at the peak), net (|allocated − freed|)")
+	sortBy := fs.String("sort", "self", "sort rows by `KEY`: self (bytes allocated by the op itself, or freed when it freed more: a backward op freeing saved tensors), alloc (bytes allocated by the op itself, frees ignored), total (with the ops nested in it), peak (bytes still live at the peak), net (|allocated − freed|)")
 	by := fs.String("by", "op", "group by `WHAT`: op, or module (nn.Module)")
 	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
 	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
-	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices)")
+	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices, unless the trace has CPU memory only)")
 	device := fs.Int("device", -1, "list only GPU device `N`; -1 for every device")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		keys := map[string]trace.SortKey{"self": trace.BySelf, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
+		keys := map[string]trace.SortKey{"self": trace.BySelf, "alloc": trace.BySelfAlloc, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
 		key, ok := keys[*sortBy]
 		if !ok {
-			return usageErrorf("--sort %q: want self, total, peak or net", *sortBy)
+			return usageErrorf("--sort %q: want self, alloc, total, peak or net", *sortBy)
 		}
 		if *device < -1 {
 			return usageErrorf("--device %d: want a device number, or -1 for all", *device)
@@ -55,16 +56,19 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 			if len(devs) == 0 {
 				return badInput(fmt.Errorf("%s: no [memory] events: record the trace with torch.profiler.profile(profile_memory=True)", p))
 			}
-			gpus := 0
+			// A trace of a model run on the CPU has CPU memory only: its
+			// tables are the answer, shown without --cpu.
+			cpuOnly := !slices.ContainsFunc(devs, func(d trace.Device) bool { return !d.CPU() })
+			shown := 0
 			var present []string
 			for _, dev := range devs {
-				if dev.Type != 0 {
+				if !dev.CPU() {
 					present = append(present, dev.String())
 				}
-				if !*cpu && dev.Type == 0 || *device >= 0 && (dev.Type == 0 || int(dev.ID) != *device) {
+				if dev.CPU() && !*cpu && !cpuOnly || *device >= 0 && (dev.CPU() || int(dev.ID) != *device) {
 					continue
 				}
-				gpus++
+				shown++
 				var tb *trace.Table
 				if *by == "module" {
 					tb = tr.ModuleTable(dev)
@@ -72,16 +76,12 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 					tb = tr.OpTable(dev, !*noSplit)
 				}
 				tb.Sort(key)
-				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top}); err != nil {
+				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top, CPUOnly: cpuOnly}); err != nil {
 					return err
 				}
 			}
-			switch {
-			case gpus > 0:
-			case *device >= 0:
+			if shown == 0 {
 				return badInput(fmt.Errorf("--device %d: %s has no memory events of that device; it has %s", *device, p, orNone(present)))
-			default:
-				return badInput(fmt.Errorf("%s: its [memory] events are all CPU memory: pass --cpu to list them", p))
 			}
 		}
 		return rw.Close()
