@@ -504,6 +504,11 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	case o.Capacity == 0 && room && w.early:
 		o.CapacityFrom = CapacityUnlimited
 		o.speculated = true
+	case o.Capacity == 0 && room && failed > 0 && failed-MinBlockSize < w.reservedPeak(tl) && len(ooms) == 0:
+		// A cap below what the recording went on to reserve contradicts
+		// it: the "failure" was an empty_cache() read as the retry's
+		// release (a CUDA graph's capture calls one), not a cap.
+		o.CapacityFrom = CapacityUnlimited
 	case o.Capacity == 0 && room && failed > 0:
 		// A cap acts before the device is asked (alloc_block's check of
 		// allowed_memory_maximum, with the whole segment's size), so the
@@ -516,6 +521,16 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	case o.Capacity == 0:
 		o.CapacityFrom = CapacityUnlimited
 	}
+}
+
+// reservedPeak is the most the recording reserved (0 while the timeline
+// is still replaying: nothing contradicts a cap then).
+func (w *whatIf) reservedPeak(tl *snapshot.Timeline) int64 {
+	if w.early {
+		return 0
+	}
+	tl.Wait()
+	return tl.PeakReserved.Bytes
 }
 
 // whatIf holds one what-if's state.
