@@ -272,7 +272,7 @@ func (d *Device) At(index int, label string) *Moment {
 		}
 		key := streamPool{b.Stream, d.poolOf(b.Addr)}
 		c := d.class.Classify(b)
-		if !key.pool.IsDefault() && c != KVCache {
+		if !key.pool.IsDefault() && poolTakes(c) {
 			c = GraphPool // a private pool's: held for its graph's replays
 		}
 		m.Category[i] = c
@@ -296,6 +296,20 @@ func (d *Device) At(index int, label string) *Moment {
 	m.Sites = topSites(d.an.Snapshot.Stacks, m.Live, d.an.Filter, m.Allocated, allocated, d.beforeSite())
 	m.Tree = callTree(d.an.Snapshot.Stacks, m.Live)
 	return m
+}
+
+// poolTakes reports whether a block of category c in a private pool counts
+// as the pool's: what its lifetime alone would call an activation, a
+// temporary, the input, unknown or before recording is the graph's
+// working memory, held for its replays; weights, optimizer state,
+// gradients and a KV cache (a serving engine's MemPools hold them) keep
+// their category.
+func poolTakes(c Category) bool {
+	switch c {
+	case Parameter, OptimizerState, Gradient, KVCache, GatheredParameter:
+		return false
+	}
+	return true
 }
 
 // ParseMoment resolves a moment spec: peak, end, oom (the first), oom:N,

@@ -299,6 +299,9 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 			if cat, ok := c.byStack(b.Stack); ok {
 				return cat
 			}
+			if len(c.events) == 0 {
+				return Unknown // a state-only dump: nothing was recorded, so nothing came "before"
+			}
 		}
 		if death < 0 {
 			if cat, ok := c.pre[b.Addr]; ok {
@@ -405,7 +408,10 @@ func (c *classifier) replacedState(b *snapshot.LiveBlock) bool {
 func (c *classifier) byStack(id snapshot.StackID) (Category, bool) {
 	kd := c.kinds.stack(id)
 	switch {
-	case kd&kindKV != 0:
+	case kd&kindKV != 0 && (kd&kindForward == 0 || strings.HasSuffix(normPath(c.st.Frame(kvLine(c.st, c.kinds, id)).Filename), "cache_utils.py")):
+		// A cache class's tensor, or a serving engine's KV allocator
+		// outside a model's forward (vLLM's profiling forward inside
+		// _initialize_kv_caches makes activations and workspaces).
 		return KVCache, true
 	case kd&kindGather != 0:
 		return GatheredParameter, true

@@ -273,6 +273,8 @@ func loadOrCacheBits(path, name string, torch bool) uint16 {
 		return fLoad // Megatron's contiguous parameter (and gradient) buffers
 	case strings.Contains(path, "safetensors/"), name == "set_module_tensor_to_device":
 		return fLoad
+	case (strings.Contains(path, "vllm/") || strings.Contains(path, "sglang/")) && (name == "create_weights" || name == "load_weights" || name == "weight_loader"):
+		return fLoad // a serving engine's layers making and loading their weights
 	}
 	return 0
 }

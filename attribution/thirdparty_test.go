@@ -1,0 +1,83 @@
+package attribution
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
+// TestThirdPartyStateOnly: verl's state-only dump (testdata/thirdparty)
+// names its memory by the stacks its blocks carry: the kv cache is every
+// block allocated under vLLM's cache_engine.py (summed from the file
+// itself), the weights and the Megatron buffers are parameters and its
+// distributed optimizer's main copies optimizer state; nothing is
+// "before recording" (nothing was recorded), and what no stack names is
+// under 1% of the whole.
+func TestThirdPartyStateOnly(t *testing.T) {
+	s, err := snapshot.Open("testdata/thirdparty/verl-state.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Analyze(s, Options{Device: -1}).Devices[0]
+	var kv, opt int64
+	for i := range d.End.Live {
+		b := &d.End.Live[i]
+		for _, f := range s.Stacks.Stack(b.Stack) {
+			fn := s.Stacks.Frame(f).Filename
+			if strings.HasSuffix(fn, "vllm/worker/cache_engine.py") {
+				kv += b.Size
+				break
+			}
+			if strings.HasSuffix(fn, "megatron/core/optimizer/distrib_optimizer.py") {
+				opt += b.Size
+				break
+			}
+		}
+	}
+	m := d.End
+	if kv == 0 || m.Categories[KVCache].Bytes != kv {
+		t.Errorf("kv cache = %d, want %d (the blocks under cache_engine.py)", m.Categories[KVCache].Bytes, kv)
+	}
+	if opt == 0 || m.Categories[OptimizerState].Bytes != opt {
+		t.Errorf("optimizer state = %d, want %d (the blocks under distrib_optimizer.py)", m.Categories[OptimizerState].Bytes, opt)
+	}
+	if b := m.Categories[BeforeRecording].Bytes; b != 0 {
+		t.Errorf("before recording = %d in a state-only dump, want none", b)
+	}
+	if u := m.Categories[Unknown].Bytes + m.Categories[GraphPool].Bytes; u > m.Allocated/100 {
+		t.Errorf("unknown and pool-only = %d of %d allocated, want under 1%%", u, m.Allocated)
+	}
+}
+
+// TestThirdPartyOneForward: one forward through a model's layers, in two
+// course snapshots from public repositories, is one step (the repeats
+// are its 32 and 24 layers), with no leak, and holds no kv cache.
+func TestThirdPartyOneForward(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		layers string
+	}{
+		{"testdata/thirdparty/cs336-2.7b-one-forward.pickle.gz", "×32"},
+		{"testdata/thirdparty/cs336-medium-inference.pickle.gz", "×24"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s, err := snapshot.Open(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Analyze(s, Options{Device: -1}).Devices[0]
+			if n := len(d.Phases.Steps); n != 1 || d.Phases.Source != "one pass" || !strings.HasSuffix(d.Phases.Range, c.layers) {
+				t.Errorf("%d steps from %s (%q), want one pass through layers %s", n, d.Phases.Source, d.Phases.Range, c.layers)
+			}
+			if d.Leak.Found {
+				t.Errorf("leak found: %d B per step", d.Leak.GrowthPerStep)
+			}
+			for _, m := range []*Moment{d.Peak, d.End} {
+				if kv := m.Categories[KVCache].Bytes; kv != 0 {
+					t.Errorf("kv cache at the %s = %d, want none", m.Label, kv)
+				}
+			}
+		})
+	}
+}
