@@ -118,9 +118,13 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, range
 	if len(spans) == 0 {
 		return p
 	}
-	b := phaseBuilder{p: p, events: events, k: k}
+	b := phaseBuilder{p: p, events: events, k: k, onePass: src.key == "one pass"}
 	for _, r := range ranges {
-		if strings.HasPrefix(r.Name, "Optimizer.step#") {
+		// One pass with an Optimizer.step range that never ended: the
+		// step was cut short inside optimizer.step(closure) (Lightning
+		// runs the forward in the closure), so the range's start is no
+		// optimizer phase; torch/optim's own allocations still are.
+		if strings.HasPrefix(r.Name, "Optimizer.step#") && !(src.key == "one pass" && r.EndUS == 0) {
 			b.optStarts = append(b.optStarts, r.StartUS)
 		}
 	}
@@ -151,6 +155,7 @@ type phaseBuilder struct {
 	events    []snapshot.Event
 	k         *kinds
 	optStarts []int64 // Optimizer.step START times, in order
+	onePass   bool    // the steps are one pass (Phases.Source "one pass")
 }
 
 // add appends a phase; last < first makes an empty one (at first-1).
@@ -229,7 +234,32 @@ func (b *phaseBuilder) step(step int, sp span) {
 		}
 	}
 	b.add(step, cur, start, lb)
+	if b.onePass && b.modelWork(lb+1, sp.last) {
+		// One pass cut short (an OOM dump): after a stray stackless
+		// allocation the model's forward went on, with no optimizer
+		// in sight; that is not an optimizer phase.
+		b.add(step, "forward", lb+1, sp.last)
+		return
+	}
 	b.add(step, "optimizer", lb+1, sp.last)
+}
+
+// modelWork reports whether events first..last allocate under a module's
+// call and nothing under an optimizer.
+func (b *phaseBuilder) modelWork(first, last int) bool {
+	model := false
+	for i := first; i <= last; i++ {
+		ev := &b.events[i]
+		if ev.Action != snapshot.ActionAlloc {
+			continue
+		}
+		kd := b.k.event(ev)
+		if kd&kindOptimizer != 0 {
+			return false
+		}
+		model = model || kd&kindModule != 0
+	}
+	return model
 }
 
 // harnessPhases reads memscope/step/N/PHASE ranges; nil when there are none.
