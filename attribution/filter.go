@@ -85,8 +85,9 @@ var DefaultIgnore = strings.Join(defaultIgnore, "|")
 // Filter is the rule that chooses each allocation's site. Every frame is
 // put in one FrameClass, by its normalised file name (normPath):
 //
-//   - native frames (no line, or a C/C++ source or shared library: "??",
-//     ".cpp", ".so") are folded;
+//   - native frames are folded: every frame with no line or whose file is
+//     neither Python source (".py") nor "<…>" code with no file (see
+//     isPython): "??", C, C++, assembly (glibc's clone3.S), ".so";
 //   - a Python frame whose file matches Ignore is folded (DefaultIgnore:
 //     torch, the standard library, generated code, memscope's harness,
 //     the HF Trainer, accelerate, Lightning);
@@ -181,24 +182,27 @@ func (f *Filter) inFocus(fr *snapshot.Frame) bool {
 	return key != fr.Filename && f.Focus.MatchString(key)
 }
 
-// isPython reports whether fr is a Python frame: a line number and a file
-// that is not native code. (torch writes C++ frames with stacks="all" as
-// "??", "" or a .cpp file, line 0 when unknown.)
+// isPython reports whether fr is a Python frame: a line number, and a file
+// that is Python source (".py", any case: Windows paths) or a name Python
+// gives code with no file, "<…>" ("<string>", "<stdin>", "<frozen runpy>",
+// torch.fx's "<eval_with_key>.3", IPython's "<ipython-input-3-…>"). Every
+// other frame is native: with stacks="all" torch writes C and C++ frames as
+// "??", "" or their source file (".cpp", ".c", ".h", ".cu"), assembly
+// (glibc's "../sysdeps/unix/sysv/linux/x86_64/clone3.S" that starts the
+// autograd thread), shared objects (".so.2", ".dll", ".pyd") and Cython
+// (".pyx"), with a line when the debug information has one.
 func isPython(fr *snapshot.Frame) bool {
-	if fr.Line <= 0 || fr.Filename == "" || fr.Filename == "??" {
+	if fr.Line <= 0 {
 		return false
 	}
-	name := strings.ToLower(fr.Filename)
-	for _, ext := range []string{".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".so", ".dll", ".pyd", ".dylib"} {
-		if strings.HasSuffix(name, ext) {
-			return false
-		}
+	name := fr.Filename
+	if len(name) > 3 && strings.EqualFold(name[len(name)-3:], ".py") {
+		return true
 	}
-	// Versioned shared objects: libtorch_cuda.so.2
-	if i := strings.LastIndex(name, ".so."); i >= 0 && strings.Trim(name[i+4:], "0123456789.") == "" {
-		return false
-	}
-	return true
+	// "<frozen runpy>", "<eval_with_key>.3": nothing after the closing '>'
+	// is a path (the fixtures' "<site-packages>/…" prefixes start so too).
+	end := strings.IndexByte(name, '>')
+	return strings.HasPrefix(name, "<") && end > 0 && !strings.ContainsAny(name[end:], `/\`)
 }
 
 // sitePackages starts the normalised name of a file in an installed package.

@@ -1,11 +1,13 @@
 package attribution
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -251,6 +253,16 @@ func TestFrameClass(t *testing.T) {
 		{"/home/me/proj/train.py:0 main", FrameFolded}, // no line: reached through C++
 		{"at::empty@RegisterCUDA_0.cpp", FrameFolded},
 		{"f@/usr/lib/x86_64-linux-gnu/libcuda.so.1", FrameFolded},
+		{"../sysdeps/unix/sysv/linux/x86_64/clone3.S:81 __clone3", FrameFolded},
+		{"./nptl/pthread_create.c:447 start_thread", FrameFolded},
+		{"/usr/include/c++/13/bits/shared_ptr_base.h:1070 ~__shared_count", FrameFolded},
+		{"/pytorch/torch/csrc/autograd/engine.cpp:1189 thread_main", FrameFolded},
+		{"??:12 PyEval_EvalFrameDefault", FrameFolded},
+		{"/home/me/proj/fast.pyx:12 kernel", FrameFolded},
+		{"/home/me/proj/lib.so.2:7 f", FrameFolded},
+		{"<site-packages>/mylib/ext.cpp:40 f", FrameFolded},
+		{"<ipython-input-3-abc>:2 <module>", FrameUser},
+		{`C:\Users\me\proj\TRAIN.PY:3 main`, FrameUser},
 		{`f@C:\Windows\System32\nvcuda.dll`, FrameFolded},
 	} {
 		fr := frameOf(t, tt.frame)
@@ -276,5 +288,83 @@ func TestSiteTableGrows(t *testing.T) {
 	}
 	if len(old.site) != 2 {
 		t.Errorf("the first table changed: %d stacks, want 2", len(old.site))
+	}
+}
+
+// TestNativeFramesNeverSites runs the rule on the two fixtures recorded with
+// stacks="all", whose stacks interleave C++ and Python frames and include
+// the autograd thread's, which has no Python frame at all. Where glibc's
+// debug information is installed, that thread's outermost frames carry a
+// file and a line: "../sysdeps/unix/sysv/linux/x86_64/clone3.S":81 __clone3
+// under "./nptl/pthread_create.c":447 start_thread; on the capture machine
+// they were symbolised without it ("??" __clone and its neighbour), so the
+// test gives them those names and lines. Then a stack's site is SiteNone
+// exactly when none of its frames is Python by the rule's own definition
+// (a line and a ".py" file or a "<…>" name), and no top site at the peak
+// is a native frame.
+func TestNativeFramesNeverSites(t *testing.T) {
+	python := func(fr *snapshot.Frame) bool {
+		if fr.Line <= 0 {
+			return false
+		}
+		return strings.HasSuffix(fr.Filename, ".py") ||
+			strings.HasPrefix(fr.Filename, "<") && strings.Contains(fr.Filename, ">") && !strings.Contains(fr.Filename, "/")
+	}
+	for _, name := range []string{"stacks-all", "plain-sgd-leak"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := snapshot.Open(filepath.Join("../fixtures", name, "snapshot.pickle"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := s.Stacks
+			var clone, start int
+			for i := range st.Frames {
+				switch fr := &st.Frames[i]; {
+				case fr.Filename == "??" && fr.Name == "__clone":
+					fr.Filename, fr.Line, fr.Name = "../sysdeps/unix/sysv/linux/x86_64/clone3.S", 81, "__clone3"
+					clone++
+				case fr.Filename == "??" && fr.Name == "pthread_condattr_setpshared":
+					// start_thread, named by the nearest exported symbol
+					fr.Filename, fr.Line, fr.Name = "./nptl/pthread_create.c", 447, "start_thread"
+					start++
+				}
+			}
+			if clone != 1 || start != 1 {
+				t.Fatalf("%d __clone and %d start_thread frames, want 1 of each (the autograd thread's)", clone, start)
+			}
+			f, _ := NewFilter("", "")
+			var native int
+			for id := snapshot.StackID(1); int(id) < st.Len(); id++ {
+				has := false
+				for _, fid := range st.Stack(id) {
+					has = has || python(st.Frame(fid))
+				}
+				if !has {
+					native++
+				}
+				got := f.SiteOf(st, id)
+				if (got.Kind == SiteNone) == has {
+					label := "(none)"
+					if got.Kind != SiteNone {
+						label = FrameLabel(st.Frame(got.Frame))
+					}
+					t.Errorf("stack %d (Python frames: %v): site %s %s", id, has, got.Kind, label)
+				}
+			}
+			if native == 0 {
+				t.Fatal("no stack without a Python frame: the autograd thread's stacks are missing")
+			}
+			sum := Summarize(Analyze(s, Options{Device: -1}), 100)
+			for _, d := range sum.Devices {
+				for _, ts := range d.TopSites {
+					switch ts.Site.Kind {
+					case SiteUser, SiteLibrary, SitePython:
+						if fr := st.Frame(ts.Site.Frame); !python(fr) {
+							t.Errorf("top site %s is a native frame (%s, %s)", ts.Label, units.Bytes(ts.Bytes), ts.Site.Kind)
+						}
+					}
+				}
+			}
+		})
 	}
 }

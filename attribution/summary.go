@@ -218,9 +218,10 @@ func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total i
 
 // beforeSite is the site of blocks with neither an allocation in the trace
 // nor a stack: allocated before recording began, or, on a device with no
-// recorded history at all, simply not recorded.
+// recorded history at all (no trace, or a trace of one entry from a
+// recording that keeps one), simply not recorded.
 func (d *Device) beforeSite() Site {
-	if len(d.Timeline.Events) == 0 {
+	if len(d.Timeline.Events) == 0 || d.Timeline.OneEntry {
 		return Site{Kind: SiteUnrecorded}
 	}
 	return Site{Kind: SiteBefore}

@@ -8,6 +8,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // Advice is 'memscope advise' of one file: per device, what holds the
@@ -21,6 +22,9 @@ type Advice struct {
 type AdviceDevice struct {
 	Device int
 	Advice *attribution.Advice
+	// Timeline is the device's replay, for where the peak lies in its
+	// history (nil: the peak's event index is printed as it is).
+	Timeline *snapshot.Timeline
 }
 
 func (*Advice) Kind() string { return "advise" }
@@ -61,21 +65,31 @@ func (r *Advice) writeText(w io.Writer) error {
 		if a.Step >= 0 {
 			ew.printf(" in step %d %s", a.Step, a.Phase)
 		}
-		ew.printf(" (event %d); reserved %s\n", a.PeakIndex, units.Bytes(a.Reserved))
+		ew.printf(" (%s); reserved %s\n", eventWhere(dv.Timeline, a.PeakIndex), units.Bytes(a.Reserved))
 		if a.Fit != nil {
 			ew.printf("on %s (%s), allocated bytes alone (the allocator reserves more; the CUDA context is outside it): %s\n",
 				fitName(a.Fit), units.Bytes(a.Fit.Memory), budgetFitText(a.Fit))
 		}
 		settingsAdviceText(ew, a.Settings)
+		noHistory := dv.Timeline != nil && (len(dv.Timeline.Events) == 0 || dv.Timeline.OneEntry)
+		const record = "no allocation history was recorded, so no step is known: advise looks at a training step's peak or generate()'s; record one with torch.cuda.memory._record_memory_history(max_entries=100000)\n"
 		if !a.Training {
 			if ia := a.Inference; ia != nil {
 				inferenceAdviceText(ew, ia, a.Fit != nil)
+				continue
+			}
+			if noHistory {
+				ew.printf(record)
 				continue
 			}
 			ew.printf("no backward and no KV cache recognised in this recording: advise covers training peaks and generate()-style inference\n")
 			continue
 		}
 		if a.Step < 0 {
+			if noHistory {
+				ew.printf(record)
+				continue
+			}
 			ew.printf("the peak falls outside the recorded steps (setup, or after the last step): advise looks at a step's peak\n")
 			continue
 		}
@@ -116,7 +130,11 @@ func (r *Advice) writeText(w io.Writer) error {
 				i+1, fw.name, adviseTermName(f.Term), units.Bytes(f.Removes), fmt.Sprintf("%d block%s", f.Blocks, plural(f.Blocks)), units.Bytes(f.NewPeak),
 				signedPercent(f.NewPeak-a.Peak, a.Peak))
 			if f.NewPeakIndex != a.PeakIndex {
-				ew.printf(", now at event %d", f.NewPeakIndex)
+				where := eventWhere(dv.Timeline, f.NewPeakIndex)
+				if f.NewPeakIndex >= 0 {
+					where = "at " + where
+				}
+				ew.printf(", now %s", where)
 			}
 			if f.Fit != nil {
 				ew.printf("; %s", fitVerdictText(f.Fit.Verdict))

@@ -82,13 +82,36 @@ func offset(d *attribution.Device, us int64) string {
 	return "+" + units.Duration(us-d.Timeline.Events[0].TimeUS)
 }
 
+// eventWhere says where event index lies in t's history: "event 12", or,
+// where there is no event to name, "before the first recorded event" or
+// "in the end state" with why (nothing recorded, or a trace of one entry
+// from a recording that keeps one) — never "event -1". A nil t names the
+// event when there is one.
+func eventWhere(t *snapshot.Timeline, index int) string {
+	switch {
+	case t == nil && index < 0:
+		return "before the first event"
+	case t == nil:
+		return fmt.Sprintf("event %d", index)
+	case len(t.Events) == 0:
+		return "in the end state: no history recorded"
+	case t.OneEntry:
+		return "in the end state: the trace holds one entry"
+	case index < 0:
+		return "before the first recorded event"
+	}
+	return fmt.Sprintf("event %d", index)
+}
+
 // momentText writes the attribution of one moment: the numbers, the top
 // sites, the categories and the streams, or the call tree.
 func momentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m *attribution.Moment, top int, tree bool) error {
 	ew := &errWriter{w: w}
 	ew.printf("device %d at %s", d.Device, m.Label)
-	if m.Index >= 0 && len(d.Timeline.Events) > 0 {
-		ew.printf(" (event %d, %s)", m.Index, offset(d, m.TimeUS))
+	if where := eventWhere(d.Timeline, m.Index); m.Index >= 0 && !d.Timeline.OneEntry && len(d.Timeline.Events) > 0 {
+		ew.printf(" (%s, %s)", where, offset(d, m.TimeUS))
+	} else {
+		ew.printf(" (%s)", where)
 	}
 	ew.printf(": requested %s, allocated %s, active %s, reserved %s\n",
 		units.Bytes(m.Requested), units.Bytes(m.Allocated), units.Bytes(m.Active), units.Bytes(m.Reserved))

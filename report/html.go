@@ -203,7 +203,7 @@ func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	var names []string
 	for i, v := range views {
 		fs := fileSection{ID: fmt.Sprintf("f%d", i), Source: clip(v.Source, maxLabel), Format: v.Format,
-			Warnings: boundStrings(warningStrings(v.Warnings), v.Options.Notes, 400)}
+			Warnings: boundStrings(warningStrings(v.Warnings), v.Options.Notes, warningRunes)}
 		for _, d := range v.Devices {
 			ds := buildDevice(v, d, fmt.Sprintf("f%dd%d", i, d.Device.Device))
 			ds.Nav = fmt.Sprintf("device %d", ds.Device)

@@ -153,7 +153,7 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	s := &dv.Summary
 	notes := v.Options.Notes
 	ds := &deviceSection{ID: id, Device: d.Device, S: s, Findings: boundFindings(s.Findings, notes),
-		Warnings: boundStrings(deviceWarnings(s), notes, 400), Events: s.Events, Leak: d.Leak}
+		Warnings: boundStrings(deviceWarnings(s), notes, warningRunes), Events: s.Events, Leak: d.Leak}
 	ds.PeakWhen = peakWhen(s)
 	ds.Fixes = newFixRows(s.Fixes, s.AtPeak.Allocated)
 	ds.CatBar = newCatBar(s.AtPeak.Allocated, s.Categories)
@@ -202,6 +202,8 @@ func peakWhen(s *attribution.DeviceSummary) string {
 	switch {
 	case s.Events == 0:
 		return "in the snapshot's end state (no history recorded)"
+	case oneEntry(s.Warnings):
+		return "in the snapshot's end state (the trace holds one entry: no history recorded)"
 	case s.PeakAllocated.Index < 0:
 		return "before the first recorded event"
 	}
@@ -334,7 +336,8 @@ func (ds *deviceSection) stepTable(d *attribution.Device, rows []int) {
 	}
 }
 
-// boundStrings keeps at most n strings of at most runes runes each.
+// boundStrings keeps at most n strings of at most runes runes each, each
+// cut at its end: a warning or a note says what it is about first.
 func boundStrings(in []string, n, runes int) []string {
 	out := []string{}
 	for i, s := range in {
@@ -342,10 +345,15 @@ func boundStrings(in []string, n, runes int) []string {
 			out = append(out, fmt.Sprintf("(%d more)", len(in)-i))
 			break
 		}
-		out = append(out, clip(s, runes))
+		out = append(out, clipTail(s, runes))
 	}
 	return out
 }
+
+// warningRunes bounds each warning of a page: the longest the replay
+// writes (a one-entry trace, frees waiting on another stream, a wrapped
+// ring buffer with its estimate) fit whole.
+const warningRunes = 800
 
 // findingRow is one finding in words, for the template.
 type findingRow struct {

@@ -42,7 +42,7 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 		switch {
 		case lb.AllocIndex >= 0:
 			phase, step = d.PhaseOf(lb.AllocIndex)
-		case len(d.Timeline.Events) == 0:
+		case len(d.Timeline.Events) == 0 || d.Timeline.OneEntry:
 			phase = "no history recorded"
 			if lb.Stack == 0 {
 				stack = siteOnly(siteUnrecorded)
@@ -65,9 +65,13 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 		b.timeNanos = t.Events[0].TimeUS * 1000
 		b.durationNanos = (t.Events[n-1].TimeUS - t.Events[0].TimeUS) * 1000
 	}
+	allocWords := "every allocation recorded"
+	if len(t.Events) == 0 || t.OneEntry {
+		allocWords = "empty, no allocation was recorded"
+	}
 	b.comments = []string{
 		fmt.Sprintf("memscope: %s, device %d", an.Snapshot.Source, d.Device),
-		fmt.Sprintf("inuse_*: blocks live at %s (event %d); alloc_*: every allocation recorded", m.Label, m.Index),
+		fmt.Sprintf("inuse_*: blocks live at %s (%s); alloc_*: %s", m.Label, eventWhere(t, m.Index), allocWords),
 	}
 	return b.write(w)
 }

@@ -41,8 +41,8 @@ func summaryText(w io.Writer, sum *attribution.Summary, opt summaryTextOptions) 
 }
 
 func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSummary, opt summaryTextOptions) {
-	ew.printf("\ndevice %d: %d events, %d segments, %d blocks (%d active)",
-		d.Device, d.Events, d.Segments, d.Blocks, d.ActiveBlocks)
+	ew.printf("\ndevice %d: %d event%s, %d segments, %d blocks (%d active)",
+		d.Device, d.Events, plural(d.Events), d.Segments, d.Blocks, d.ActiveBlocks)
 	if d.OOMs > 0 {
 		ew.printf(", %d out-of-memory event%s", d.OOMs, plural(d.OOMs))
 	}
@@ -75,6 +75,8 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	ew.printf("\npeak allocated %s ", units.Bytes(d.PeakAllocated.Bytes))
 	if d.Events == 0 {
 		ew.printf("is the snapshot's end state: no allocation history was recorded\n")
+	} else if oneEntry(d.Warnings) {
+		ew.printf("is the snapshot's end state: the trace holds one entry, no allocation history (see the warnings)\n")
 	} else if d.PeakAllocated.Index < 0 {
 		ew.printf("was already live before the first recorded event\n")
 	} else {
@@ -329,6 +331,17 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	default:
 		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
 	}
+}
+
+// oneEntry reports whether a device's warnings say its trace holds one
+// entry from a recording that keeps one (snapshot.Timeline.OneEntry).
+func oneEntry(ws []snapshot.Warning) bool {
+	for _, w := range ws {
+		if w.Kind == snapshot.WarnOneEntry {
+			return true
+		}
+	}
+	return false
 }
 
 // privatePoolsText names the private pools reserved at a moment (CUDA

@@ -58,12 +58,16 @@
 // and how far to trust it: blocks already live at the first entry (a late
 // start), a ring buffer that wrapped (allocator_settings'
 // trace_alloc_overflowed and trace_alloc_max_entries, also per device, or
-// a cut free pair at the start), a one-entry trace (torch ≈ 2.0, or
-// enabled="state") that did not, a true peak that likely predates the
-// trace (reserved at the first entry above every replayed state, or a
-// memory_stats entry's peaks above the replay's), entries without
-// time_us, and torch_npu's block rounding, recognised from the segments
-// and replayed. A trace that contradicts the segments (negative sizes,
+// a cut free pair at the start), a one-entry trace from a recording that
+// keeps one (the legacy _record_memory_history(True, …), whose
+// trace_alloc_max_entries defaults to 1, or enabled="state": Timeline.OneEntry)
+// that did not, a true peak that likely predates the trace (reserved at
+// the first entry above every replayed state, or at least twice the
+// highest allocated replayed and 128 MiB above it, or a memory_stats
+// entry's peaks above the replay's), frees that waited for another
+// stream's work (record_stream: active well above allocated), entries
+// without time_us, and torch_npu's block rounding, recognised from the
+// segments and replayed. A trace that contradicts the segments (negative sizes,
 // frees of unknown blocks, allocated above reserved, an end state that is
 // not the segments) gets one warning listing it all and no other;
 // entries with impossible sizes are skipped, so no number goes negative.

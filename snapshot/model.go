@@ -205,16 +205,17 @@ type Warning struct {
 
 // Warning kinds.
 const (
-	WarnLost          = "lost"          // part of the file could not be read
-	WarnTrailing      = "trailing"      // bytes after the snapshot's end were ignored
-	WarnLateStart     = "late-start"    // blocks were live at the first recorded entry
-	WarnWrapped       = "wrapped"       // the trace ring buffer dropped its oldest entries
-	WarnOneEntry      = "one-entry"     // a one-entry trace (torch ≈ 2.0, or enabled="state")
-	WarnPeakBefore    = "peak-before"   // the true peak likely predates the recording
-	WarnUntimed       = "untimed"       // no time_us: events have an order, not a time
-	WarnContradiction = "contradiction" // the trace contradicts the snapshot's segments
-	WarnSizes         = "sizes"         // block sizes differ between trace and segments
-	WarnNPURounding   = "npu-rounding"  // torch_npu's block rounding recognised
+	WarnLost          = "lost"           // part of the file could not be read
+	WarnTrailing      = "trailing"       // bytes after the snapshot's end were ignored
+	WarnLateStart     = "late-start"     // blocks were live at the first recorded entry
+	WarnWrapped       = "wrapped"        // the trace ring buffer dropped its oldest entries
+	WarnOneEntry      = "one-entry"      // a one-entry trace (legacy _record_memory_history(True), or enabled="state")
+	WarnPeakBefore    = "peak-before"    // the true peak likely predates the recording
+	WarnDeferredFrees = "deferred-frees" // frees waited for another stream's work: active well above allocated
+	WarnUntimed       = "untimed"        // no time_us: events have an order, not a time
+	WarnContradiction = "contradiction"  // the trace contradicts the snapshot's segments
+	WarnSizes         = "sizes"          // block sizes differ between trace and segments
+	WarnNPURounding   = "npu-rounding"   // torch_npu's block rounding recognised
 )
 
 func (w Warning) String() string { return w.Message }

@@ -88,6 +88,12 @@ type Timeline struct {
 	Wrapped    bool
 	MaxEntries int64
 	Timed      bool
+	// OneEntry is true when the trace holds one entry from a recording
+	// that keeps one (the legacy _record_memory_history(True, …), whose
+	// trace_alloc_max_entries defaults to 1; enabled="state", which keeps
+	// only torch's marker of the snapshot): there is no history, only the
+	// end state.
+	OneEntry bool
 	// NPURounding is true when the segments' blocks are rounded the way
 	// torch_npu rounds them (round512(request + 32)); replay then does too.
 	NPURounding bool
@@ -166,6 +172,7 @@ func Replay(s *Snapshot, device int, opt ReplayOptions) *Timeline {
 		opt.Started(t)
 	}
 	ob := &observer{t: t, opt: opt}
+	ob.w.trace = t.Events
 	if opt.Observe != nil {
 		opt.Observe(-1, e.n)
 	}

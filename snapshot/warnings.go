@@ -11,8 +11,9 @@ import (
 // This file says what a replay could not know exactly, or found
 // impossible, as Warnings: how much of the history the trace holds (a late
 // start, a wrapped ring buffer, a one-entry trace), whether the true peak
-// likely predates it, missing times, torch_npu's rounding, and — in one
-// warning — every way the trace contradicts the snapshot's own segments.
+// likely predates it, frees that waited for another stream's work, missing
+// times, torch_npu's rounding, and — in one warning — every way the trace
+// contradicts the snapshot's own segments.
 
 func (t *Timeline) warn(kind, format string, args ...any) {
 	t.Warnings = append(t.Warnings, Warning{Device: t.Device, Kind: kind, Message: fmt.Sprintf(format, args...)})
@@ -21,11 +22,23 @@ func (t *Timeline) warn(kind, format string, args ...any) {
 // watch follows the state after every event of a replay for what the
 // warnings need.
 type watch struct {
+	trace        []Event // the events observed
 	maxAfter     Numbers // the highest of each number after the first event
 	events       bool    // maxAfter holds at least one event
 	overReserved int     // states with more allocated than reserved
 	firstOver    int     // the first of them (-1: the start)
 	overAt       Numbers
+
+	// Frees that waited for another stream (see deferredFrees): their
+	// number and bytes, the most bytes waiting at once (active −
+	// allocated) and after which event (-1: the start), and the bytes
+	// waiting when allocated peaked.
+	deferred      int
+	deferredBytes int64
+	waiting       int64
+	waitingAt     int
+	peakAllocated int64
+	waitingAtPeak int64
 }
 
 func (w *watch) observe(i int, n Numbers) {
@@ -35,12 +48,36 @@ func (w *watch) observe(i int, n Numbers) {
 		}
 		w.overReserved++
 	}
+	gap := n.Active - n.Allocated
 	if i < 0 {
+		w.waiting, w.waitingAt = gap, -1
+		w.peakAllocated, w.waitingAtPeak = n.Allocated, gap
 		return
 	}
 	w.events = true
 	w.maxAfter.Allocated = max(w.maxAfter.Allocated, n.Allocated)
 	w.maxAfter.Reserved = max(w.maxAfter.Reserved, n.Reserved)
+	if n.Allocated > w.peakAllocated {
+		w.peakAllocated, w.waitingAtPeak = n.Allocated, gap
+	}
+	// A free with no other stream's work pending is a free_requested and
+	// its free_completed, one after the other: the block is active, not
+	// allocated, only between the two, and that state is not counted.
+	ev := &w.trace[i]
+	switch ev.Action {
+	case ActionFreeRequested:
+		if i+1 < len(w.trace) && w.trace[i+1].Action == ActionFreeCompleted && w.trace[i+1].Addr == ev.Addr {
+			return
+		}
+	case ActionFreeCompleted:
+		if i == 0 || w.trace[i-1].Action != ActionFreeRequested || w.trace[i-1].Addr != ev.Addr {
+			w.deferred++
+			w.deferredBytes += ev.Size
+		}
+	}
+	if gap > w.waiting {
+		w.waiting, w.waitingAt = gap, i
+	}
 }
 
 // warnings reports what the replay could not know exactly. A trace that
@@ -49,7 +86,10 @@ func (w *watch) observe(i int, n Numbers) {
 func (t *Timeline) warnings(e *engine, w *watch) {
 	end := t.checkEnd(e)
 	t.history()
-	t.peakBefore(w)
+	if !t.OneEntry {
+		t.peakBefore(w)
+		t.deferredFrees(w)
+	}
 	if len(t.Events) > 0 && !t.Timed {
 		t.warn(WarnUntimed, "device %d: the trace records no times (no time_us: torch before 2.2, or torch_npu): events have an order but no time, so times read \"not recorded\" and annotations cannot be placed among the events", t.Device)
 	}
@@ -85,11 +125,8 @@ func (t *Timeline) history() {
 	}
 	t.MaxEntries, _ = settingInt(s.Settings, "trace_alloc_max_entries", t.Device)
 	overflowed, flagged := settingBool(s.Settings, "trace_alloc_overflowed", t.Device)
-	if n == 1 && (s.Legacy || t.MaxEntries == 1) {
-		// torch ≈ 2.0 keeps each block's history with the block and
-		// records a one-entry trace by default; enabled="state" keeps one
-		// entry too. Nothing was lost that was ever kept.
-		t.warn(WarnOneEntry, "device %d: the trace holds one entry (torch ≈ 2.0 keeps history with each block and its trace_alloc_max_entries defaults to 1; enabled=\"state\" keeps one entry too): there is no timeline, only the end state and that entry", t.Device)
+	if n == 1 && (s.Legacy || t.MaxEntries <= 1) {
+		t.oneEntry()
 		return
 	}
 	var why string
@@ -130,6 +167,31 @@ func (t *Timeline) history() {
 		msg += fmt.Sprintf("; %d of them (%s) are freed in it", freedN, units.Bytes(freedBytes))
 	}
 	t.warn(WarnLateStart, "%s", msg)
+}
+
+// oneEntry says what a one-entry trace is, when the snapshot records no
+// buffer larger than one entry: a recording that keeps one. The legacy
+// call _record_memory_history(True, …) (torch ≈ 2.0's API, which torch
+// 2.1+ still takes for a bool) keeps trace_alloc_max_entries entries, 1 by
+// default; torch 2.11 writes a "snapshot" entry when the snapshot is
+// taken, so that entry is all such a trace holds, as it is all
+// enabled="state" records. Nothing was lost to a ring buffer that wrapped:
+// there was never more.
+func (t *Timeline) oneEntry() {
+	t.OneEntry = true
+	ev := &t.Events[0]
+	what, which := "a "+ev.Action.String(), "keeps only the last"
+	if ev.Action == ActionSnapshot {
+		what = "torch's marker of the snapshot call"
+		which = `keeps only that marker, as does enabled="state", which records the live blocks' stacks and no trace`
+	}
+	redo := "torch.cuda.memory._record_memory_history(max_entries=100000)"
+	if t.snap.Legacy {
+		what += ", in torch ≈ 2.0's format: each block keeps its own history"
+		redo = "torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000) on torch 2.0, " + redo + " on 2.1 and later"
+	}
+	t.warn(WarnOneEntry, "device %d: the trace holds one entry (%s): a recording that keeps one trace entry, not a ring buffer that wrapped: the legacy call torch.cuda.memory._record_memory_history(True, …), whose trace_alloc_max_entries defaults to 1, %s; there is no timeline, only the end state: to record the history, record again with %s",
+		t.Device, what, which, redo)
 }
 
 // evictionCut reports signs that the ring buffer dropped its oldest
@@ -191,10 +253,27 @@ func perDevice(settings map[string]any, key string, device int) any {
 	}
 }
 
-// peakBefore warns when the true peak likely predates the trace: the
-// memory reserved at the first entry exceeds every state the trace
-// replays, or torch's own peak counters (when a tool saved memory_stats in
-// the snapshot) are above the replay's.
+// The memory reserved at the first entry says the true peak predates the
+// trace when it is at least peakBeforeRatio times the highest allocated the
+// trace replays (the start included) and at least peakBeforeMargin above
+// it. The caching allocator keeps what it reserved until empty_cache, so
+// reserved at the first entry is what requests made before recording
+// needed, with their rounding and the holes between them; in a steady run
+// that is 1.0 to 1.4 times the allocated peak (the fixtures recorded from a
+// later step: at most 1.22; whatif-varlen's variable lengths: 1.35), while
+// a recording begun after a step twice as big holds twice the peak it
+// replays. The margin keeps small recordings quiet, where one 20 MiB
+// segment serving a few small blocks is many times what they hold.
+const (
+	peakBeforeRatio  = 2
+	peakBeforeMargin = 128 << 20
+)
+
+// peakBefore warns when the true peak likely predates the trace: torch's
+// own peak counters (when a tool saved memory_stats in the snapshot) are
+// above the replay's, or the memory reserved at the first entry exceeds
+// every state the trace replays, or is far above the highest allocated
+// the trace replays (peakBeforeRatio).
 func (t *Timeline) peakBefore(w *watch) {
 	stats := t.memoryStats()
 	var parts []string
@@ -215,10 +294,73 @@ func (t *Timeline) peakBefore(w *watch) {
 			t.Device, strings.Join(parts, ", and "))
 		return
 	}
-	if w.events && t.Start.Reserved > w.maxAfter.Reserved {
+	if !w.events {
+		return
+	}
+	if t.Start.Reserved > w.maxAfter.Reserved {
 		t.warn(WarnPeakBefore, "device %d: the true peak likely predates the recording: %s was reserved at the first recorded entry, more than at any moment the trace replays (its peaks: %s allocated, %s reserved after the first entry); the allocator had reserved it for requests made before recording began",
 			t.Device, units.Bytes(t.Start.Reserved), units.Bytes(w.maxAfter.Allocated), units.Bytes(w.maxAfter.Reserved))
+		return
 	}
+	if peak := t.PeakAllocated.Bytes; t.Start.Reserved >= peakBeforeRatio*peak && t.Start.Reserved-peak >= peakBeforeMargin {
+		t.warn(WarnPeakBefore, "device %d: the true peak likely predates the recording: %s was reserved at the first recorded entry (%s of it free, held from requests made before recording began), %.1f× the highest allocated the trace replays (%s at its peak); the caching allocator keeps what it reserved, so the run needed more before the trace than at any moment in it: start recording before the largest step to see that peak (torch.cuda.max_memory_allocated() in the run gives its size)",
+			t.Device, units.Bytes(t.Start.Reserved), units.Bytes(t.Start.Reserved-t.Start.Allocated),
+			float64(t.Start.Reserved)/float64(max(peak, 1)), units.Bytes(peak))
+	}
+}
+
+// deferredFrees warns when frees waited for another stream's work long
+// enough to matter: a block freed while a stream other than its own still
+// has work queued on it (record_stream, a collective's buffers) is
+// free_requested at once and free_completed only when that work is done,
+// active and not allocated meanwhile, memory no request can reuse. The
+// warning needs such a free (a free_completed not right after its own
+// free_requested) and, at some moment, the bytes waiting at once (active −
+// allocated) at least 1 MiB and 1/deferredShare of the allocated peak.
+func (t *Timeline) deferredFrees(w *watch) {
+	const deferredShare = 20
+	if w.deferred == 0 || w.waiting < 1<<20 || deferredShare*w.waiting < t.PeakAllocated.Bytes {
+		return
+	}
+	at := "at the first recorded entry"
+	if w.waitingAt >= 0 {
+		at = fmt.Sprintf("after event %d", w.waitingAt)
+	}
+	verb := "were"
+	if w.deferred == 1 {
+		verb = "was"
+	}
+	msg := fmt.Sprintf("device %d: %s (%s) %s freed while another stream still had work queued on them (record_stream, a tensor used on a side stream, a collective's buffers): each stays active, not allocated, until that work is done (its free_completed comes long after its free_requested), and no request can reuse its memory meanwhile; active exceeds allocated by up to %s (%s, %.0f%% of the allocated peak, %s), by %s at the allocated peak and %s at the end",
+		t.Device, count(w.deferred, "block"), units.Bytes(w.deferredBytes), verb,
+		units.Bytes(w.waiting), at, 100*float64(w.waiting)/float64(max(t.PeakAllocated.Bytes, 1)), units.Bytes(t.PeakAllocated.Bytes),
+		units.Bytes(w.waitingAtPeak), units.Bytes(t.End.Active-t.End.Allocated))
+	if longest := t.longestWait(); longest > 0 {
+		msg += fmt.Sprintf("; the longest wait was %s", units.Duration(longest))
+	}
+	t.warn(WarnDeferredFrees, "%s", msg)
+}
+
+// longestWait returns the longest time from a free_requested to its
+// free_completed when other entries came between, in µs (0 untimed).
+func (t *Timeline) longestWait() int64 {
+	if !t.Timed {
+		return 0
+	}
+	requested := map[uint64]int64{}
+	var longest int64
+	for i := range t.Events {
+		ev := &t.Events[i]
+		switch ev.Action {
+		case ActionFreeRequested:
+			requested[ev.Addr] = ev.TimeUS
+		case ActionFreeCompleted:
+			if at, ok := requested[ev.Addr]; ok {
+				longest = max(longest, ev.TimeUS-at)
+				delete(requested, ev.Addr)
+			}
+		}
+	}
+	return longest
 }
 
 // memoryStats returns the device's peak counters from a memory_stats entry

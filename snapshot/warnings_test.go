@@ -58,6 +58,14 @@ func legacy() *sg.Synth {
 	}
 }
 
+// oneFree is the legacy call's one-entry trace in torch 2.1+'s format:
+// blocks with frames, the last entry a free_completed.
+func oneFree() *sg.Synth {
+	s := steady(nil, nil)
+	s.Traces = [][]map[string]any{{sg.Ev("free_completed", seg+6*mib, 3*mib, 101)}}
+	return s
+}
+
 // TestHistoryWarnings: what each kind of trace is called, with its
 // numbers: a late start, a ring buffer that wrapped (by torch's flag, a
 // per-device flag, a full buffer), a one-entry trace that did not wrap.
@@ -87,7 +95,12 @@ func TestHistoryWarnings(t *testing.T) {
 		{"buffer full", steady(map[string]any{"trace_alloc_max_entries": 3}, nil), snapshot.WarnWrapped,
 			wrapped("it is full: trace_alloc_max_entries = 3"), true, 3},
 		{"legacy one entry", legacy(), snapshot.WarnOneEntry,
-			`device 0: the trace holds one entry (torch ≈ 2.0 keeps history with each block and its trace_alloc_max_entries defaults to 1; enabled="state" keeps one entry too): there is no timeline, only the end state and that entry`, false, 0},
+			"device 0: the trace holds one entry (a free_completed, in torch ≈ 2.0's format: each block keeps its own history): a recording that keeps one trace entry, not a ring buffer that wrapped: the legacy call torch.cuda.memory._record_memory_history(True, …), whose trace_alloc_max_entries defaults to 1, keeps only the last; there is no timeline, only the end state: to record the history, record again with torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000) on torch 2.0, torch.cuda.memory._record_memory_history(max_entries=100000) on 2.1 and later", false, 0},
+		// torch 2.1+'s format (blocks with frames, no history) through the
+		// legacy call: its one entry, a free whose request fell out, once
+		// read as a ring buffer that wrapped.
+		{"legacy call, torch 2.1+ format", oneFree(), snapshot.WarnOneEntry,
+			"device 0: the trace holds one entry (a free_completed): a recording that keeps one trace entry, not a ring buffer that wrapped: the legacy call torch.cuda.memory._record_memory_history(True, …), whose trace_alloc_max_entries defaults to 1, keeps only the last; there is no timeline, only the end state: to record the history, record again with torch.cuda.memory._record_memory_history(max_entries=100000)", false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

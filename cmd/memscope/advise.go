@@ -67,7 +67,7 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 				if len(d.Timeline.Events) == 0 && len(an.Devices) > 1 {
 					continue
 				}
-				r.Devices = append(r.Devices, report.AdviceDevice{Device: d.Device, Advice: d.Advise(opt)})
+				r.Devices = append(r.Devices, report.AdviceDevice{Device: d.Device, Advice: d.Advise(opt), Timeline: d.Timeline})
 			}
 			return r, nil
 		})
