@@ -164,6 +164,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	dev := &Device{Device: d, Timeline: t, Phases: phases, an: a, churn: churn(t.Churn), reservedBefore: before, ranges: ranges,
 		allocSizes: sizes, series: series, seriesPoints: a.opt.SeriesPoints}
 	dev.class = newClassifier(s, events, ranges, phases, acc.owner, &lifetimes{death: t.Death, preDeath: t.PreDeath}, k)
+	dev.class.noHistory = len(events) == 0 || t.OneEntry
 	dev.class.splitPreexisting(t.Initial, events)
 	dev.class.findKVCache()
 	<-warm

@@ -100,6 +100,11 @@ type classifier struct {
 	// optClass is the optimizer's class, from its Optimizer.step range
 	// ("AdamW"), "" when there is none.
 	optClass string
+	// noHistory is set for a snapshot with no allocation history: a
+	// state-only dump, or a one-entry trace (legacy
+	// _record_memory_history(True), enabled="state"): nothing came
+	// "before" a recording.
+	noHistory bool
 }
 
 func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snapshot.Range, p *Phases, owner []int32, life *lifetimes, k *kinds) *classifier {
@@ -299,13 +304,19 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 			if cat, ok := c.byStack(b.Stack); ok {
 				return cat
 			}
-			if len(c.events) == 0 {
-				return Unknown // a state-only dump: nothing was recorded, so nothing came "before"
+			if c.noHistory {
+				if kd := c.kinds.stack(b.Stack); kd&kindForward != 0 && kd&kindKV == 0 {
+					return Activation // made inside a module's forward and held at the dump
+				}
+				return Unknown // no history: nothing came "before" a recording
 			}
 		}
 		if death < 0 {
 			if cat, ok := c.pre[b.Addr]; ok {
 				return cat
+			}
+			if c.noHistory {
+				return Unknown
 			}
 			return BeforeRecording
 		}
@@ -345,6 +356,8 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		died, diedPhase = "", -1
 	}
 	switch {
+	case kd&kindLoad != 0 && kd&kindForward == 0:
+		return Parameter // weights built, loaded or moved (.to(), .cuda(); offloaded layers moved in and out)
 	case death >= 0 && bornPhase >= 0 && bornPhase == diedPhase:
 		return Temporary
 	case born == "optimizer" && c.paramSites[b.Stack]:
@@ -503,9 +516,10 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		if g > k {
 			g = 0
 		}
-		if !c.training {
+		if !c.training && !cublasWorkspace(size) {
 			// No backward and no optimizer: what lives from before the
-			// recording to its end is the model's weights and buffers.
+			// recording to its end is the model's weights and buffers
+			// (cuBLAS's workspaces aside).
 			g = k
 		}
 		if g > 0 {

@@ -273,6 +273,8 @@ func loadOrCacheBits(path, name string, torch bool) uint16 {
 		return fLoad // Megatron's contiguous parameter (and gradient) buffers
 	case strings.Contains(path, "safetensors/"), name == "set_module_tensor_to_device":
 		return fLoad
+	case !torch && weightInit(name):
+		return fLoad // a library's own weight builder (FlexGen's init_weight_list, a model's load_weights)
 	case (strings.Contains(path, "vllm/") || strings.Contains(path, "sglang/")) && (name == "create_weights" || name == "load_weights" || name == "weight_loader"):
 		return fLoad // a serving engine's layers making and loading their weights
 	}
@@ -330,4 +332,12 @@ func shardBits(path, name string) uint16 {
 		}
 	}
 	return 0
+}
+
+// weightInit reports whether a function outside torch is named for
+// building or loading weights.
+func weightInit(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "init_weight") || strings.Contains(n, "load_weight") || strings.Contains(n, "load_state_dict") ||
+		strings.Contains(n, "load_checkpoint") || strings.Contains(n, "load_pretrained")
 }

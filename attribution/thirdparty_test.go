@@ -81,3 +81,29 @@ func TestThirdPartyOneForward(t *testing.T) {
 		})
 	}
 }
+
+// TestNoHistoryCategories: a state-only dump and a legacy one-entry
+// recording (fixtures/quirks, torch's truth beside each) hold no history,
+// so nothing is "before recording": their blocks are named by their
+// stacks (AdamW's moments under torch/optim, the weights under a
+// module's __init__), and parameter and optimizer-state bytes are
+// torch's within 5%.
+func TestNoHistoryCategories(t *testing.T) {
+	for _, name := range []string{"state-only", "legacy-one-entry"} {
+		t.Run(name, func(t *testing.T) {
+			dir := "../fixtures/quirks/" + name
+			tr := readTruth(t, dir)
+			d := fixtureAnalysis(t, dir).Devices[0]
+			m := d.End
+			if b := m.Categories[BeforeRecording].Bytes; b != 0 {
+				t.Errorf("before recording = %d, want none", b)
+			}
+			if got := m.Categories[Parameter].Bytes; !within(got, tr.ParamBytes, 0.05) {
+				t.Errorf("parameter = %d, want %d (torch) ±5%%", got, tr.ParamBytes)
+			}
+			if got := m.Categories[OptimizerState].Bytes; !within(got, tr.OptimizerStateBytes, 0.05) {
+				t.Errorf("optimizer state = %d, want %d (torch) ±5%%", got, tr.OptimizerStateBytes)
+			}
+		})
+	}
+}
