@@ -273,7 +273,7 @@ func (d *Device) At(index int, label string) *Moment {
 		}
 		key := streamPool{b.Stream, d.poolOf(b.Addr)}
 		c := d.class.Classify(b)
-		if !key.pool.IsDefault() && poolTakes(c) {
+		if !key.pool.IsDefault() && (poolTakes(c) || c == Parameter && d.class.kinds.stack(b.Stack)&kindLoad == 0) {
 			c = GraphPool // a private pool's: held for its graph's replays
 		}
 		m.Category[i] = c
@@ -302,7 +302,9 @@ func (d *Device) At(index int, label string) *Moment {
 // poolTakes reports whether a block of category c in a private pool counts
 // as the pool's: what its lifetime alone would call an activation, a
 // temporary, the input, unknown or before recording is the graph's
-// working memory, held for its replays; weights, optimizer state,
+// working memory, held for its replays, and so is a "parameter" that only
+// its lifetime named (kept from outside any step: a graph's static
+// inputs and outputs); weights made by code that builds them, optimizer state,
 // gradients and a KV cache (a serving engine's MemPools hold them) keep
 // their category.
 func poolTakes(c Category) bool {

@@ -284,8 +284,9 @@ func (c *classifier) timeOf(i int) int64 {
 // code that builds, loads or moves weights (.to(), from_pretrained, a
 // module's __init__) is a parameter in any phase, and so is such a weight
 // built in setup that an optimizer phase frees (replaced out of place);
-// born in setup, or outside phases, and kept is a parameter too, unless a
-// module's forward made it (a cuBLAS workspace, a cache: unknown) or, in
+// born in setup, or outside phases by a class's __init__, and kept is a
+// parameter too, unless a module's forward made it (a cuBLAS workspace, a
+// cache: unknown) or, in
 // a recording with no steps, its stack made three or more such blocks
 // (kept per iteration: the inference leak). The rest is unknown.
 //
@@ -393,10 +394,21 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 		return Unknown // made by the model's forward and kept: a workspace (cuBLAS'), a cache, or a leak
 	case death < 0 && c.keptMany[b.Stack]:
 		return Unknown // kept per iteration of a loop with no steps: the inference leak
-	case death < 0 && died == "":
-		return Parameter // built before the first step and kept
+	case death < 0 && died == "" && (born != "" || c.initFrame(b.Stack)):
+		return Parameter // built before the first step (in setup, or by a class's __init__) and kept
 	}
 	return Unknown
+}
+
+// initFrame reports whether a stack runs a class's __init__: where
+// hand-written modules make their weights (nn.Parameter(torch.empty(…))).
+func (c *classifier) initFrame(id snapshot.StackID) bool {
+	for _, f := range c.st.Stack(id) {
+		if c.st.Frame(f).Name == "__init__" {
+			return true
+		}
+	}
+	return false
 }
 
 // replacedState reports whether an optimizer-phase block that a later

@@ -45,6 +45,9 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 		}
 		return py
 	}
+	// Each stack is looked at once: a stack seen before narrows the shared
+	// frames no further, and goes into the same function below them.
+	seen := make([]bool, st.Len())
 	for _, s := range mid {
 		for i := s.first; i <= s.last; i++ {
 			ev := &events[i]
@@ -53,6 +56,12 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 			}
 			if ev.Stack == 0 || k.stack(ev.Stack)&kindPython == 0 {
 				return "", false // C++ or autograd work: a backward is in the period
+			}
+			if int(ev.Stack) < len(seen) {
+				if seen[ev.Stack] {
+					continue
+				}
+				seen[ev.Stack] = true
 			}
 			fr := pyFrames(ev.Stack)
 			if first {
@@ -88,11 +97,18 @@ func nestedLayers(st *snapshot.Stacks, events []snapshot.Event, sp []span, k *ki
 	}
 	// Below the run, each allocation enters one function: the layer's.
 	layer := ""
+	clear(seen)
 	for _, s := range mid {
 		for i := s.first; i <= s.last; i++ {
 			ev := &events[i]
 			if ev.Action != snapshot.ActionAlloc {
 				continue
+			}
+			if int(ev.Stack) < len(seen) {
+				if seen[ev.Stack] {
+					continue
+				}
+				seen[ev.Stack] = true
 			}
 			fr := pyFrames(ev.Stack)
 			var branch *snapshot.Frame

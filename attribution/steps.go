@@ -64,12 +64,8 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges
 		}
 		return sp, stepSource{key: "pattern"}
 	}
-	// No step repeats, but a model ran: one pass (a forward that ran out of
-	// memory, torchtitan's dump of its first step, one evaluation).
-	for i := range events {
-		if events[i].Action == snapshot.ActionAlloc && k.event(&events[i])&kindModule != 0 {
-			return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}}, stepSource{key: "one pass"}
-		}
+	if onePass(events, k) {
+		return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}}, stepSource{key: "one pass"}
 	}
 	return nil, stepSource{key: "none"}
 }
@@ -246,4 +242,31 @@ func ownRange(name string) bool {
 		}
 	}
 	return strings.Contains(name, "::")
+}
+
+// onePass reports whether a recording in which no step repeats is one
+// pass of a model's work: a model ran (an allocation calls an nn.Module)
+// and either the recording holds an out-of-memory error (a forward that
+// ran out, torchtitan's dump of its first step) or a backward (a tenth
+// of its allocations or more: one training pass with no optimizer). A
+// forward-only stream that does not repeat (a server's requests of
+// varying shapes) is no one pass: it says nothing of its steps.
+func onePass(events []snapshot.Event, k *kinds) bool {
+	model, oom := false, false
+	allocs, backward := 0, 0
+	for i := range events {
+		ev := &events[i]
+		switch ev.Action {
+		case snapshot.ActionOOM:
+			oom = true
+		case snapshot.ActionAlloc:
+			allocs++
+			kd := k.event(ev)
+			model = model || kd&kindModule != 0
+			if kd&kindBackward != 0 {
+				backward++
+			}
+		}
+	}
+	return model && (oom || 10*backward >= allocs)
 }

@@ -58,9 +58,13 @@ type DeviceSummary struct {
 	// Categories holds the allocated bytes at the peak by category.
 	Categories [NumCategories]Bytes
 	// PrivatePools are the private pools reserved at the peak (CUDA
-	// graphs', MemPools'), nil for none.
-	PrivatePools []PrivatePool
-	Findings     []Finding
+	// graphs', MemPools'), nil for none; PrivatePoolsEnd those at the end
+	// (Device.Frag's).
+	PrivatePools    []PrivatePool
+	PrivatePoolsEnd []PrivatePool
+	// StepTable is the step × phase table of every step (Phases.Table).
+	StepTable StepTable
+	Findings  []Finding
 	// Fixes are the first SummaryFixes of Advise's fixes, cheapest first
 	// (none outside a training step's peak).
 	Fixes []AdviceFix
@@ -121,7 +125,8 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		PeakRequested: t.PeakRequested, PeakAllocated: t.PeakAllocated,
 		PeakActive: t.PeakActive, PeakReserved: t.PeakReserved,
 		Events: len(t.Events), OOMs: len(t.OOMs), Warnings: dev.Warnings, Lost: dev.Lost, Timed: t.Timed,
-		PrivatePools: dev.Frag[0].Private,
+		PrivatePools: dev.Frag[0].Private, PrivatePoolsEnd: dev.Frag[1].Private,
+		StepTable: dev.Phases.Table(dev.Phases.AllSteps(), 0),
 	}
 	for _, i := range s.SegmentsOf(d) {
 		seg := &s.Segments[i]
