@@ -341,10 +341,10 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	died, diedPhase := c.phaseName(death)
 	kd := c.kinds.stack(b.Stack)
 	switch {
+	case kd&kindReduce != 0:
+		return Gradient // FSDP2's allocate serves both: under foreach_reduce it is the reduce-scatter's
 	case kd&kindGather != 0:
 		return GatheredParameter
-	case kd&kindReduce != 0:
-		return Gradient
 	}
 	// A block born in a step that an out-of-memory error cut short, and
 	// still live (the snapshot was taken while the failed step's frames
@@ -378,6 +378,8 @@ func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 			return Activation // made by one phase of generate() and freed in a later one
 		}
 		return Unknown // kept, and not the cache: a workspace, the output, or a leak
+	case born == "backward" && death < 0 && cublasWorkspace(b.Requested):
+		return Unknown // the autograd thread's cuBLAS workspace, kept for the process's life
 	case born == "backward":
 		return Gradient
 	case born == "forward" && bornPhase >= 0 && b.AllocIndex < c.firstModule[bornPhase]:
@@ -438,10 +440,10 @@ func (c *classifier) byStack(id snapshot.StackID) (Category, bool) {
 		// outside a model's forward (vLLM's profiling forward inside
 		// _initialize_kv_caches makes activations and workspaces).
 		return KVCache, true
-	case kd&kindGather != 0:
-		return GatheredParameter, true
 	case kd&kindReduce != 0:
 		return Gradient, true
+	case kd&kindGather != 0:
+		return GatheredParameter, true
 	case kd&kindOptimizer != 0:
 		return OptimizerState, true
 	case kd&kindLoad != 0:

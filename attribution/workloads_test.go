@@ -221,3 +221,33 @@ func TestWorkloadOOMs(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkloadGradients: at the end of every backward phase the
+// gradients are torch's gradient bytes within 5%: FSDP2's sharded
+// gradients (its reduce-scatter outputs, not gathered parameters), the
+// adapters' alone under LoRA (the autograd thread's cuBLAS workspace is
+// none of them), and every parameter's before AdamW's first step.
+func TestWorkloadGradients(t *testing.T) {
+	for _, w := range loadWorkloads(t) {
+		if w.truth.GradientBytes == 0 {
+			continue
+		}
+		t.Run(w.name, func(t *testing.T) {
+			d := w.an.Devices[0]
+			n := 0
+			for _, ph := range d.Phases.List {
+				if ph.Name != "backward" || ph.Step < 0 {
+					continue
+				}
+				n++
+				m := d.At(ph.Last, "end of backward")
+				if got := m.Categories[Gradient].Bytes; !within(got, w.truth.GradientBytes, 0.05) {
+					t.Errorf("gradient at the end of step %d's backward = %d, want %d (torch) ±5%%", ph.Step, got, w.truth.GradientBytes)
+				}
+			}
+			if n == 0 {
+				t.Fatal("no backward phase")
+			}
+		})
+	}
+}
