@@ -409,7 +409,9 @@ out["fixtures"] = {}
 for p in sys.argv[3:]:
     f = memscope.analyze(p).device()
     out["fixtures"][p] = {"peaks": {q: getattr(f.peaks, q).bytes for q in ("requested", "allocated", "active", "reserved")},
-                          "end": dataclasses.asdict(f.end)}
+                          "end": dataclasses.asdict(f.end),
+                          "step_table": {str(r.step): r.phase_peaks for r in f.step_table.rows},
+                          "private_pools_at_end": [dataclasses.asdict(x) for x in f.private_pools_at_end]}
 try:
     memscope.analyze("no-such.pickle")
     out["error"] = None
@@ -437,8 +439,17 @@ type analyzeOut struct {
 	Scalars       map[string]float64
 	HTML          string
 	Missing       []string
-	Fixtures      map[string]struct{ Peaks, End numbers }
-	Error         *struct {
+	Fixtures      map[string]struct {
+		Peaks, End numbers
+		// StepTable: each step's phase_peaks, by step number.
+		StepTable    map[string]map[string]int64 `json:"step_table"`
+		PrivatePools []struct {
+			Pool                      [2]int64
+			Reserved, Allocated, Free int64
+			Segments                  int
+		} `json:"private_pools_at_end"`
+	}
+	Error *struct {
 		Status int
 		Stderr string
 	}
@@ -504,6 +515,10 @@ func installed(t *testing.T, py, wheel, readme string) {
 	for _, dir := range dirs {
 		args = append(args, filepath.Join(dir, "snapshot.pickle"))
 	}
+	// Gradient accumulation's step table and a CUDA graph's private pool.
+	gradAccum := filepath.Join(root, "fixtures", "workloads", "grad-accum")
+	graphs := filepath.Join(root, "fixtures", "workloads", "reduce-overhead")
+	args = append(args, filepath.Join(gradAccum, "snapshot.pickle"), filepath.Join(graphs, "snapshot.pickle"))
 	var got analyzeOut
 	if err := json.Unmarshal([]byte(run(t, root, nil, vpy, args...)), &got); err != nil {
 		t.Fatalf("analyze.py's output: %v", err)
@@ -643,6 +658,41 @@ func installed(t *testing.T, py, wheel, readme string) {
 		} {
 			if c.got != c.want {
 				t.Errorf("analyze(%s).%s = %d, want %d (truth.json)", snap, c.name, c.got, c.want)
+			}
+		}
+	}
+
+	// The step × phase table: each cell torch's peak over the phase, the
+	// highest of its micro-batches'.
+	if tr, err := truth.Read(filepath.Join(gradAccum, "truth.json")); err != nil {
+		t.Error(err)
+	} else {
+		want := map[string]map[string]int64{}
+		for _, ph := range tr.Phases {
+			if ph.Step >= 0 {
+				k := strconv.Itoa(ph.Step)
+				if want[k] == nil {
+					want[k] = map[string]int64{}
+				}
+				want[k][ph.Phase] = max(want[k][ph.Phase], ph.PeakAllocated)
+			}
+		}
+		if got := got.Fixtures[filepath.Join(gradAccum, "snapshot.pickle")].StepTable; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("analyze(grad-accum).step_table's phase_peaks = %v, want %v (truth.json, the highest micro-batch)", got, want)
+		}
+	}
+	// The private pools at the end: torch's memory_snapshot() per pool.
+	if tr, err := truth.Read(filepath.Join(graphs, "truth.json")); err != nil {
+		t.Error(err)
+	} else {
+		pools := got.Fixtures[filepath.Join(graphs, "snapshot.pickle")].PrivatePools
+		if len(pools) != len(tr.PrivatePools) || len(pools) == 0 {
+			t.Errorf("analyze(reduce-overhead).private_pools_at_end = %+v, torch held %d pools", pools, len(tr.PrivatePools))
+		}
+		for _, p := range pools {
+			w := tr.PrivatePools[fmt.Sprintf("(%d, %d)", p.Pool[0], p.Pool[1])]
+			if p.Reserved != w.Reserved || p.Allocated != w.Allocated || p.Segments != w.Segments || p.Free != w.Reserved-w.Allocated {
+				t.Errorf("analyze(reduce-overhead) pool %v = %+v, want torch's %+v", p.Pool, p, w)
 			}
 		}
 	}

@@ -157,7 +157,11 @@ type FragJSON struct {
 	SegmentFrees           int                      `json:"segment_frees"`
 	Maps                   int                      `json:"segment_maps"`
 	Unmaps                 int                      `json:"segment_unmaps"`
-	Verdict                string                   `json:"verdict"`
+	// PrivatePools are the private pools reserved at the moment, left out
+	// of Free, Holes, the histogram and the verdict (their free memory
+	// serves only their graph); [] for none.
+	PrivatePools []PrivatePoolJSON `json:"private_pools"`
+	Verdict      string            `json:"verdict"`
 }
 
 // DeviceFragJSON is the fragmentation of one device at each moment: the
@@ -181,7 +185,8 @@ func fragJSON(f *attribution.Fragmentation) FragJSON {
 		Holes: f.Holes, LargestFreeSmall: f.LargestFree[0], LargestFreeLarge: f.LargestFree[1],
 		Histogram: h, Request: f.Request, Unusable: f.Unusable, Stranded: f.Stranded, Headroom: f.Headroom,
 		SegmentAllocs: f.SegmentAllocs,
-		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, Verdict: fragVerdictText(f.Verdict)}
+		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, PrivatePools: privatePoolsJSON(f.Private),
+		Verdict: fragVerdictText(f.Verdict)}
 }
 
 // OOMJSON is the post-mortem of one OOM.

@@ -47,6 +47,9 @@ type deviceSection struct {
 	LeakTable siteTable
 
 	Frag []fragPanel
+	// PrivatePools lists the private pools (CUDA graphs', MemPools') of
+	// every moment shown, at most maxPoolRows a moment.
+	PrivatePools []poolRow
 	// Histogram is the free-hole histogram at every fragmentation moment.
 	Histogram *chartView
 	OOMs      []oomPanel
@@ -123,6 +126,29 @@ func newFixRows(fixes []attribution.AdviceFix, peak int64) []fixRow {
 	return out
 }
 
+// poolRow is one private pool at a moment, or (More > 0) the count of
+// the moment's pools left out.
+type poolRow struct {
+	Moment string
+	attribution.PrivatePool
+	More int
+}
+
+// maxPoolRows bounds the private pools the page lists at one moment.
+const maxPoolRows = 20
+
+func newPoolRows(moment string, pools []attribution.PrivatePool) []poolRow {
+	var out []poolRow
+	for i, p := range pools {
+		if i == maxPoolRows {
+			out = append(out, poolRow{Moment: moment, More: len(pools) - i})
+			break
+		}
+		out = append(out, poolRow{Moment: moment, PrivatePool: p})
+	}
+	return out
+}
+
 type stepRow struct {
 	Gap           bool // a run of steps left out
 	Step          int
@@ -187,6 +213,7 @@ func buildDevice(v *attribution.View, dv *attribution.DeviceView, id string) *de
 	for k, f := range dv.Frag {
 		ds.Frag = append(ds.Frag, fragPanel{Frag: f.Fragmentation, Segments: segmentChart(fmt.Sprintf("%s-seg%d", id, k), f),
 			RestCount: f.Segments.RestCount, Rest: f.Segments.Rest})
+		ds.PrivatePools = append(ds.PrivatePools, newPoolRows(f.Label, f.Private)...)
 	}
 	if h := histogramChart(id, dv.Frag); h != nil {
 		ds.Histogram = h

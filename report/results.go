@@ -90,12 +90,19 @@ func (r *Peak) writeText(w io.Writer) error {
 
 // PeakFileJSON is the entry of one file in the peak document.
 type PeakFileJSON struct {
-	Source  string       `json:"source"`
-	Devices []MomentJSON `json:"devices"`
+	Source  string           `json:"source"`
+	Devices []PeakDeviceJSON `json:"devices"`
+}
+
+// PeakDeviceJSON is one device of the peak document: the moment, and the
+// device's step × phase table (whatever the moment).
+type PeakDeviceJSON struct {
+	MomentJSON
+	StepTable StepTableJSON `json:"step_table"`
 }
 
 func (r *Peak) fileEntry() any {
-	f := PeakFileJSON{Source: r.Source, Devices: []MomentJSON{}}
+	f := PeakFileJSON{Source: r.Source, Devices: []PeakDeviceJSON{}}
 	for _, pd := range r.Devices {
 		mj := momentOf(r.Analysis.Snapshot.Stacks, pd.Device.Device, pd.Moment, r.Top)
 		switch r.JoinedBy {
@@ -105,7 +112,7 @@ func (r *Peak) fileEntry() any {
 		case "timeline":
 			mj.Timeline = timelineSampleJSON(r.Trace, pd.Sample)
 		}
-		f.Devices = append(f.Devices, mj)
+		f.Devices = append(f.Devices, PeakDeviceJSON{MomentJSON: mj, StepTable: deviceStepTableJSON(pd.Device)})
 	}
 	return f
 }

@@ -110,13 +110,18 @@ type SummaryDevice struct {
 	ActiveBlocks     int                 `json:"active_blocks"`
 	OOMs             int                 `json:"ooms"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
-	Findings         []FindingJSON       `json:"findings"`
-	Fixes            []AdviceFixJSON     `json:"fixes"`     // advise's first three, cheapest first
-	Inference        *InferenceJSON      `json:"inference"` // null unless a KV cache was recognised
-	Ops              []OpBytesJSON       `json:"ops_at_peak,omitempty"`
-	OpsCovered       *float64            `json:"ops_covered,omitempty"`
-	TimelineAtPeak   *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
-	Warnings         []string            `json:"warnings"`
+	// PrivatePoolsAtPeak and PrivatePoolsAtEnd: the private pools (CUDA
+	// graphs', MemPools') reserved at the peak and at the end; [] for none.
+	PrivatePoolsAtPeak []PrivatePoolJSON   `json:"private_pools_at_peak"`
+	PrivatePoolsAtEnd  []PrivatePoolJSON   `json:"private_pools_at_end"`
+	StepTable          StepTableJSON       `json:"step_table"` // allocated bytes per step and phase
+	Findings           []FindingJSON       `json:"findings"`
+	Fixes              []AdviceFixJSON     `json:"fixes"`     // advise's first three, cheapest first
+	Inference          *InferenceJSON      `json:"inference"` // null unless a KV cache was recognised
+	Ops                []OpBytesJSON       `json:"ops_at_peak,omitempty"`
+	OpsCovered         *float64            `json:"ops_covered,omitempty"`
+	TimelineAtPeak     *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
+	Warnings           []string            `json:"warnings"`
 }
 
 func summaryFile(s *attribution.Summary) SummaryFile {
@@ -137,6 +142,8 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 			OOMs: d.OOMs, Warnings: deviceWarnings(d),
+			PrivatePoolsAtPeak: privatePoolsJSON(d.PrivatePools), PrivatePoolsAtEnd: privatePoolsJSON(d.PrivatePoolsEnd),
+			StepTable: stepTableJSON(d.StepTable),
 		}
 		sd.Categories = map[string]int64{}
 		for c := attribution.Category(0); c < attribution.NumCategories; c++ {

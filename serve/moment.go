@@ -39,6 +39,21 @@ type Frag struct {
 	FreeShare     float64                  `json:"free_share"`
 	Fragmented    bool                     `json:"fragmented"`
 	Histogram     []attribution.HoleBucket `json:"histogram"`
+	// PrivatePools are the private pools (CUDA graphs', MemPools')
+	// reserved at the moment, by pool id; their free memory serves only
+	// their graph, so Free, Holes, the largest free blocks, the histogram
+	// and Fragmented leave it out. [] for none.
+	PrivatePools []PrivatePool `json:"private_pools"`
+}
+
+// PrivatePool is one private pool's totals at a moment
+// (attribution.PrivatePool); its segments are those with its PoolID.
+type PrivatePool struct {
+	PoolID    [2]int64 `json:"pool_id"`
+	Reserved  int64    `json:"reserved"`
+	Allocated int64    `json:"allocated"`
+	Free      int64    `json:"free"` // reserved − allocated
+	Segments  int      `json:"segments"`
 }
 
 // Segment is one reserved segment with its blocks and holes.
@@ -88,7 +103,12 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 		Categories: categories(m.Categories), Streams: []Stream{}, TopSites: v.siteRows(m.Sites, 20, ""),
 		Frag: Frag{Reserved: f.Reserved, Allocated: f.Allocated, Cached: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
 			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: finite(f.Verdict.Share),
-			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...)}}
+			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...),
+			PrivatePools: []PrivatePool{}}}
+	for _, p := range f.Private {
+		out.Frag.PrivatePools = append(out.Frag.PrivatePools, PrivatePool{PoolID: [2]int64{p.Pool.A, p.Pool.B},
+			Reserved: p.Reserved, Allocated: p.Allocated, Free: p.Free, Segments: p.Segments})
+	}
 	if m.Index >= 0 && m.Index < len(v.ax.events) {
 		out.X = v.ax.xOf(m.Index)
 	}

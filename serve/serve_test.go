@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -682,5 +683,69 @@ func TestAPIDocs(t *testing.T) {
 		if !documented[name] {
 			t.Errorf("docs/serve-api.md does not list /api/%s", name)
 		}
+	}
+}
+
+// TestMomentPrivatePools: /api/moment's frag holds each private pool's
+// totals: at the end, torch's memory_snapshot() per pool (truth.json's
+// private_pools: reserved, allocated, segments, to the byte); at every
+// moment asked, the same totals as the moment's own segments of that pool
+// add up to; and a run with no CUDA graph has none.
+func TestMomentPrivatePools(t *testing.T) {
+	for _, name := range []string{"workloads/reduce-overhead", "workloads/cuda-graph", "mlp-adamw"} {
+		t.Run(name, func(t *testing.T) {
+			tr, err := truth.Read("../fixtures/" + name + "/truth.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := "../fixtures/" + name + "/snapshot.pickle"
+			srv := newServer(t, path)
+			middle := strconv.Itoa(len(analyzed(t, path).Devices[0].Timeline.Events) / 2)
+			for _, at := range []string{"end", "peak", middle} {
+				var m Moment
+				get(t, srv, "/api/moment?at="+url.QueryEscape(at), &m)
+				if m.SegmentsTotal > len(m.Segments) {
+					t.Fatalf("at %s: %d of %d segments shown; the test needs them all", at, len(m.Segments), m.SegmentsTotal)
+				}
+				type sum struct {
+					reserved, allocated int64
+					segments            int
+				}
+				bySegments := map[[2]int64]sum{}
+				for _, s := range m.Segments {
+					if s.PoolID != [2]int64{} {
+						x := bySegments[s.PoolID]
+						x.reserved += s.Size
+						x.allocated += s.Allocated
+						x.segments++
+						bySegments[s.PoolID] = x
+					}
+				}
+				if len(m.Frag.PrivatePools) != len(bySegments) {
+					t.Errorf("at %s: %d private pools, the segments name %d", at, len(m.Frag.PrivatePools), len(bySegments))
+				}
+				for _, p := range m.Frag.PrivatePools {
+					if got, want := (sum{p.Reserved, p.Allocated, p.Segments}), bySegments[p.PoolID]; got != want {
+						t.Errorf("at %s pool %v: %+v, its segments add up to %+v", at, p.PoolID, got, want)
+					}
+					if p.Free != p.Reserved-p.Allocated {
+						t.Errorf("at %s pool %v: free %d, want reserved − allocated %d", at, p.PoolID, p.Free, p.Reserved-p.Allocated)
+					}
+				}
+				if at != "end" {
+					continue
+				}
+				if len(m.Frag.PrivatePools) != len(tr.PrivatePools) {
+					t.Errorf("at the end: %d private pools, torch held %d", len(m.Frag.PrivatePools), len(tr.PrivatePools))
+				}
+				for _, p := range m.Frag.PrivatePools {
+					w, ok := tr.PrivatePools[fmt.Sprintf("(%d, %d)", p.PoolID[0], p.PoolID[1])]
+					if !ok || p.Reserved != w.Reserved || p.Allocated != w.Allocated || p.Segments != w.Segments {
+						t.Errorf("at the end pool %v: %d reserved, %d allocated in %d segments; torch: %+v (held: %v)",
+							p.PoolID, p.Reserved, p.Allocated, p.Segments, w, ok)
+					}
+				}
+			}
+		})
 	}
 }

@@ -81,7 +81,7 @@ func (d jsonDocs) goTypes(kind string) []string {
 
 // dataKeyed are the fields whose object keys are data (category names,
 // metric names), not field names.
-var dataKeyed = map[string]bool{"categories": true, "categories_at_peak": true, "max": true, "at_end": true}
+var dataKeyed = map[string]bool{"categories": true, "categories_at_peak": true, "max": true, "at_end": true, "phase_peaks": true}
 
 // jsonKeys collects the object keys of a decoded document, with the path
 // of the first place each was seen.
@@ -111,12 +111,14 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 	docs := readJSONDocs(t)
 	const (
 		profiled = "../../fixtures/llama-profiled/"
+		// graphSnap holds a CUDA graph's private pool and a MemPool.
+		graphSnap = "../../fixtures/workloads/cuda-graph/snapshot.pickle"
 	)
 	runs := map[string][][]string{
-		"summary": {{"summary", llamaSnap, oomSnap}, {"summary", "--trace", profiled + "trace.json.gz", profiled + "snapshot.pickle"}},
+		"summary": {{"summary", llamaSnap, oomSnap, graphSnap}, {"summary", "--trace", profiled + "trace.json.gz", profiled + "snapshot.pickle"}},
 		"peak":    {{"peak", mlpSnap, oomSnap}, {"peak", "--trace", profiled + "trace.json.gz", profiled + "snapshot.pickle"}},
 		"leaks":   {{"leaks", leakSnap, mlpSnap}},
-		"frag":    {{"frag", oomSnap, leakSnap}, {"frag", "--simulate", "../../fixtures/whatif-varlen/default/snapshot.pickle"}},
+		"frag":    {{"frag", oomSnap, leakSnap, graphSnap}, {"frag", "--simulate", "../../fixtures/whatif-varlen/default/snapshot.pickle"}},
 		"oom":     {{"oom", oomSnap}},
 		"diff":    {{"diff", mlpSnap, leakSnap}},
 		"check":   {{"check", "--max-peak", "1GiB", oomSnap, mlpSnap}},
@@ -177,7 +179,8 @@ func init() {
 	for _, v := range []any{
 		report.SummaryDoc{}, report.SummaryFile{}, report.SummaryDevice{}, report.PeakJSON{}, report.RangeJSON{},
 		report.FindingJSON{}, report.SiteJSON{}, report.FrameJSON{}, report.OpBytesJSON{}, report.TimelineSampleJSON{},
-		report.Numbers{}, report.PeakFileJSON{}, report.MomentJSON{}, report.StreamJSON{}, report.LeaksFileJSON{},
+		report.Numbers{}, report.PeakFileJSON{}, report.PeakDeviceJSON{}, report.MomentJSON{}, report.StreamJSON{}, report.LeaksFileJSON{},
+		report.StepTableJSON{}, report.StepRowJSON{}, report.PrivatePoolJSON{},
 		report.LeakJSON{}, report.LeakSiteJSON{}, report.FragFileJSON{}, report.DeviceFragJSON{}, report.FragJSON{},
 		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.OOMSettingJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},

@@ -17,8 +17,8 @@ type (
 	peakDoc struct {
 		Schema, Kind string
 		Files        []struct {
-			Source  string              `json:"source"`
-			Devices []report.MomentJSON `json:"devices"`
+			Source  string                  `json:"source"`
+			Devices []report.PeakDeviceJSON `json:"devices"`
 		} `json:"files"`
 	}
 	leaksDoc struct {

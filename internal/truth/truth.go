@@ -76,6 +76,10 @@ type File struct {
 	TrainableParamBytes  int64 `json:"trainable_param_bytes"`
 	PrivatePoolReserved  int64 `json:"private_pool_reserved"`
 	OptimizerStateNeeded int64 `json:"optimizer_state_needed"`
+	// PrivatePools are the private pools torch.cuda.memory_snapshot() held
+	// at the end, keyed by segment_pool_id as Python prints the tuple:
+	// "(0, 1)".
+	PrivatePools map[string]PrivatePool `json:"private_pools"`
 
 	// Batch, Seq, Prompt and NewTokens are a plain script's run shape
 	// (capture/advise: sequences, tokens per sequence, a generate()'s
@@ -174,6 +178,23 @@ type Step struct {
 	FloorEnd  int64  `json:"floor_end"`      // allocated at the step's end
 	Peak      int64  `json:"peak_allocated"` // the highest phase peak of the step
 	PeakPhase string `json:"peak_phase"`     // the phase that reached it
+}
+
+// PrivatePool is one private pool at the end: the sums of its segments'
+// total_size and allocated_size, and how many segments it holds.
+type PrivatePool struct {
+	Reserved  int64 `json:"reserved"`
+	Allocated int64 `json:"allocated"`
+	Segments  int   `json:"segments"`
+}
+
+// PoolID parses a PrivatePools key, "(0, 1)", into the pool's two numbers.
+func PoolID(key string) ([2]int64, error) {
+	var id [2]int64
+	if _, err := fmt.Sscanf(key, "(%d, %d)", &id[0], &id[1]); err != nil {
+		return id, fmt.Errorf("private pool key %q: %w", key, err)
+	}
+	return id, nil
 }
 
 // Leak is where a fixture leaks and how fast.

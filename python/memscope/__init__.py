@@ -13,13 +13,14 @@ holds (memscope/bin/memscope); see memscope._binary for where it is looked
 for otherwise.
 """
 
-from ._analyze import (Analysis, Device, Finding, Fix, Frame, Numbers, OpBytes, Peak, Peaks, Range, Site,
-                       analyze)
+from ._analyze import (Analysis, Device, Finding, Fix, Frame, Numbers, OpBytes, Peak, Peaks, PrivatePool, Range,
+                       Site, StepRow, StepTable, analyze)
 from ._binary import BinaryNotFoundError, MemscopeError, find_binary
 from ._record import rank_path, record
 from ._version import __version__
 
 __all__ = [
     "record", "rank_path", "analyze", "Analysis", "Device", "Numbers", "Peak", "Peaks", "Range", "Frame",
-    "Site", "Finding", "Fix", "OpBytes", "MemscopeError", "BinaryNotFoundError", "find_binary", "__version__",
+    "Site", "Finding", "Fix", "OpBytes", "StepTable", "StepRow", "PrivatePool", "MemscopeError",
+    "BinaryNotFoundError", "find_binary", "__version__",
 ]

@@ -166,6 +166,61 @@ class OpBytes:
 
 
 @dataclass(frozen=True)
+class StepRow:
+    """One step of the step x phase table, allocated bytes: floor (at the
+    step's first event), after (after its last), peak (the highest inside
+    it) and the phase holding it, and phase_peaks: each phase's highest
+    peak in the step (with gradient accumulation, the highest of its
+    micro-batches'), by phase name, for the phases the step has."""
+    step: int
+    floor: int
+    after: int
+    peak: int
+    peak_phase: str
+    phase_peaks: Dict[str, int]
+    holds_peak: bool
+
+    @classmethod
+    def _from(cls, d):
+        return cls(int(d["step"]), int(d["floor"]), int(d["after"]), int(d["peak"]), d["peak_phase"],
+                   {k: int(v) for k, v in d["phase_peaks"].items()}, bool(d["holds_peak"]))
+
+
+@dataclass(frozen=True)
+class StepTable:
+    """The step x phase table `memscope peak` prints: phases are the
+    columns in order, rows one per step; peak_step and peak_phase name the
+    phase holding the device's peak (peak_step None outside the steps)."""
+    phases: List[str]
+    rows: List[StepRow]
+    peak_step: Optional[int]
+    peak_phase: str
+
+    @classmethod
+    def _from(cls, d):
+        d = d or {}
+        return cls(list(d.get("phases") or []), [StepRow._from(r) for r in d.get("rows") or []],
+                   None if d.get("peak_step") is None else int(d["peak_step"]), d.get("peak_phase", ""))
+
+
+@dataclass(frozen=True)
+class PrivatePool:
+    """A private pool (a CUDA graph's, a torch.cuda.MemPool's) at a moment,
+    bytes. Its free bytes (reserved - allocated) serve only its own graph's
+    replays, and empty_cache() does not release them."""
+    pool: tuple
+    reserved: int
+    allocated: int
+    free: int
+    segments: int
+
+    @classmethod
+    def _from(cls, d):
+        return cls(tuple(int(x) for x in d["pool"]), int(d["reserved"]), int(d["allocated"]), int(d["free"]),
+                   int(d["segments"]))
+
+
+@dataclass(frozen=True)
 class Device:
     """One CUDA device of the snapshot: the four numbers at the start, at
     the allocated peak and at the end, each quantity's own peak, when the
@@ -200,6 +255,9 @@ class Device:
     warnings: List[str]
     ops_at_peak: List[OpBytes] = field(default_factory=list)
     ops_covered: Optional[float] = None
+    private_pools_at_peak: List[PrivatePool] = field(default_factory=list)
+    private_pools_at_end: List[PrivatePool] = field(default_factory=list)
+    step_table: StepTable = field(default_factory=lambda: StepTable([], [], None, ""))
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -218,7 +276,10 @@ class Device:
             ooms=int(d["ooms"]), categories_at_peak={k: int(v) for k, v in d["categories_at_peak"].items()},
             findings=[Finding._from(f) for f in d["findings"]], fixes=[Fix._from(f) for f in d["fixes"]],
             warnings=list(d["warnings"]), ops_at_peak=[OpBytes._from(o) for o in d.get("ops_at_peak") or []],
-            ops_covered=None if d.get("ops_covered") is None else float(d["ops_covered"]), raw=d)
+            ops_covered=None if d.get("ops_covered") is None else float(d["ops_covered"]),
+            private_pools_at_peak=[PrivatePool._from(p) for p in d.get("private_pools_at_peak") or []],
+            private_pools_at_end=[PrivatePool._from(p) for p in d.get("private_pools_at_end") or []],
+            step_table=StepTable._from(d.get("step_table")), raw=d)
 
     def finding(self, kind):
         """The finding of that kind (leak, fragmentation, oom), or None."""

@@ -10,6 +10,7 @@ import csv
 import hashlib
 import importlib.util
 import io
+import json
 import os
 import pathlib
 import stat
@@ -223,6 +224,43 @@ class BinaryTest(unittest.TestCase):
                 if status == 2:
                     self.assertEqual(cm.exception.stderr, "memscope: stat x: no such file\n")
                     self.assertEqual(cm.exception.cmd, ["memscope", "summary", "--json", "x"])
+
+    def test_analyze_step_table_and_pools(self):
+        # The step x phase table and the private pools of summary --json
+        # become typed values holding the document's numbers.
+        zero = {q: 0 for q in ("requested", "allocated", "active", "reserved")}
+        table = {"phases": ["forward", "backward", "optimizer"], "peak_step": 1, "peak_phase": "backward",
+                 "rows": [{"step": 0, "floor": 100, "after": 300, "peak": 700, "peak_phase": "optimizer",
+                           "phase_peaks": {"forward": 400, "backward": 600, "optimizer": 700}, "holds_peak": False},
+                          {"step": 1, "floor": 300, "after": 300, "peak": 900, "peak_phase": "backward",
+                           "phase_peaks": {"forward": 500, "backward": 900}, "holds_peak": True}]}
+        pools = [{"pool": [0, 1], "reserved": 2097152, "allocated": 512, "free": 2096640, "segments": 1}]
+        device = {"device": 0, "start": zero, "at_peak": zero, "end": zero,
+                  "peaks": {q: {"bytes": 0, "event_index": -1, "time_epoch_us": 0} for q in zero},
+                  "device_used": None, "device_used_peak": None, "peak_offset_us": 0, "duration_us": 0,
+                  "times_recorded": True, "peak_ranges": [], "peak_step": 1, "peak_phase": "backward", "steps": 2,
+                  "steps_source": "harness", "steps_from": "memscope annotations", "top_sites": [],
+                  "live_blocks_at_peak": 0, "events": 0, "segments": 1, "blocks": 1, "active_blocks": 1, "ooms": 0,
+                  "categories_at_peak": {}, "findings": [], "fixes": [], "warnings": [],
+                  "private_pools_at_peak": [], "private_pools_at_end": pools, "step_table": table}
+        doc = {"schema": "memscope/v1", "kind": "summary",
+               "files": [{"source": "x", "format": "pickle", "devices": [device], "warnings": []}]}
+        path = os.path.join(self.tmp, "summary.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        fake = script(self.tmp, "fake-summary", "cat '%s'\n" % path)
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
+            a = memscope.analyze("x")
+        t = a.step_table
+        self.assertEqual((t.phases, t.peak_step, t.peak_phase), (table["phases"], 1, "backward"))
+        self.assertEqual(len(t.rows), 2)
+        for got, want in zip(t.rows, table["rows"]):
+            self.assertIsInstance(got, memscope.StepRow)
+            self.assertEqual((got.step, got.floor, got.after, got.peak, got.peak_phase, got.phase_peaks, got.holds_peak),
+                             tuple(want[k] for k in ("step", "floor", "after", "peak", "peak_phase", "phase_peaks",
+                                                     "holds_peak")))
+        self.assertEqual(a.private_pools_at_peak, [])
+        self.assertEqual(a.private_pools_at_end, [memscope.PrivatePool((0, 1), 2097152, 512, 2096640, 1)])
 
 
 class SyntaxTest(unittest.TestCase):

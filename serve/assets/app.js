@@ -352,7 +352,12 @@ async function loadMoment(at) {
     '<td class="n">' + f.holes + '</td><td class="n">' + fmtBytes(f.largest_free_small) + ' / ' + fmtBytes(f.largest_free_large) +
     '</td><td class="n">' + fmtBytes(f.inactive_split) + '</td><td class="n">' + m.segments_total + '</td></tr></table>' +
     '<div class="' + (f.fragmented ? 'warn' : 'muted') + '">' + (100 * f.free_share).toFixed(1) + '% of reserved memory is free' +
-    (f.fragmented ? ', split into holes too small to serve requests' : '') + '</div>' +
+    (f.fragmented ? ', split into holes too small to serve requests' : '') +
+    (f.private_pools.length ? ' (outside the private pools)' : '') + '</div>' +
+    (f.private_pools.length ? '<div class="muted" id="m-pools">private pools (CUDA graphs\', torch.cuda.MemPool\'s): ' +
+      f.private_pools.map((p) => 'pool (' + p.pool_id.join(',') + ') ' + fmtBytes(p.reserved) + ' reserved in ' + p.segments +
+        ' segment' + (p.segments === 1 ? '' : 's') + ', ' + fmtBytes(p.allocated) + ' allocated, ' + fmtBytes(p.free) + ' free').join('; ') +
+      '; their free memory serves only their own graph\'s replays, and empty_cache() does not release it</div>' : '') +
     (m.segments.length < m.segments_total ? '<div class="muted">the ' + m.segments.length + ' largest segments drawn</div>' : '');
   drawSegments();
   $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], m.categories.map((c) => ['<span style="display:inline-block;width:10px;height:10px;background:' +
