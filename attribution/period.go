@@ -21,10 +21,24 @@ import (
 // unit that repeats. Events before the first cut are setup; the last step
 // runs to the end.
 //
+// Keys are (stack, size); when no candidate is accepted so, stacks alone
+// (the batch's size varies from step to step).
+//
 // A candidate whose repeating keys are one key alone is refused: that is a
 // list being filled, not a loop of steps. It returns nil when no candidate
 // is accepted: the stream does not say.
 func periodSteps(events []snapshot.Event) []span {
+	if sp := periodStepsBy(events, true); sp != nil {
+		return sp
+	}
+	// Batches of varying sizes (a server's requests, a ragged evaluation
+	// set) repeat their stacks, not their sizes: the same test by stack.
+	return periodStepsBy(events, false)
+}
+
+// periodStepsBy is periodSteps keyed by (stack, size), or by stack alone
+// when sized is false.
+func periodStepsBy(events []snapshot.Event, sized bool) []span {
 	type key struct {
 		stack snapshot.StackID
 		size  int64
@@ -35,10 +49,13 @@ func periodSteps(events []snapshot.Event) []span {
 	var count []int32
 	for i := range events {
 		ev := &events[i]
-		if ev.Action != snapshot.ActionAlloc {
-			continue
+		if ev.Action != snapshot.ActionAlloc || !sized && cublasWorkspace(ev.Size) {
+			continue // (by stack, a matmul's first call also makes cuBLAS's workspace under its stack)
 		}
 		k := key{ev.Stack, ev.Size}
+		if !sized {
+			k.size = 0
+		}
 		id, ok := ids[k]
 		if !ok {
 			id = int32(len(count))
@@ -61,11 +78,18 @@ func periodSteps(events []snapshot.Event) []span {
 	if repeated == 0 {
 		return nil
 	}
+	// By stack, a key may allocate up to slack more in the first step
+	// than in the others: a first call's one-off buffers (cuBLASLt's
+	// workspace, a lazily made cache) come from the same stacks.
+	slack := int32(0)
+	if !sized {
+		slack = 2
+	}
 	var cands []int32
 	for n := range byCount {
 		cov := 0
 		for c, a := range byCount {
-			if c%n == 0 {
+			if c >= n && c%n <= slack {
 				cov += a
 			}
 		}
@@ -79,7 +103,7 @@ func periodSteps(events []snapshot.Event) []span {
 		if t == maxTries {
 			break
 		}
-		if sp := tryPeriod(events, seq, pos, count, n); sp != nil {
+		if sp := tryPeriod(events, seq, pos, count, n, slack); sp != nil {
 			return sp
 		}
 	}
@@ -87,8 +111,10 @@ func periodSteps(events []snapshot.Event) []span {
 }
 
 // tryPeriod cuts the stream into n steps at the first key allocated
-// exactly n times and checks that the keys of counts m·n fall m to a step.
-func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span {
+// exactly n times and checks that the keys of counts m·n fall m to a step
+// (m·n + e with e ≤ slack: m to a step, m + e to the first).
+func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n, slack int32) []span {
+	fits := func(c int32) bool { return c >= 2 && c >= n && c%n <= slack }
 	boundary := int32(-1)
 	for _, id := range seq {
 		if count[id] == n {
@@ -102,7 +128,7 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 	// The keys that must fall evenly: a count of m·n, m ≥ 1.
 	keys, total := 0, 0
 	for _, c := range count {
-		if c >= 2 && c%n == 0 {
+		if fits(c) {
 			keys++
 			total += int(c)
 		}
@@ -129,7 +155,7 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 	}
 	even := 0
 	endRun := func(id int32) {
-		if run[id] == count[id]/n {
+		if m := count[id] / n; run[id] == m || cur[id] == 0 && run[id] == m+count[id]%n {
 			even += int(run[id])
 		}
 	}
@@ -138,7 +164,7 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 		if int(step+1) < len(cuts) && j == cuts[step+1] {
 			step++
 		}
-		if step < 0 || count[id] < 2 || count[id]%n != 0 {
+		if step < 0 || !fits(count[id]) {
 			continue
 		}
 		if cur[id] != step {
@@ -148,7 +174,7 @@ func tryPeriod(events []snapshot.Event, seq, pos, count []int32, n int32) []span
 		run[id]++
 	}
 	for id := range count {
-		if count[id] >= 2 && count[id]%n == 0 {
+		if fits(count[id]) {
 			endRun(int32(id))
 		}
 	}

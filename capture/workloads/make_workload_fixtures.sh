@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTH
 status=0
 for pair in ${ONLY:-fsdp2:fsdp2 fsdp2-oom:fsdp2,--oom lora:lora reduce-overhead:reduce_overhead \
 	eval-leak:eval_leak oom-first-step:oom_first_step handwritten-adam:handwritten_adam \
-	decode-loop:decode_loop nca:nca grad-accum:grad_accum one-forward:one_forward cuda-graph:cuda_graph}; do
+	decode-loop:decode_loop nca:nca grad-accum:grad_accum one-forward:one_forward cuda-graph:cuda_graph foreach-peak:foreach_peak foreach-peak-fused:foreach_peak,--fused eval-varied:eval_varied}; do
 	name=${pair%%:*} cmd=${pair#*:} cmd=${cmd//,/ }
 	mkdir -p "$out/$name"
 	start=$(date +%s)
