@@ -90,31 +90,36 @@ func TestPlainSteps(t *testing.T) {
 // (within 1%) and their site; the other fixtures have none.
 func TestPlainLeaks(t *testing.T) {
 	for _, f := range loadPlain(t) {
-		t.Run(f.name, func(t *testing.T) {
-			l := f.an.Devices[0].Leak
-			if f.truth.Leak == nil {
-				if l.Found {
-					t.Errorf("leak found (%d B per step), want none", l.GrowthPerStep)
-				}
-				return
-			}
-			if !l.Found {
-				t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, f.truth.Leak.BytesPerStep)
-			}
-			want := float64(f.truth.Leak.BytesPerStep)
-			if d := math.Abs(float64(l.GrowthPerStep)-want) / want; d > 0.01 {
-				t.Errorf("growth per step = %d, want %d ±1%%", l.GrowthPerStep, f.truth.Leak.BytesPerStep)
-			}
-			st := f.an.Snapshot.Stacks
-			top := l.Sites[0]
-			fr := st.Frame(top.Site.Frame)
-			if fr.Filename != f.truth.Leak.File || fr.Line != f.truth.Leak.Line {
-				t.Errorf("leak site = %s:%d, want %s:%d", fr.Filename, fr.Line, f.truth.Leak.File, f.truth.Leak.Line)
-			}
-			if d := math.Abs(float64(top.BytesPerStep)-want) / want; d > 0.01 {
-				t.Errorf("leak site keeps %d B per step, want %d ±1%%", top.BytesPerStep, f.truth.Leak.BytesPerStep)
-			}
-		})
+		t.Run(f.name, func(t *testing.T) { checkLeak(t, f.an, f.truth) })
+	}
+}
+
+// checkLeak checks device 0's leak against truth's: none when truth has
+// none, else found with torch's bytes per step (within 1%) at its line,
+// and the top site keeping as much.
+func checkLeak(t *testing.T, an *Analysis, tr *truth.File) {
+	t.Helper()
+	l := an.Devices[0].Leak
+	if tr.Leak == nil {
+		if l.Found {
+			t.Errorf("leak found (%d B per step), want none", l.GrowthPerStep)
+		}
+		return
+	}
+	if !l.Found {
+		t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, tr.Leak.BytesPerStep)
+	}
+	want := float64(tr.Leak.BytesPerStep)
+	if d := math.Abs(float64(l.GrowthPerStep)-want) / want; d > 0.01 {
+		t.Errorf("growth per step = %d, want %d ±1%%", l.GrowthPerStep, tr.Leak.BytesPerStep)
+	}
+	top := l.Sites[0]
+	fr := an.Snapshot.Stacks.Frame(top.Site.Frame)
+	if fr.Filename != tr.Leak.File || fr.Line != tr.Leak.Line {
+		t.Errorf("leak site = %s:%d, want %s:%d", fr.Filename, fr.Line, tr.Leak.File, tr.Leak.Line)
+	}
+	if d := math.Abs(float64(top.BytesPerStep)-want) / want; d > 0.01 {
+		t.Errorf("leak site keeps %d B per step, want %d ±1%%", top.BytesPerStep, tr.Leak.BytesPerStep)
 	}
 }
 

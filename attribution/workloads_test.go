@@ -146,28 +146,7 @@ func TestWorkloadCategories(t *testing.T) {
 // with torch's bytes per batch and their line; no other workload leaks.
 func TestWorkloadLeaks(t *testing.T) {
 	for _, w := range loadWorkloads(t) {
-		t.Run(w.name, func(t *testing.T) {
-			l := w.an.Devices[0].Leak
-			if w.truth.Leak == nil {
-				if l.Found {
-					t.Errorf("leak found (%d B per step), want none", l.GrowthPerStep)
-				}
-				return
-			}
-			if !l.Found {
-				t.Fatalf("no leak found (reason %d), want %d B per step", l.Reason, w.truth.Leak.BytesPerStep)
-			}
-			if !within(l.GrowthPerStep, w.truth.Leak.BytesPerStep, 0.01) {
-				t.Errorf("growth per step = %d, want %d ±1%%", l.GrowthPerStep, w.truth.Leak.BytesPerStep)
-			}
-			fr := w.an.Snapshot.Stacks.Frame(l.Sites[0].Site.Frame)
-			if fr.Filename != w.truth.Leak.File || fr.Line != w.truth.Leak.Line {
-				t.Errorf("leak site = %s:%d, want %s:%d", fr.Filename, fr.Line, w.truth.Leak.File, w.truth.Leak.Line)
-			}
-			if !within(l.Sites[0].BytesPerStep, w.truth.Leak.BytesPerStep, 0.01) {
-				t.Errorf("leak site keeps %d B per step, want %d ±1%%", l.Sites[0].BytesPerStep, w.truth.Leak.BytesPerStep)
-			}
-		})
+		t.Run(w.name, func(t *testing.T) { checkLeak(t, w.an, w.truth) })
 	}
 }
 

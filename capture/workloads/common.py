@@ -74,3 +74,18 @@ def small_llama(**kw):
                attn_implementation="sdpa")
     cfg.update(kw)
     return LlamaConfig(**cfg)
+
+
+def private_pools():
+    """torch's own view of the private pools (CUDA graphs', MemPools'):
+    per segment_pool_id other than (0, 0), reserved and allocated bytes and
+    segments, from torch.cuda.memory_snapshot()."""
+    pools = {}
+    for seg in torch.cuda.memory_snapshot():
+        pid = tuple(seg.get("segment_pool_id", (0, 0)))
+        if pid != (0, 0):
+            d = pools.setdefault(str(pid), {"reserved": 0, "allocated": 0, "segments": 0})
+            d["reserved"] += seg["total_size"]
+            d["allocated"] += seg["allocated_size"]
+            d["segments"] += 1
+    return pools

@@ -9,7 +9,7 @@ annotation.
 
 import argparse
 
-from common import Truth, local_bytes
+from common import Truth, local_bytes, private_pools
 
 import torch
 import torch.nn as nn
@@ -49,14 +49,7 @@ with torch.no_grad():
             g.replay()
         y = outs[0].sum() + outs[1].sum()
 truth.close()
-pools = {}
-for seg in torch.cuda.memory_snapshot():
-    pid = tuple(seg.get("segment_pool_id", (0, 0)))
-    if pid != (0, 0):
-        d = pools.setdefault(str(pid), {"reserved": 0, "allocated": 0, "segments": 0})
-        d["reserved"] += seg["total_size"]
-        d["allocated"] += seg["allocated_size"]
-        d["segments"] += 1
+pools = private_pools()
 truth.t.update(param_bytes=local_bytes(model.parameters()), optimizer_state_bytes=0, optimizer=None,
                private_pools=pools, private_pool_reserved=sum(d["reserved"] for d in pools.values()),
                graph_pool=str(tuple(pool)), mem_pool=str(tuple(mp.id)))

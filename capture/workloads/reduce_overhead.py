@@ -8,7 +8,7 @@ and record the graphs, the rest replay them.
 
 import argparse
 
-from common import Truth, local_bytes, state_bytes
+from common import Truth, local_bytes, private_pools, state_bytes
 
 import torch
 import torch.nn as nn
@@ -38,14 +38,7 @@ for step in range(args.steps):
     opt.step()
     opt.zero_grad(set_to_none=True)
 truth.close()
-pools = {}
-for seg in torch.cuda.memory_snapshot():
-    pid = tuple(seg.get("segment_pool_id", (0, 0)))
-    if pid != (0, 0):
-        d = pools.setdefault(str(pid), {"reserved": 0, "allocated": 0, "segments": 0})
-        d["reserved"] += seg["total_size"]
-        d["allocated"] += seg["allocated_size"]
-        d["segments"] += 1
+pools = private_pools()
 truth.t.update(param_bytes=local_bytes(model.parameters()), optimizer_state_bytes=state_bytes(opt),
                optimizer="AdamW", private_pools=pools,
                private_pool_reserved=sum(d["reserved"] for d in pools.values()))
