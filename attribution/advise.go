@@ -43,9 +43,10 @@ const (
 // peak's step, so that a fix that moves the peak elsewhere in the step is
 // predicted at its new place.
 type Advice struct {
-	// Training is false when the recording has no backward (inference):
-	// advise covers training peaks; Holders and Fixes are then empty, as
-	// they are when the peak falls outside the steps (Step −1).
+	// Training is false when the recording has no backward (inference)
+	// and did not run out of memory in a step's forward: advise covers
+	// training peaks; Holders and Fixes are then empty, as they are when
+	// the peak falls outside the steps (Step −1).
 	Training bool
 	// Peak is the allocated peak, after event PeakIndex, in phase Phase of
 	// step Step; Reserved is reserved bytes there.
@@ -53,6 +54,11 @@ type Advice struct {
 	PeakIndex      int
 	Step           int
 	Phase          string
+	// OOM, on a device that ran out of memory inside a step, is that
+	// step: Step and Phase are then its, Holders are what its need holds
+	// (live at the OOM and what it still had to allocate), and the fixes
+	// are held against its limit, those that fit first (nil otherwise).
+	OOM *AdviceOOM
 	// Holders are the peak's live blocks by term (TermFragmentation holds
 	// reserved − allocated, not blocks).
 	Holders [NumAdviseTerms]Bytes
@@ -62,12 +68,16 @@ type Advice struct {
 	LogitsBytes int64
 	Layers      int
 	// Fixes are ranked cheapest first (budget.FixKind.CostRank), then by
-	// bytes removed; only those that lower the peak by 1% or more.
+	// new peak; only those that lower the peak by 1% or more. On an OOM'd
+	// step, those whose peak fits its limit come first (Limit), then
+	// those the cap's bracket cannot decide, then the rest.
 	Fixes []AdviceFix
-	// Combination is, with DeviceMemory, when no fix alone fits the
-	// device, the cheapest run of fixes that does (nil otherwise).
+	// Combination is, with DeviceMemory or on an OOM'd step, when no fix
+	// alone fits the device or the limit, the cheapest run of fixes that
+	// does (nil otherwise).
 	Combination *AdviceCombination
-	// Fit holds the peak against the device (nil without DeviceMemory).
+	// Fit holds the peak against the device (nil without DeviceMemory, and
+	// on an OOM'd step, whose AdviceOOM.Fit says it).
 	Fit *budget.Fit
 	// Frag is the verdict on the reserved-but-free memory at the peak, with
 	// the allocator settings to try (Device.Frag's first).
@@ -112,18 +122,24 @@ func (d *Device) inferenceHeadroom(memory int64) *InferenceAdvice {
 type AdviceFix struct {
 	Kind budget.FixKind
 	Term AdviseTerm // the term it shrinks
-	// Removes is the bytes the fix takes from the old peak's moment, net of
-	// what it adds there, from Blocks of its live blocks; NewPeak the predicted allocated peak of
-	// the step with it, after event NewPeakIndex of this recording.
+	// Removes is the bytes the fix takes from the old peak's moment (on an
+	// OOM'd step, its need's), net of what it adds there, from Blocks of
+	// its live blocks; NewPeak the predicted allocated peak of the step
+	// with it, after event NewPeakIndex of this recording.
 	Removes      int64
 	Blocks       int
 	NewPeak      int64
 	NewPeakIndex int
 	CostRank     int
 	// Ranks is the shard count (FixShardOptimizer), Chunks the loss's
-	// slices (FixChunkedLoss); 0 otherwise.
+	// slices (FixChunkedLoss); 0 otherwise. Optimizer is the optimizer's
+	// class for FixFusedAdamW ("" when no range names it).
 	Ranks, Chunks int64
-	Fit           *budget.Fit
+	Optimizer     string
+	// Fit holds NewPeak against DeviceMemory; on an OOM'd step Limit holds
+	// it against the step's limit instead (each nil otherwise).
+	Fit   *budget.Fit
+	Limit *LimitFit
 }
 
 // adviseBlock is a block live during the peak's step: live after events
@@ -137,11 +153,13 @@ type adviseBlock struct {
 	born       string // the phase it was born in
 	toEnd      bool   // never freed in the recording
 	logits     bool
+	needed     bool // not recorded: what an OOM'd step still had to allocate (addNeeded)
 }
 
 // adviseStep is the peak's step as blocks over its events.
 type adviseStep struct {
-	first, last int // events of the step; positions are index − (first−1)
+	first, last int  // events of the step; positions are index − (first−1)
+	cut         bool // the step ends at an OOM (last): it was cut short there
 	blocks      []adviseBlock
 	base        []int64 // allocated after each position
 }
@@ -242,21 +260,34 @@ func (d *Device) Advise(opt AdviseOptions) *Advice {
 
 // advise is Advise, with the peak's step and each fix's deltas (in
 // ad.Fixes' order) for tests; nil when there are no fixes.
+//
+// On a device that ran out of memory inside a step, that step is the one
+// advised (AdviceOOM): its window ends at the OOM (what follows is the
+// error unwinding), what it still had to allocate is a block made there
+// (addNeeded), the fixes are measured at its need's moment and held
+// against its limit, and those that then fit come first.
 func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDeltas [][]delta) {
 	ad = &Advice{Peak: d.Peak.Allocated, PeakIndex: d.Peak.Index, Step: -1}
 	ad.Reserved = d.Peak.Reserved
 	if len(d.Frag) > 0 && d.Frag[0] != nil {
 		ad.Frag = &d.Frag[0].Verdict
 	}
-	if opt.DeviceMemory > 0 {
-		f := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, ad.Peak)
-		ad.Fit = &f
-	}
 	for _, ph := range d.Phases.List {
 		ad.Training = ad.Training || ph.Name == "backward"
 	}
 	if pi := d.Phases.PeakPhase; pi >= 0 {
 		ad.Step, ad.Phase = d.Phases.List[pi].Step, d.Phases.List[pi].Name
+	}
+	cut := -1
+	if o := d.failedOOM(); o != nil && (ad.Training || o.Phase == "forward" && d.Inference == nil) {
+		// A step cut short before its backward is still a training
+		// step's forward: its terms apply.
+		ad.OOM = d.adviceOOM(o, opt, ad.Training)
+		ad.Training, ad.Step, ad.Phase, cut = true, o.Step, o.Phase, o.Index
+	}
+	if opt.DeviceMemory > 0 && ad.OOM == nil {
+		f := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, ad.Peak)
+		ad.Fit = &f
 	}
 	if opt.Settings {
 		ad.Settings = d.simulateSettings()
@@ -267,17 +298,32 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	if !ad.Training || ad.Step < 0 {
 		return ad, nil, nil // no backward, or a peak outside the steps: no step to advise on
 	}
-	st = d.adviseStep(ad.Step)
+	st = d.adviseStep(ad.Step, cut)
 	if st == nil {
+		ad.OOM = nil
 		return ad, nil, nil
+	}
+	if !st.cut {
+		ad.OOM = nil // the OOM's event is outside its step's events: nothing to add there
+	}
+	// at is the moment fixes are measured at, ref the peak they lower.
+	at, ref := ad.PeakIndex, ad.Peak
+	if o := ad.OOM; o != nil {
+		d.addNeeded(st, o)
+		o.Need, o.NeedIndex = st.peakWith(nil)
+		o.Fit = o.Limit.fit(o.Need)
+		at, ref = o.NeedIndex, o.Need
 	}
 	var chunkedAlready bool
 	ad.LogitsBytes, chunkedAlready = st.markLogits(d)
 	leak := d.leakBlocks(st)
+	// params and state are the parameter and optimizer-state bytes live at
+	// the moment measured.
+	var params, state int64
 	for k := range st.blocks {
 		b := &st.blocks[k]
-		if b.start > ad.PeakIndex || b.end <= ad.PeakIndex {
-			continue // not live at the peak
+		if !b.liveAt(at) {
+			continue
 		}
 		term := TermOther
 		switch {
@@ -294,6 +340,12 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 		}
 		ad.Holders[term].Bytes += b.size
 		ad.Holders[term].Count++
+		switch b.cat {
+		case Parameter:
+			params += b.size
+		case OptimizerState:
+			state += b.size
+		}
 	}
 	ad.Holders[TermFragmentation].Bytes = max(ad.Reserved-ad.Peak, 0)
 
@@ -306,17 +358,21 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 		f.Kind, f.Term, f.CostRank = kind, term, kind.CostRank()
 		f.NewPeak, f.NewPeakIndex = st.peakWith(ds)
 		for _, x := range ds {
-			if x.start <= ad.PeakIndex && ad.PeakIndex < x.end {
+			if x.start <= at && at < x.end {
 				f.Removes -= x.bytes
 				if x.bytes < 0 {
 					f.Blocks++
 				}
 			}
 		}
-		if f.NewPeak >= ad.Peak || (ad.Peak-f.NewPeak)*100 < ad.Peak {
+		if f.NewPeak >= ref || (ref-f.NewPeak)*100 < ref {
 			return
 		}
-		if opt.DeviceMemory > 0 {
+		switch {
+		case ad.OOM != nil:
+			fit := ad.OOM.Limit.fit(f.NewPeak)
+			f.Limit = &fit
+		case opt.DeviceMemory > 0:
 			fit := budget.FitNeed(opt.DeviceName, opt.DeviceMemory, f.NewPeak)
 			f.Fit = &fit
 		}
@@ -340,30 +396,32 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	ckpt, layers := d.checkpointDeltas(st, ad.Step)
 	ad.Layers = layers
 	add(budget.FixFullCkpt, TermActivations, ckpt, AdviceFix{})
-	// Optimizer state: bf16 moments halve fp32 ones (only when the state
-	// is about twice the parameters: Adam's two fp32 moments); sharding
-	// keeps 1/N.
-	var params, state int64
-	for k := range st.blocks {
-		b := &st.blocks[k]
-		if b.start <= st.first-1 || b.alloc < st.first {
-			switch b.cat {
-			case Parameter:
-				params += b.size
-			case OptimizerState:
-				state += b.size
-			}
-		}
+	// A fused optimizer step (or foreach=False) makes none of the foreach
+	// temporaries.
+	var temps []delta
+	for _, k := range d.optimizerTemporaries(st) {
+		temps = append(temps, st.drop(k, st.blocks[k].start, st.blocks[k].end))
 	}
+	add(budget.FixFusedAdamW, TermTemporaries, temps, AdviceFix{Optimizer: d.class.optClass})
+	// Optimizer state: bf16 moments halve fp32 ones and 8-bit ones keep a
+	// quarter (only when the state is about twice the parameters: Adam's
+	// two fp32 moments); sharding keeps 1/N. Where an OOM'd step failed in
+	// the optimizer, an optimizer with no state, or one that keeps it on
+	// the CPU, takes all of it off the device.
 	isState := func(b *adviseBlock) bool { return b.cat == OptimizerState }
 	if params > 0 && state*2 >= params*3 {
 		add(budget.FixBF16Moments, TermModelStates, st.scaled(isState, 1, 2), AdviceFix{})
+		add(budget.FixEightBitMoments, TermModelStates, st.scaled(isState, 3, 4), AdviceFix{})
 	}
 	ranks := opt.Ranks
 	if ranks <= 1 {
 		ranks = budget.DefaultRanks
 	}
 	add(budget.FixShardOptimizer, TermModelStates, st.scaled(isState, ranks-1, ranks), AdviceFix{Ranks: ranks})
+	if ad.OOM != nil && ad.Phase == "optimizer" {
+		add(budget.FixOffloadOptimizer, TermModelStates, st.scaled(isState, 1, 1), AdviceFix{})
+		add(budget.FixStatelessOptimizer, TermModelStates, st.scaled(isState, 1, 1), AdviceFix{})
+	}
 	// A leak: the blocks kept from earlier steps go.
 	var ld []delta
 	for k := range st.blocks {
@@ -379,6 +437,9 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := &fixes[order[i]], &fixes[order[j]]
+		if a.Limit != nil && b.Limit != nil && fitClass(a.Limit.Verdict) != fitClass(b.Limit.Verdict) {
+			return fitClass(a.Limit.Verdict) < fitClass(b.Limit.Verdict) // those that fit the failed step first
+		}
 		if a.CostRank != b.CostRank {
 			return a.CostRank < b.CostRank
 		}
@@ -391,8 +452,23 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 	if len(sorted) > 0 {
 		ad.Fixes = sorted
 	}
-	ad.Combination = st.combination(ad.Fixes, sortedDeltas, opt)
+	ad.Combination = st.combination(ad.Fixes, sortedDeltas, opt, ad.OOM)
 	return ad, st, sortedDeltas
+}
+
+// fitClass orders limit verdicts for ranking: a fix that fits with room,
+// then one that fits tight, then one the cap's bracket cannot decide, then
+// one that does not fit.
+func fitClass(v LimitVerdict) int {
+	switch v {
+	case LimitFits:
+		return 0
+	case LimitTight:
+		return 1
+	case LimitUnsure:
+		return 2
+	}
+	return 3
 }
 
 // scaled returns, for each block keep chooses, the delta that removes
@@ -408,10 +484,6 @@ func (st *adviseStep) scaled(keep func(*adviseBlock) bool, num, den int64) []del
 	return ds
 }
 
-// adviseStep collects the blocks live during step: those live before its
-// first event and those allocated inside it, each with its lifetime and
-// category, and the allocated bytes after each of its events. It returns
-// nil when no event falls in the step.
 // stepWindow returns the blocks live before event first and the sizes of
 // the allocs in [first, last] (sizes[i−first]): from the analysis's kept
 // sizes when it has them, else from one replay up to last.
@@ -422,7 +494,12 @@ func (d *Device) stepWindow(first, last int) ([]snapshot.LiveBlock, []int64) {
 	return d.Timeline.Window(first, last)
 }
 
-func (d *Device) adviseStep(step int) *adviseStep {
+// adviseStep collects the blocks live during step: those live before its
+// first event and those allocated inside it, each with its lifetime and
+// category, and the allocated bytes after each of its events. With cut ≥ 0
+// (an OOM's event inside the step) the step ends there: a block freed
+// later lives to its end. It returns nil when no event falls in the step.
+func (d *Device) adviseStep(step, cut int) *adviseStep {
 	st := &adviseStep{first: -1}
 	for _, ph := range d.Phases.List {
 		if ph.Step != step || ph.Last < ph.First {
@@ -435,6 +512,9 @@ func (d *Device) adviseStep(step int) *adviseStep {
 	}
 	if st.first < 0 {
 		return nil
+	}
+	if cut >= st.first && cut <= st.last {
+		st.last, st.cut = cut, true // the step ran out of memory there; what follows unwinds it
 	}
 	events := d.Timeline.Events
 	endOf := func(death int) int {

@@ -6,13 +6,15 @@ import (
 	"github.com/memscope/memscope/budget"
 )
 
-// AdviceCombination is the cheapest run of fixes that fits the device when
-// no fix alone does: Advice.Fixes applied in their order (cheapest first),
-// each with those before it, up to the first whose combined new peak fits.
+// AdviceCombination is the cheapest run of fixes that fits the device (or
+// an OOM'd step's limit) when no fix alone does: Advice.Fixes applied in
+// their order, each with those before it, up to the first whose combined
+// new peak fits.
 type AdviceCombination struct {
 	// Fixes are positions in Advice.Fixes, Kinds their kinds, in the order
 	// applied. A fix that is another way of doing one already applied (a
-	// chunked loss after a fused one) is left out.
+	// chunked loss after a fused one, 8-bit moments after bf16 ones) is
+	// left out.
 	Fixes []int
 	Kinds []budget.FixKind
 	// NewPeak is the step's allocated peak with every fix of the run,
@@ -20,28 +22,40 @@ type AdviceCombination struct {
 	// (a block two fixes shrink keeps what both leave), not added.
 	NewPeak      int64
 	NewPeakIndex int
-	// Fit holds NewPeak against the device: Fits when a run fits; when
-	// none does, the run is every fix and Fit says by how much it misses.
-	Fit budget.Fit
+	// Fit holds NewPeak against the device (DeviceMemory); on an OOM'd
+	// step Limit holds it against the step's limit instead and Fit is
+	// zero. Either says it fits when a run fits; when none does, the run
+	// is every fix and it says by how much it misses.
+	Fit   budget.Fit
+	Limit *LimitFit
 }
 
 // alternatives reports whether fixes a and b are two ways of doing one
-// thing, so that applying both means nothing: the loss's two rewrites.
+// thing, so that applying both means nothing: the loss's two rewrites;
+// the moments in bf16, in 8 bits, on the CPU, or none.
 func alternatives(a, b budget.FixKind) bool {
 	loss := func(k budget.FixKind) bool { return k == budget.FixFusedLoss || k == budget.FixChunkedLoss }
-	return a != b && loss(a) && loss(b)
+	moments := func(k budget.FixKind) bool {
+		switch k {
+		case budget.FixBF16Moments, budget.FixEightBitMoments, budget.FixOffloadOptimizer, budget.FixStatelessOptimizer:
+			return true
+		}
+		return false
+	}
+	return a != b && (loss(a) && loss(b) || moments(a) && moments(b))
 }
 
-// combination returns, when the device is given and no fix alone fits it
-// (budget.Fits), the cheapest run of fixes that does (see
-// AdviceCombination); nil when the device is not given, a fix fits alone,
-// or fewer than two fixes combine. dss are the fixes' deltas.
-func (st *adviseStep) combination(fixes []AdviceFix, dss [][]delta, opt AdviseOptions) *AdviceCombination {
-	if opt.DeviceMemory <= 0 {
+// combination returns, when the device is given or the step ran out of
+// memory (o), and no fix alone fits (budget.Fits, LimitFits), the cheapest
+// run of fixes that does (see AdviceCombination); nil when neither is
+// given, a fix fits alone, or fewer than two fixes combine. dss are the
+// fixes' deltas.
+func (st *adviseStep) combination(fixes []AdviceFix, dss [][]delta, opt AdviseOptions, o *AdviceOOM) *AdviceCombination {
+	if opt.DeviceMemory <= 0 && o == nil {
 		return nil
 	}
 	for _, f := range fixes {
-		if f.Fit != nil && f.Fit.Verdict == budget.Fits {
+		if f.Fit != nil && f.Fit.Verdict == budget.Fits || f.Limit != nil && f.Limit.Fits() {
 			return nil
 		}
 	}
@@ -58,8 +72,15 @@ func (st *adviseStep) combination(fixes []AdviceFix, dss [][]delta, opt AdviseOp
 		c.Fixes, c.Kinds = append(c.Fixes, i), append(c.Kinds, f.Kind)
 		run = append(run, dss[i])
 		c.NewPeak, c.NewPeakIndex = st.peakWith(st.combine(run))
-		c.Fit = budget.FitNeed(opt.DeviceName, opt.DeviceMemory, c.NewPeak)
-		if len(c.Fixes) >= 2 && c.Fit.Verdict == budget.Fits {
+		var fits bool
+		if o != nil {
+			lf := o.Limit.fit(c.NewPeak)
+			c.Limit, fits = &lf, lf.Fits()
+		} else {
+			c.Fit = budget.FitNeed(opt.DeviceName, opt.DeviceMemory, c.NewPeak)
+			fits = c.Fit.Verdict == budget.Fits
+		}
+		if len(c.Fixes) >= 2 && fits {
 			break
 		}
 	}

@@ -142,7 +142,7 @@ func (st *adviseStep) layers(fwd *Phase) [][2]int {
 	count := map[snapshot.StackID]int{}
 	for k := range st.blocks {
 		b := &st.blocks[k]
-		if b.alloc >= fwd.First && b.alloc <= fwd.Last && b.start == b.alloc {
+		if b.alloc >= fwd.First && b.alloc <= fwd.Last && b.start == b.alloc && !b.needed {
 			seq = append(seq, k)
 			count[b.stack]++
 		}
@@ -202,12 +202,20 @@ func (d *Device) checkpointDeltas(st *adviseStep, step int) ([]delta, int) {
 		return nil, 0
 	}
 	layers := st.layers(fwd)
+	if st.cut && st.last <= fwd.Last {
+		// The OOM cut the forward short, in its last layer: the stacks
+		// after that point were made one time fewer than the rest.
+		if pl := st.periodLayers(fwd); pl != nil {
+			layers = pl
+		}
+	}
+	fwdLast := min(fwd.Last, st.last) // a forward an OOM cut short ends there
 	var ds []delta
 	for _, l := range layers {
 		var saved []int
 		for k := l[0]; k < l[1]; k++ {
 			b := &st.blocks[k]
-			if b.cat == Activation && !b.logits && b.end > fwd.Last {
+			if b.cat == Activation && !b.logits && b.end > fwdLast {
 				saved = append(saved, k)
 			}
 		}
@@ -242,7 +250,7 @@ func (d *Device) microBatchDeltas(st *adviseStep, step int) []delta {
 	bwdLast := -1
 	for _, ph := range d.Phases.List {
 		if ph.Step == step && ph.Name == "backward" {
-			bwdLast = max(bwdLast, ph.Last)
+			bwdLast = max(bwdLast, min(ph.Last, st.last)) // a backward an OOM cut short ends there
 		}
 	}
 	var ds []delta

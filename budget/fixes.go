@@ -7,19 +7,22 @@ import "sort"
 type FixKind int
 
 const (
-	FixBF16Weights    FixKind = iota + 1 // inference: bf16 weights (--precision bf16)
-	FixHalfKVCache                       // inference: half the KV cache's tokens (--max-tokens)
-	FixFusedLoss                         // fused linear cross-entropy (--loss fused)
-	FixChunkedLoss                       // chunked cross-entropy (--loss chunked)
-	FixSelectiveCkpt                     // selective activation checkpointing
-	FixFullCkpt                          // full activation checkpointing
-	FixFusedAdamW                        // AdamW with fused=True (--optimizer-impl fused)
-	FixBF16Autocast                      // bf16 autocast over fp32 (--precision bf16-autocast)
-	FixBF16Mixed                         // bf16 weights, fp32 master copy (--precision bf16-mixed)
-	FixShardOptimizer                    // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
-	FixMicroBatch                        // half the micro-batch, twice the accumulation (--batch, --accumulation)
-	FixBF16Moments                       // AdamW's two moments kept in bf16 (memscope advise; budget has no flag)
-	FixReleaseLeak                       // drop the references that keep a leak's tensors (memscope advise)
+	FixBF16Weights        FixKind = iota + 1 // inference: bf16 weights (--precision bf16)
+	FixHalfKVCache                           // inference: half the KV cache's tokens (--max-tokens)
+	FixFusedLoss                             // fused linear cross-entropy (--loss fused)
+	FixChunkedLoss                           // chunked cross-entropy (--loss chunked)
+	FixSelectiveCkpt                         // selective activation checkpointing
+	FixFullCkpt                              // full activation checkpointing
+	FixFusedAdamW                            // AdamW with fused=True (--optimizer-impl fused)
+	FixBF16Autocast                          // bf16 autocast over fp32 (--precision bf16-autocast)
+	FixBF16Mixed                             // bf16 weights, fp32 master copy (--precision bf16-mixed)
+	FixShardOptimizer                        // optimizer state over Shape.ShardRanks ranks (--shard-ranks)
+	FixMicroBatch                            // half the micro-batch, twice the accumulation (--batch, --accumulation)
+	FixBF16Moments                           // AdamW's two moments kept in bf16 (memscope advise; budget has no flag)
+	FixReleaseLeak                           // drop the references that keep a leak's tensors (memscope advise)
+	FixEightBitMoments                       // AdamW's two moments kept in 8 bits (bitsandbytes; memscope advise)
+	FixStatelessOptimizer                    // an optimizer that keeps no state (SGD without momentum; memscope advise)
+	FixOffloadOptimizer                      // the optimizer state and its step on the CPU (memscope advise)
 )
 
 // CostRank orders fix kinds by what they cost (see Fix.CostRank).
@@ -27,11 +30,11 @@ func (k FixKind) CostRank() int {
 	switch k {
 	case FixSelectiveCkpt:
 		return 1
-	case FixBF16Mixed, FixShardOptimizer, FixBF16Moments:
+	case FixBF16Mixed, FixShardOptimizer, FixBF16Moments, FixEightBitMoments:
 		return 2
 	case FixFullCkpt:
 		return 3
-	case FixHalfKVCache, FixMicroBatch:
+	case FixHalfKVCache, FixMicroBatch, FixOffloadOptimizer, FixStatelessOptimizer:
 		return 4
 	}
 	return 0
@@ -51,7 +54,8 @@ type Fix struct {
 	Saves    int64  `json:"saves"`
 	// CostRank orders fixes by what they cost: 0 nothing (a kernel or
 	// library swap), 1 a little recompute, 2 set-up (another precision
-	// scheme, more ranks), 3 substantial recompute, 4 throughput.
+	// scheme, more ranks), 3 substantial recompute, 4 throughput (or,
+	// for another optimizer, convergence).
 	CostRank int `json:"cost_rank"`
 }
 

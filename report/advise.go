@@ -51,9 +51,17 @@ var adviseTermNotes = [attribution.NumAdviseTerms]string{
 	"reserved but not allocated: on top of the peak, not in it",
 }
 
-// adviceFixWords words a fix from the catalog budget shares.
+// adviceFixWords words a fix from the catalog budget shares; a fused
+// optimizer is named by the recorded optimizer's class, with foreach=False
+// beside it.
 func adviceFixWords(f attribution.AdviceFix) budgetFixWords {
-	return budgetFixText(budget.Fix{Kind: f.Kind, Shape: budget.Shape{ShardRanks: f.Ranks, LossChunks: f.Chunks}})
+	w := budgetFixText(budget.Fix{Kind: f.Kind, Shape: budget.Shape{ShardRanks: f.Ranks, LossChunks: f.Chunks}})
+	if f.Kind == budget.FixFusedAdamW {
+		class := cmpStr(f.Optimizer, "AdamW")
+		w.name = fmt.Sprintf("a fused optimizer step (torch.optim.%s(..., fused=True)), or foreach=False", class)
+		w.cost = "none with fused=True: its step makes no temporaries; foreach=False makes one parameter's at a time, in a slower loop"
+	}
+	return w
 }
 
 func (r *Advice) writeText(w io.Writer) error {
@@ -93,7 +101,13 @@ func (r *Advice) writeText(w io.Writer) error {
 			ew.printf("the peak falls outside the recorded steps (setup, or after the last step): advise looks at a step's peak\n")
 			continue
 		}
-		ew.printf("\nwhat holds the peak:\n")
+		o := a.OOM
+		if o != nil {
+			ew.printf("%s\n", wrap(adviceOOMText(dv.Timeline, o), 100, "  "))
+			ew.printf("\nwhat holds the failed step's need (live at the OOM, and what it still had to allocate):\n")
+		} else {
+			ew.printf("\nwhat holds the peak:\n")
+		}
 		tw := newTable(w, 0)
 		for k := range attribution.NumAdviseTerms {
 			h := a.Holders[k]
@@ -102,7 +116,11 @@ func (r *Advice) writeText(w io.Writer) error {
 			}
 			share, blocks := "", ""
 			if k != attribution.TermFragmentation {
-				share = fmt.Sprintf("%.1f%%", 100*float64(h.Bytes)/float64(max(a.Peak, 1)))
+				of := a.Peak
+				if o != nil {
+					of = o.Need
+				}
+				share = fmt.Sprintf("%.1f%%", 100*float64(h.Bytes)/float64(max(of, 1)))
 				blocks = fmt.Sprintf("%d block%s", h.Count, plural(h.Count))
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", adviseTermNames[k], units.Bytes(h.Bytes), share, blocks, adviseTermNotes[k])
@@ -123,26 +141,41 @@ func (r *Advice) writeText(w io.Writer) error {
 			ew.printf("\nno fix found that lowers the peak by 1%% or more\n")
 			continue
 		}
-		ew.printf("\nfixes, cheapest first (bytes from this snapshot's blocks; new peak over the whole step):\n")
+		// ref is the peak the fixes lower: the recorded one, or the
+		// failed step's need.
+		ref, refIndex, moment, peak := a.Peak, a.PeakIndex, "the peak", "new peak"
+		if o != nil {
+			ref, refIndex, moment, peak = o.Need, o.NeedIndex, "the failed moment", "step peak"
+			ew.printf("\nfixes for the failed step, those that fit under %s first, then cheapest first (bytes from this snapshot's blocks and what the step still had to allocate; each peak is the step's, at least):\n",
+				limitName(o.Limit))
+		} else {
+			ew.printf("\nfixes, cheapest first (bytes from this snapshot's blocks; new peak over the whole step):\n")
+		}
 		for i, f := range a.Fixes {
 			fw := adviceFixWords(f)
-			ew.printf("  %d. %s\n     targets %s: removes %s at the peak (%s) → new peak %s (%s)",
-				i+1, fw.name, adviseTermName(f.Term), units.Bytes(f.Removes), fmt.Sprintf("%d block%s", f.Blocks, plural(f.Blocks)), units.Bytes(f.NewPeak),
-				signedPercent(f.NewPeak-a.Peak, a.Peak))
-			if f.NewPeakIndex != a.PeakIndex {
+			ew.printf("  %d. %s\n     targets %s: removes %s at %s (%s) → %s %s (%s)",
+				i+1, fw.name, adviseTermName(f.Term), units.Bytes(f.Removes), moment, fmt.Sprintf("%d block%s", f.Blocks, plural(f.Blocks)),
+				peak, units.Bytes(f.NewPeak), signedPercent(f.NewPeak-ref, ref))
+			if f.NewPeakIndex != refIndex {
 				where := eventWhere(dv.Timeline, f.NewPeakIndex)
 				if f.NewPeakIndex >= 0 {
 					where = "at " + where
 				}
 				ew.printf(", now %s", where)
 			}
-			if f.Fit != nil {
+			switch {
+			case f.Limit != nil:
+				ew.printf("; %s", limitFitText(o.Limit, *f.Limit))
+			case f.Fit != nil:
 				ew.printf("; %s", fitVerdictText(f.Fit.Verdict))
 			}
 			ew.printf("\n     cost: %s\n", fw.cost)
 		}
-		if c := a.Combination; c != nil {
+		switch c := a.Combination; {
+		case c != nil:
 			ew.printf("\n%s\n", adviceCombinationText(a, c))
+		case o != nil && !anyFits(a.Fixes):
+			ew.printf("\nno fix alone fits under %s, and fewer than two combine\n", limitName(o.Limit))
 		}
 	}
 	return ew.err
@@ -155,6 +188,15 @@ func adviceCombinationText(a *attribution.Advice, c *attribution.AdviceCombinati
 	for i, f := range c.Fixes {
 		nums[i] = fmt.Sprint(f + 1)
 	}
+	if o := a.OOM; o != nil && c.Limit != nil {
+		together := "together"
+		if !c.Limit.Fits() {
+			together = "not even all together"
+		}
+		return fmt.Sprintf("no single fix fits under %s: %s, %s → step peak %s (%s), %s",
+			limitName(o.Limit), together, strings.Join(nums, " + "), units.Bytes(c.NewPeak),
+			signedPercent(c.NewPeak-o.Need, o.Need), limitFitText(o.Limit, *c.Limit))
+	}
 	together := "together"
 	if c.Fit.Verdict != budget.Fits {
 		together = "not even all together"
@@ -162,6 +204,127 @@ func adviceCombinationText(a *attribution.Advice, c *attribution.AdviceCombinati
 	return fmt.Sprintf("no single fix fits %s (%s): %s, %s → new peak %s (%s), %s",
 		fitName(&c.Fit), units.Bytes(c.Fit.Memory), together, strings.Join(nums, " + "), units.Bytes(c.NewPeak),
 		signedPercent(c.NewPeak-a.Peak, a.Peak), fitVerdictText(c.Fit.Verdict))
+}
+
+// anyFits reports whether a fix alone fits an OOM'd step's limit.
+func anyFits(fixes []attribution.AdviceFix) bool {
+	for _, f := range fixes {
+		if f.Limit != nil && f.Limit.Fits() {
+			return true
+		}
+	}
+	return false
+}
+
+// adviceOOMText says which step ran out of memory, the limit it had and
+// what it needed: "out of memory in step 0 optimizer (event 198), under a
+// per-process cap between …: the step needed 2.07 GiB allocated at least
+// (…); does not fit: at least 503 MiB over".
+func adviceOOMText(t *snapshot.Timeline, o *attribution.AdviceOOM) string {
+	s := fmt.Sprintf("out of memory in step %d %s (%s), under %s: the step needed %s allocated at least: %s live at the OOM + %s more",
+		o.Step, o.Phase, eventWhere(t, o.Index), limitText(o.Limit), units.Bytes(o.Need), units.Bytes(o.Live), units.Bytes(o.More))
+	switch {
+	case o.Needs != nil:
+		s += fmt.Sprintf(" (the rest of %s's two moments per parameter, the %s request among them)", cmpStr(o.Needs.Optimizer, "the optimizer"), units.Bytes(o.Request))
+	default:
+		s += " (the failed request; what the step would have allocated after it was not recorded, so this and each peak below are what the failed moment needed)"
+	}
+	if o.Need > o.Live+o.More {
+		s += fmt.Sprintf(", its recorded events reaching %s", units.Bytes(o.Need))
+	}
+	switch o.Fit.Verdict {
+	case attribution.LimitDoesNotFit:
+		s += "; " + limitFitText(o.Limit, o.Fit)
+	case attribution.LimitUnsure:
+		s += fmt.Sprintf("; whether these allocated bytes alone are above the cap, its bounds (%s and %s) do not tell", units.Bytes(o.Limit.Low), units.Bytes(o.Limit.High))
+	default:
+		// It did not fit: the limit bounds reserved memory, and what was
+		// reserved but free could not serve the request.
+		s += fmt.Sprintf("; it ran out though these allocated bytes alone are not above %s: the limit bounds reserved memory (%s at the OOM, %s of it free in pieces the request could not use; 'memscope oom' says whether a setting helps)",
+			limitName(o.Limit), units.Bytes(o.Reserved), units.Bytes(max(o.Reserved-o.Live, 0)))
+	}
+	if o.NoBackward {
+		s += "; no backward was recorded: the step ran out of memory in its forward, so the forward's terms (saved activations, the loss, the batch) are the ones to shrink (under torch.no_grad nothing is saved, and checkpointing does not apply)"
+	}
+	return s
+}
+
+// limitText says the limit an OOM'd step had, with where it comes from.
+func limitText(l attribution.Limit) string {
+	switch l.Source {
+	case attribution.LimitGiven:
+		if l.Name != "" {
+			return fmt.Sprintf("%s (%s, as given)", l.Name, units.Bytes(l.Low))
+		}
+		return fmt.Sprintf("a limit of %s (as given)", units.Bytes(l.Low))
+	case attribution.LimitCap:
+		return fmt.Sprintf("a per-process cap between %s (the most reserved) and %s (reserved at the OOM plus the segment refused)",
+			units.Bytes(l.Low), units.Bytes(l.High))
+	}
+	return fmt.Sprintf("the device's %s (reserved at the OOM plus what the driver had free)", units.Bytes(l.Low))
+}
+
+// limitName is a short name of the limit: "the cap", "the device", "H200".
+func limitName(l attribution.Limit) string {
+	switch {
+	case l.Source == attribution.LimitCap:
+		return "the cap"
+	case l.Source == attribution.LimitGiven && l.Name != "":
+		return l.Name
+	case l.Source == attribution.LimitGiven:
+		return "the given " + units.Bytes(l.Low)
+	}
+	return "the device"
+}
+
+// limitFitText says a peak against an OOM'd step's limit: "fits under the
+// cap, 244.00 MiB (15.7%) of it left".
+func limitFitText(l attribution.Limit, f attribution.LimitFit) string {
+	name := limitName(l)
+	switch f.Verdict {
+	case attribution.LimitFits:
+		return fmt.Sprintf("fits under %s, %s (%.1f%%) of it left", name, units.Bytes(f.Headroom), 100*float64(f.Headroom)/float64(max(l.Low, 1)))
+	case attribution.LimitTight:
+		return fmt.Sprintf("tight: fits under %s with %s left, under %.0f%% of it, and the allocator reserves more than it allocates",
+			name, units.Bytes(f.Headroom), 100*budget.MinHeadroom)
+	case attribution.LimitUnsure:
+		return fmt.Sprintf("cannot tell: %s is above %s and below %s, the bounds the OOM gives %s; pass it as --device-memory to decide",
+			units.Bytes(f.Peak), units.Bytes(l.Low), units.Bytes(l.High), name)
+	case attribution.LimitDoesNotFit:
+		if l.High > l.Low {
+			return fmt.Sprintf("does not fit: at least %s over %s", units.Bytes(f.Over), name)
+		}
+		return fmt.Sprintf("does not fit: %s over %s", units.Bytes(f.Over), name)
+	}
+	return fmt.Sprintf("limit verdict %d", int(f.Verdict))
+}
+
+// limitVerdictWord is a limit verdict as JSON names it.
+func limitVerdictWord(v attribution.LimitVerdict) string {
+	switch v {
+	case attribution.LimitFits:
+		return "fits"
+	case attribution.LimitTight:
+		return "tight"
+	case attribution.LimitUnsure:
+		return "cannot tell"
+	case attribution.LimitDoesNotFit:
+		return "does not fit"
+	}
+	return fmt.Sprintf("verdict %d", int(v))
+}
+
+// limitSourceWord is where a limit comes from, as JSON names it.
+func limitSourceWord(s attribution.LimitSource) string {
+	switch s {
+	case attribution.LimitGiven:
+		return "given"
+	case attribution.LimitCap:
+		return "cap"
+	case attribution.LimitDevice:
+		return "device"
+	}
+	return fmt.Sprintf("source %d", int(s))
 }
 
 // fitName is the fit's device name, or "the device" for a size.
@@ -205,9 +368,13 @@ type AdviceJSON struct {
 	Layers      int                `json:"layers"`
 	Fixes       []AdviceFixJSON    `json:"fixes"`
 	Fit         *BudgetFitJSON     `json:"fit,omitempty"`
-	// Combination is, with --device-memory, when no fix alone fits, the
-	// cheapest run of fixes that does (absent otherwise).
+	// Combination is, with --device-memory or on an OOM'd step, when no
+	// fix alone fits, the cheapest run of fixes that does (absent
+	// otherwise).
 	Combination *AdviceCombinationJSON `json:"combination,omitempty"`
+	// OOM is, on a device that ran out of memory inside a step, that step
+	// held against its limit (absent otherwise).
+	OOM *AdviceOOMJSON `json:"oom,omitempty"`
 	// FragVerdict is the verdict on the free memory at the peak, as frag
 	// words it ("" when there is none).
 	FragVerdict string `json:"frag_verdict"`
@@ -238,11 +405,57 @@ type AdviceInferenceJSON struct {
 // AdviceCombinationJSON is a run of fixes applied together
 // (attribution.AdviceCombination).
 type AdviceCombinationJSON struct {
-	Fixes             []int         `json:"fixes"` // positions in the device's fixes, from 0
-	Names             []string      `json:"names"`
-	NewPeak           int64         `json:"new_peak"`
-	NewPeakEventIndex int           `json:"new_peak_event_index"`
-	Fit               BudgetFitJSON `json:"fit"`
+	Fixes             []int    `json:"fixes"` // positions in the device's fixes, from 0
+	Names             []string `json:"names"`
+	NewPeak           int64    `json:"new_peak"`
+	NewPeakEventIndex int      `json:"new_peak_event_index"`
+	// Fit holds the run against --device-memory; on an OOM'd step Limit
+	// holds it against the step's limit instead.
+	Fit   *BudgetFitJSON `json:"fit,omitempty"`
+	Limit *LimitFitJSON  `json:"limit,omitempty"`
+}
+
+// AdviceOOMJSON is an OOM'd step held against its limit
+// (attribution.AdviceOOM).
+type AdviceOOMJSON struct {
+	EventIndex int    `json:"event_index"`
+	Step       int    `json:"step"`
+	Phase      string `json:"phase"`
+	Request    int64  `json:"request"`
+	Live       int64  `json:"live"`
+	More       int64  `json:"more"`
+	// Optimizer names the optimizer whose state the step was making when
+	// More is the rest of it ("" when More is the failed request alone).
+	Optimizer      string       `json:"optimizer"`
+	Need           int64        `json:"need"`
+	NeedEventIndex int          `json:"need_event_index"`
+	Partial        bool         `json:"partial"`
+	NoBackward     bool         `json:"no_backward"`
+	Limit          LimitJSON    `json:"limit"`
+	Fit            LimitFitJSON `json:"fit"`
+}
+
+// LimitJSON is the memory an OOM'd step had (attribution.Limit).
+type LimitJSON struct {
+	Low    int64  `json:"low"`
+	High   int64  `json:"high"`
+	Source string `json:"source"` // given, cap, device
+	Device string `json:"device"` // the GPU's name with source given, "" otherwise
+}
+
+// LimitFitJSON is an allocated peak against an OOM'd step's limit.
+type LimitFitJSON struct {
+	Peak     int64  `json:"peak"`
+	Verdict  string `json:"verdict"` // fits, tight, cannot tell, does not fit
+	Headroom int64  `json:"headroom"`
+	Over     int64  `json:"over"`
+}
+
+func limitFitJSON(f *attribution.LimitFit) *LimitFitJSON {
+	if f == nil {
+		return nil
+	}
+	return &LimitFitJSON{Peak: f.Peak, Verdict: limitVerdictWord(f.Verdict), Headroom: f.Headroom, Over: f.Over}
 }
 
 // AdviceHolderJSON is one term at the peak.
@@ -265,6 +478,7 @@ type AdviceFixJSON struct {
 	Ranks             int64          `json:"ranks,omitempty"`
 	Chunks            int64          `json:"chunks,omitempty"`
 	Fit               *BudgetFitJSON `json:"fit,omitempty"`
+	Limit             *LimitFitJSON  `json:"limit,omitempty"`
 }
 
 func (r *Advice) fileEntry() any {
@@ -287,9 +501,21 @@ func (r *Advice) fileEntry() any {
 		if ia := a.Inference; ia != nil {
 			j.Inference = &AdviceInferenceJSON{*inferenceJSON(ia.Inference), ia.Headroom, ia.MoreSteps}
 		}
+		if o := a.OOM; o != nil {
+			oj := &AdviceOOMJSON{EventIndex: o.Index, Step: o.Step, Phase: o.Phase, Request: o.Request, Live: o.Live, More: o.More,
+				Need: o.Need, NeedEventIndex: o.NeedIndex, Partial: o.Partial, NoBackward: o.NoBackward,
+				Limit: LimitJSON{o.Limit.Low, o.Limit.High, limitSourceWord(o.Limit.Source), o.Limit.Name}, Fit: *limitFitJSON(&o.Fit)}
+			if o.Needs != nil {
+				oj.Optimizer = o.Needs.Optimizer
+			}
+			j.OOM = oj
+		}
 		if c := a.Combination; c != nil {
 			cj := &AdviceCombinationJSON{Fixes: append([]int{}, c.Fixes...), Names: []string{}, NewPeak: c.NewPeak,
-				NewPeakEventIndex: c.NewPeakIndex, Fit: *budgetFitJSON(&c.Fit)}
+				NewPeakEventIndex: c.NewPeakIndex, Limit: limitFitJSON(c.Limit)}
+			if c.Limit == nil {
+				cj.Fit = budgetFitJSON(&c.Fit)
+			}
 			for _, i := range c.Fixes {
 				cj.Names = append(cj.Names, adviceFixWords(a.Fixes[i]).name)
 			}
@@ -307,7 +533,7 @@ func adviceFixesJSON(fixes []attribution.AdviceFix) []AdviceFixJSON {
 		fw := adviceFixWords(x)
 		out = append(out, AdviceFixJSON{Name: fw.name, Term: adviseTermName(x.Term), Cost: fw.cost, CostRank: x.CostRank,
 			Removes: x.Removes, Blocks: x.Blocks, NewPeak: x.NewPeak, NewPeakEventIndex: x.NewPeakIndex,
-			Ranks: x.Ranks, Chunks: x.Chunks, Fit: budgetFitJSON(x.Fit)})
+			Ranks: x.Ranks, Chunks: x.Chunks, Fit: budgetFitJSON(x.Fit), Limit: limitFitJSON(x.Limit)})
 	}
 	return out
 }

@@ -60,6 +60,15 @@ func budgetFixText(f budget.Fix) budgetFixWords {
 	case budget.FixBF16Moments:
 		return budgetFixWords{"AdamW with its two moments in bf16 (exp_avg, exp_avg_sq)", "",
 			"no extra compute; small updates lose precision: check the loss curve"}
+	case budget.FixEightBitMoments:
+		return budgetFixWords{"AdamW with its two moments in 8 bits (bitsandbytes.optim.AdamW8bit)", "",
+			"a library swap; block-wise quantised moments: check the loss curve"}
+	case budget.FixStatelessOptimizer:
+		return budgetFixWords{"an optimizer that keeps no state (SGD without momentum)", "",
+			"another optimizer: convergence changes; retune the learning rate"}
+	case budget.FixOffloadOptimizer:
+		return budgetFixWords{"optimizer state and step on the CPU (DeepSpeed offload_optimizer, torchao CPUOffloadOptimizer)", "",
+			"the step runs on the CPU, with the gradients and updates over PCIe each step: slower steps"}
 	case budget.FixReleaseLeak:
 		return budgetFixWords{"drop the references that keep the leaked tensors (see memscope leaks)", "",
 			"none: a bug fix (loss.item() for logging, clear the hook's store)"}

@@ -160,6 +160,12 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if len(d.Fixes) > 0 {
 		ew.printf("\nwhat to change, cheapest first (memscope advise for all, with costs):\n")
 		for i, f := range d.Fixes {
+			if f.Limit != nil {
+				// The device ran out of memory: advise fits the failed step.
+				ew.printf("  %d. %s\n     removes %s at the OOM → the failed step's peak %s at least: %s\n", i+1, adviceFixWords(f).name,
+					units.Bytes(f.Removes), units.Bytes(f.NewPeak), limitVerdictWord(f.Limit.Verdict))
+				continue
+			}
 			ew.printf("  %d. %s\n     removes %s at the peak → new peak %s (%s)\n", i+1, adviceFixWords(f).name,
 				units.Bytes(f.Removes), units.Bytes(f.NewPeak), signedPercent(f.NewPeak-d.PeakAllocated.Bytes, d.PeakAllocated.Bytes))
 		}

@@ -105,7 +105,7 @@ func oomVerdictText(v attribution.OOMVerdict) string {
 		s += fmt.Sprintf("; the device had %s free, less than the %s segment needed: it was full", units.Bytes(v.DeviceFree), units.Bytes(v.AllocSize))
 	}
 	if v.Kind == attribution.OOMCapacity {
-		s += "; shrink what is live at this moment ('memscope oom' lists it by site and category) or raise the limit"
+		s += "; shrink what is live at this moment or raise the limit"
 	}
 	return s
 }
@@ -174,8 +174,13 @@ func findingText(f attribution.Finding) string {
 		return "at the peak, " + fragVerdictText(f.Frag.Verdict)
 	case attribution.FindingOOM:
 		o := f.OOM
-		return fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
+		s := fmt.Sprintf("out of memory %d (event %d), a %s request from %s: %s",
 			o.N, o.Index, units.Bytes(o.Request), o.SiteLabel, oomVerdictText(o.Verdict))
+		if o.Verdict.Kind == attribution.OOMCapacity {
+			// Outside memscope oom, say where what was live is listed.
+			s += " ('memscope oom' lists it by site and category)"
+		}
+		return s
 	}
 	return fmt.Sprintf("finding of kind %d", int(f.Kind))
 }

@@ -185,7 +185,7 @@ func init() {
 		report.OOMFileJSON{}, report.OOMJSON{}, report.RequestSiteJSON{}, report.CapJSON{}, report.OOMSettingJSON{}, report.DiffResultJSON{},
 		report.DeviceDiffJSON{}, report.CheckResultJSON{}, report.CheckFileJSON{}, report.OpsFileJSON{},
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
-		report.AdviceFileJSON{}, report.AdviceInferenceJSON{}, report.AdviceSettingJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{},
+		report.AdviceFileJSON{}, report.AdviceInferenceJSON{}, report.AdviceSettingJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{}, report.AdviceOOMJSON{}, report.LimitJSON{}, report.LimitFitJSON{},
 		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
 	} {
 		t := reflect.TypeOf(v)

@@ -83,12 +83,14 @@ type File struct {
 
 	// Batch, Seq, Prompt and NewTokens are a plain script's run shape
 	// (capture/advise: sequences, tokens per sequence, a generate()'s
-	// prompt and new tokens), Model its model's (0 where not written).
+	// prompt and new tokens), Model its model's (0 where not written);
+	// Layers a workload script's decoder layers (capture/workloads).
 	Batch     int64    `json:"batch"`
 	Seq       int64    `json:"seq"`
 	Prompt    int64    `json:"prompt"`
 	NewTokens int64    `json:"new_tokens"`
 	Model     RunModel `json:"model"`
+	Layers    int64    `json:"layers"`
 
 	Leak  *Leak           `json:"leak"`  // the leak a fixture was made with; nil for none
 	Sites map[string]Site `json:"sites"` // source lines of named allocations (lm_head, cross_entropy…)
