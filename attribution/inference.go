@@ -1,5 +1,11 @@
 package attribution
 
+import (
+	"strings"
+
+	"github.com/memscope/memscope/snapshot"
+)
+
 // Inference is where an inference run's memory goes: the weights, the
 // floor under every token; the KV cache and how it grew; and the
 // activation peak of the largest prefill, above weights and cache.
@@ -39,12 +45,26 @@ type Inference struct {
 	// compiled decode step's warm-up can hold more than the prefill.
 	DecodePeak, DecodeActivations int64
 	DecodePeakIndex               int
+
+	// Engine names the serving engine whose allocator made the cache
+	// ("vLLM", "SGLang", "LMDeploy", "TensorRT-LLM"; "" for transformers'
+	// cache classes or a cache told by its shape), found from the stacks
+	// of the cache's blocks; PoolFrame is that allocator's innermost frame
+	// in the largest block's stack (0 when no frame names it). A cache
+	// found only by its blocks' stacks (every block made before the
+	// recording, or no history at all) is an engine's pool allocated once.
+	Engine    string
+	PoolFrame snapshot.FrameID
+	// Trainer holds the gradient and optimizer state bytes at the end: a
+	// trainer sharing the GPU with the engine (an RL job's actor beside
+	// its rollout); zero when none.
+	Trainer int64
 }
 
 // inference derives the device's Inference from its phases and moments.
 func (d *Device) inference() *Inference {
 	if d.class.kv == nil {
-		return nil
+		return d.poolInference()
 	}
 	inf := &Inference{Calls: len(d.Phases.kv), Weights: d.End.Categories[Parameter]}
 	end := d.End
@@ -81,6 +101,52 @@ func (d *Device) inference() *Inference {
 		}
 	}
 	return inf
+}
+
+// poolInference is the Inference of a device whose kv cache was found by
+// its blocks' stacks alone (a serving engine's pool made before the
+// recording began, or a dump with no history): the weights and the cache
+// at the end, allocated once, the serving engine named from the stacks;
+// nil when no block at the end is kv cache.
+func (d *Device) poolInference() *Inference {
+	end := d.End
+	if end == nil || end.Categories[KVCache].Bytes == 0 {
+		return nil
+	}
+	inf := &Inference{Weights: end.Categories[Parameter], KVCache: end.Categories[KVCache], KVRequested: kvRequested(end),
+		PeakIndex: d.Peak.Index, Peak: d.Peak.Allocated, Activations: working(d.Peak), DecodePeakIndex: -1,
+		Trainer: end.Categories[Gradient].Bytes + end.Categories[OptimizerState].Bytes}
+	var largest int64
+	for i := range end.Live {
+		b := &end.Live[i]
+		if b.PendingFree || end.Category[i] != KVCache || b.Size <= largest {
+			continue
+		}
+		if f, engine := d.kvAllocatorFrame(b.Stack); f != 0 {
+			largest, inf.PoolFrame, inf.Engine = b.Size, f, engine
+		}
+	}
+	return inf
+}
+
+// kvAllocatorFrame returns the innermost frame of stack id that is a kv
+// cache's allocator, and the serving engine its file belongs to ("" for
+// transformers' cache classes); 0 when no frame is.
+func (d *Device) kvAllocatorFrame(id snapshot.StackID) (snapshot.FrameID, string) {
+	st := d.an.Snapshot.Stacks
+	for _, f := range st.Stack(id) {
+		if d.class.kinds.frame(f)&fKV == 0 {
+			continue
+		}
+		path := normPath(st.Frame(f).Filename)
+		for _, e := range [...]struct{ dir, name string }{{"vllm/", "vLLM"}, {"sglang/", "SGLang"}, {"lmdeploy/", "LMDeploy"}, {"tensorrt_llm/", "TensorRT-LLM"}} {
+			if strings.Contains(path, e.dir) {
+				return f, e.name
+			}
+		}
+		return f, ""
+	}
+	return 0, ""
 }
 
 // working returns what the work holds at m: its activation, temporary and

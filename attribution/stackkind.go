@@ -50,7 +50,8 @@ const (
 	// flat parameter, DeepSpeed ZeRO-3's partitioned parameters' all-gather.
 	kindGather
 	// kindReduce: a sharded library's gradient reduction buffers (FSDP2's
-	// reduce-scatter input, chunk_cat and foreach_reduce; FSDP1's).
+	// reduce-scatter input, chunk_cat and foreach_reduce; FSDP1's;
+	// Megatron's grad_data, kindCache.gradBufLine).
 	kindReduce
 	kindDone // the stack's bits are computed
 )
@@ -87,10 +88,26 @@ type kindCache struct {
 	st     *snapshot.Stacks
 	frames []uint16
 	stacks []kind
+	// gradBufLine is the last line of Megatron's
+	// _ParamAndGradBuffer.__init__ that allocates in this table (0: none).
+	// That function makes param_data (with the distributed optimizer
+	// only) and then grad_data, so its last allocating line is the
+	// gradient buffer's and any earlier one the parameters'.
+	gradBufLine int64
 }
 
+// megatronBuffers is the file of Megatron's contiguous parameter and
+// gradient buffers.
+const megatronBuffers = "megatron/core/distributed/param_and_grad_buffer.py"
+
 func newKindCache(st *snapshot.Stacks) *kindCache {
-	return &kindCache{st: st, frames: make([]uint16, len(st.Frames)), stacks: make([]kind, st.Len())}
+	c := &kindCache{st: st, frames: make([]uint16, len(st.Frames)), stacks: make([]kind, st.Len())}
+	for i := range st.Frames {
+		if fr := &st.Frames[i]; fr.Name == "__init__" && fr.Line > c.gradBufLine && strings.HasSuffix(normPath(fr.Filename), megatronBuffers) {
+			c.gradBufLine = fr.Line
+		}
+	}
+	return c
 }
 
 // newKindsShared returns the kinds of events over an existing cache.
@@ -183,7 +200,11 @@ func (k *kinds) frame(id snapshot.FrameID) uint16 {
 	if f := k.frames[id]; f&fDone != 0 {
 		return f
 	}
-	f := frameBits(k.st.Frame(id)) | fDone
+	fr := k.st.Frame(id)
+	f := frameBits(fr) | fDone
+	if f&fLoad != 0 && fr.Line == k.gradBufLine && fr.Name == "__init__" && strings.HasSuffix(normPath(fr.Filename), megatronBuffers) {
+		f = f&^fLoad | fReduce // Megatron's grad_data: the gradients' flat buffer
+	}
 	k.frames[id] = f
 	return f
 }
@@ -269,8 +290,8 @@ func loadOrCacheBits(path, name string, torch bool) uint16 {
 		}
 	case strings.HasSuffix(path, "cache_utils.py"), kvAllocator(path, name):
 		return fKV // transformers' cache classes, a fork's or a quantised copy's, a serving engine's pools
-	case strings.HasSuffix(path, "megatron/core/distributed/param_and_grad_buffer.py"):
-		return fLoad // Megatron's contiguous parameter (and gradient) buffers
+	case strings.HasSuffix(path, megatronBuffers):
+		return fLoad // Megatron's contiguous parameter (and gradient, kindCache.gradBufLine) buffers
 	case strings.Contains(path, "safetensors/"), name == "set_module_tensor_to_device":
 		return fLoad
 	case !torch && weightInit(name):

@@ -20,17 +20,36 @@ func TestThirdPartyStateOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := Analyze(s, Options{Device: -1}).Devices[0]
-	var kv, opt int64
+	// Megatron's buffer __init__ allocates param_data, then grad_data:
+	// the file's last allocating line there is the gradients'.
+	var gradLine int64
+	for i := range d.End.Live {
+		for _, f := range s.Stacks.Stack(d.End.Live[i].Stack) {
+			if fr := s.Stacks.Frame(f); strings.HasSuffix(fr.Filename, megatronBuffers) {
+				gradLine = max(gradLine, fr.Line)
+			}
+		}
+	}
+	var kv, opt, grad, buf int64
 	for i := range d.End.Live {
 		b := &d.End.Live[i]
 		for _, f := range s.Stacks.Stack(b.Stack) {
-			fn := s.Stacks.Frame(f).Filename
+			fr := s.Stacks.Frame(f)
+			fn := fr.Filename
 			if strings.HasSuffix(fn, "vllm/worker/cache_engine.py") {
 				kv += b.Size
 				break
 			}
 			if strings.HasSuffix(fn, "megatron/core/optimizer/distrib_optimizer.py") {
 				opt += b.Size
+				break
+			}
+			if strings.HasSuffix(fn, megatronBuffers) {
+				if fr.Line == gradLine {
+					grad += b.Size
+				} else {
+					buf += b.Size
+				}
 				break
 			}
 		}
@@ -41,6 +60,18 @@ func TestThirdPartyStateOnly(t *testing.T) {
 	}
 	if opt == 0 || m.Categories[OptimizerState].Bytes != opt {
 		t.Errorf("optimizer state = %d, want %d (the blocks under distrib_optimizer.py)", m.Categories[OptimizerState].Bytes, opt)
+	}
+	if grad == 0 || buf == 0 || m.Categories[Gradient].Bytes != grad || m.Categories[Parameter].Bytes < buf {
+		t.Errorf("gradient = %d, parameter = %d; want grad_data's %d (line %d of %s) and at least param_data's %d",
+			m.Categories[Gradient].Bytes, m.Categories[Parameter].Bytes, grad, gradLine, megatronBuffers, buf)
+	}
+	// The cache is vLLM's pool, told by its blocks' stacks alone: an
+	// Inference allocated once, with the trainer beside it.
+	if inf := d.Inference; inf == nil || inf.Engine != "vLLM" || inf.Growing || inf.KVCache.Bytes != kv ||
+		inf.Trainer != grad+opt || inf.Weights != m.Categories[Parameter] {
+		t.Errorf("Inference = %+v; want vLLM's pool of %d B, not growing, trainer %d, weights %d", inf, kv, grad+opt, m.Categories[Parameter].Bytes)
+	} else if fr := s.Stacks.Frame(inf.PoolFrame); !strings.HasSuffix(fr.Filename, "vllm/worker/cache_engine.py") || fr.Name != "_allocate_kv_cache" {
+		t.Errorf("pool frame %s %s, want cache_engine.py _allocate_kv_cache", fr.Filename, fr.Name)
 	}
 	if b := m.Categories[BeforeRecording].Bytes; b != 0 {
 		t.Errorf("before recording = %d in a state-only dump, want none", b)

@@ -548,6 +548,17 @@ func inferenceAdviceText(ew *errWriter, ia *attribution.InferenceAdvice, device 
 		ew.printf(" (allocated once)")
 	}
 	ew.printf(", %s of activations at the %s peak\n", units.Bytes(ia.Activations), cmpStr(ia.PeakPhase, "device's"))
+	if ia.Engine != "" {
+		share := ""
+		if ia.Peak > 0 {
+			share = fmt.Sprintf(" (%.1f%% of the allocated peak)", 100*float64(ia.KVCache.Bytes)/float64(ia.Peak))
+		}
+		ew.printf("%s\n", wrap(fmt.Sprintf("the KV cache%s is %s's pool, allocated once at start-up and sized by %s: the requests do not grow it, so a smaller footprint is that setting lowered (the pool then holds fewer tokens at once: fewer concurrent sequences or a shorter context)",
+			share, ia.Engine, engineKnob(ia.Engine)), 100, "  "))
+	}
+	if ia.Trainer > 0 {
+		ew.printf("%s\n", wrap(fmt.Sprintf("gradients and optimizer state (%s) share this GPU with the cache, a trainer beside the engine (an RL job's actor and rollout): releasing the cache and weights between rollouts (vLLM's sleep mode, LLM.sleep(); verl's free_cache_engine) gives the training step their bytes", units.Bytes(ia.Trainer)), 100, "  "))
+	}
 	if !device {
 		return
 	}

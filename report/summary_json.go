@@ -83,6 +83,8 @@ type InferenceJSON struct {
 	DecodePeakIndex   int    `json:"decode_peak_index"`
 	DecodePeak        int64  `json:"decode_peak"`
 	DecodeActivations int64  `json:"decode_activations"`
+	Engine            string `json:"engine"`
+	Trainer           int64  `json:"trainer"`
 }
 
 type SummaryDevice struct {
@@ -205,5 +207,6 @@ func inferenceJSON(inf *attribution.Inference) *InferenceJSON {
 		KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
 		KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
 		PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
-		DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations}
+		DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations,
+		Engine: inf.Engine, Trainer: inf.Trainer}
 }

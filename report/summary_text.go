@@ -320,10 +320,15 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	if inf.Growing {
 		kv += fmt.Sprintf("%s after the prefill, then %s more per decode step over %d steps (a torch.cat per token)",
 			units.Bytes(inf.KVAfterPrefill), units.Bytes(inf.GrowthPerStep), inf.DecodeSteps)
+	} else if inf.Engine != "" {
+		kv += "allocated once by " + inf.Engine + "'s KV cache allocator, a pool sized by " + engineKnob(inf.Engine) + ", not by the requests"
 	} else {
 		kv += "allocated once, it does not grow (a static cache or a pool)"
 	}
 	row("kv cache", inf.KVCache.Bytes, kv)
+	if inf.Trainer > 0 {
+		row("trainer", inf.Trainer, "gradients and optimizer state at the end: a trainer shares this GPU with the cache (an RL job's actor beside its rollout)")
+	}
 	what := "activations, temporaries and logits"
 	switch inf.PeakPhase {
 	case "prefill":
@@ -337,6 +342,21 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	default:
 		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
 	}
+}
+
+// engineKnob names the setting that sizes a serving engine's KV pool.
+func engineKnob(engine string) string {
+	switch engine {
+	case "vLLM":
+		return "gpu_memory_utilization (the share of the device for weights, activations and the pool)"
+	case "SGLang":
+		return "mem_fraction_static (the share of the device for weights and the pool)"
+	case "LMDeploy":
+		return "cache_max_entry_count (the share of free memory for the pool)"
+	case "TensorRT-LLM":
+		return "KvCacheConfig's free_gpu_memory_fraction"
+	}
+	return "the engine's memory fraction"
 }
 
 // oneEntry reports whether a device's warnings say its trace holds one
@@ -369,6 +389,6 @@ func privatePoolsText(ew *errWriter, pools []attribution.PrivatePool, when strin
 		parts = append(parts, fmt.Sprintf("pool (%d,%d) %s reserved in %d %s, %s allocated",
 			p.Pool.A, p.Pool.B, units.Bytes(p.Reserved), p.Segments, segs, units.Bytes(p.Allocated)))
 	}
-	ew.printf("\n%s\n", wrap(fmt.Sprintf("private pools %s (CUDA graphs' or torch.cuda.MemPool's): %s reserved, %s of it free; held for the graphs' replays, that free memory serves no other request and empty_cache() does not release it: %s",
+	ew.printf("\n%s\n", wrap(fmt.Sprintf("private pools %s (CUDA graphs' or torch.cuda.MemPool's): %s reserved, %s of it free; held for their graphs' replays or their MemPool's own allocations, that free memory serves no other request and empty_cache() does not release it: %s",
 		when, units.Bytes(reserved), units.Bytes(free), strings.Join(parts, "; ")), 98, "  "))
 }

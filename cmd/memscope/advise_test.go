@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
 
@@ -89,5 +90,35 @@ func TestAdviseOOMRun(t *testing.T) {
 	r = runMemscope("summary", snap)
 	if r.code != 0 || !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), "'memscope oom' lists it by site and category") {
 		t.Errorf("summary: exit %d, output:\n%s\nwant the OOM finding to point at memscope oom", r.code, r.stdout)
+	}
+}
+
+// TestAdviseServingPool: verl's state-only dump (a vLLM rollout beside a
+// Megatron actor) is advised as vLLM's KV pool, with the setting that
+// sizes it and the trainer's gradients and optimizer state beside it;
+// summary --json says the same numbers.
+func TestAdviseServingPool(t *testing.T) {
+	const snap = "../../attribution/testdata/thirdparty/verl-state.pickle.gz"
+	r := runMemscope("summary", "--json", snap)
+	if r.code != 0 {
+		t.Fatalf("summary --json: exit %d: %v", r.code, r.err)
+	}
+	var doc report.SummaryDoc
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := doc.Files[0].Devices[0]
+	inf := d.Inference
+	if inf == nil || inf.Engine != "vLLM" || inf.Growing || inf.KVCache != d.Categories["kv cache"] ||
+		inf.Trainer != d.Categories["gradient"]+d.Categories["optimizer state"] || inf.Trainer == 0 {
+		t.Fatalf("inference %+v, categories %+v; want vLLM's pool and the trainer's bytes", inf, d.Categories)
+	}
+	r = runMemscope("advise", snap)
+	text := strings.Join(strings.Fields(r.stdout), " ")
+	for _, want := range []string{"is vLLM's pool, allocated once at start-up and sized by gpu_memory_utilization",
+		"gradients and optimizer state (" + units.Bytes(inf.Trainer) + ") share this GPU"} {
+		if r.code != 0 || !strings.Contains(text, want) {
+			t.Errorf("advise: exit %d, output:\n%s\nwant %q", r.code, r.stdout, want)
+		}
 	}
 }
