@@ -141,6 +141,11 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 				break
 			}
 		}
+		if p.CutElsewhere && pi == len(p.List)-1 && c.firstOOM[pi] < 0 {
+			// Another device's OOM ended the pass after this device's
+			// last event.
+			c.firstOOM[pi] = len(events)
+		}
 		if ph.Name != "forward" {
 			continue
 		}
@@ -513,13 +518,38 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 	}
 	adam := adamFamily(c.optClass)
 	born := c.bornState(events)
+	// When the recording's backward makes no gradient, it accumulates into
+	// gradients that predate it (a warm-up's backward without zero_grad,
+	// set_to_none=False, a later micro-batch): each parameter's incoming
+	// gradient is a temporary of its size, added in place and freed.
+	var acc map[int64]int
+	if c.training && len(grads) == 0 {
+		acc = c.backwardTemps(events)
+	}
 	told := false
 	per := map[int64]int{}
+	gradsOf := map[int64]int{}
 	for size, addrs := range bySize {
 		k := len(addrs)
 		g := grads[size]
 		if g == 0 || g > k {
 			g = temps[size]
+		}
+		if acc != nil && !cublasWorkspace(size) {
+			// A parameter, its accumulated gradient and its state
+			// (none, one moment, two): 2, 3 or 4 blocks per parameter.
+			n := 0
+			switch {
+			case g > 0 && adam && k == 4*g, g > 0 && k == 3*g, g > 0 && k == 2*g:
+				n = g
+			case g == 0 && k%2 == 0 && len(temps) == 0 && len(born) == 0:
+				n = k / 2
+			}
+			if n > 0 && acc[size] >= n {
+				told = true
+				per[size], gradsOf[size] = n, n
+				continue
+			}
 		}
 		switch {
 		case g > 0 && born[size] > 0:
@@ -570,15 +600,41 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 			}
 			continue
 		}
+		// Models are built before their first backward makes gradients,
+		// and those before the optimizer's state: by address, the lowest
+		// are parameters, then gradients, then state.
 		sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
 		for i, a := range addrs {
-			if i < g {
+			switch {
+			case i < g:
 				c.pre[a] = Parameter
-			} else {
+			case i < g+gradsOf[size]:
+				c.pre[a] = Gradient
+			default:
 				c.pre[a] = OptimizerState
 			}
 		}
 	}
+}
+
+// backwardTemps counts, by size, the allocations of the first backward
+// phase freed inside it.
+func (c *classifier) backwardTemps(events []snapshot.Event) map[int64]int {
+	out := map[int64]int{}
+	for _, ph := range c.phases.List {
+		if ph.Name != "backward" {
+			continue
+		}
+		for i := max(ph.First, 0); i <= ph.Last && i < len(events); i++ {
+			if ev := &events[i]; ev.Action == snapshot.ActionAlloc {
+				if d := int(c.life.death[i]); d >= 0 && d <= ph.Last {
+					out[ev.Size]++
+				}
+			}
+		}
+		break
+	}
+	return out
 }
 
 // minFrozen is the fewest blocks left over that the adapter shape takes

@@ -56,6 +56,12 @@ type Phases struct {
 	// PeakPhase indexes List: the phase holding the device's allocated
 	// peak; -1 when the peak predates the trace or no phase holds it.
 	PeakPhase int
+	// CutElsewhere is true when this device's one pass ended with another
+	// device's out-of-memory error, CutDevice (one process driving several
+	// GPUs: its own trace has none, and what the pass held at the end is
+	// what the failed step was building).
+	CutElsewhere bool
+	CutDevice    int
 
 	kv []kvRun // the generate() calls, with Source "kv cache"
 }
@@ -117,6 +123,11 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, range
 	p := &Phases{Source: src.key, Range: src.rangeName, PeakPhase: -1}
 	if len(spans) == 0 {
 		return p
+	}
+	if src.key == "one pass" && !hasOOM(events) {
+		if d := oomElsewhere(s, device); d >= 0 {
+			p.CutElsewhere, p.CutDevice = true, d
+		}
 	}
 	b := phaseBuilder{p: p, events: events, k: k, onePass: src.key == "one pass"}
 	for _, r := range ranges {

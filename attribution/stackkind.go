@@ -47,7 +47,8 @@ const (
 	// for compute: FSDP2's all-gather outputs and unsharded storage
 	// (torch/distributed/fsdp/_fully_shard: allocate, alloc_storage, the
 	// cast of the shard for the all-gather), FSDP1's padded unsharded
-	// flat parameter, DeepSpeed ZeRO-3's partitioned parameters' all-gather.
+	// flat parameter, DeepSpeed ZeRO-3's partitioned parameters' all-gather,
+	// DataParallel's replicas.
 	kindGather
 	// kindReduce: a sharded library's gradient reduction buffers (FSDP2's
 	// reduce-scatter input, chunk_cat and foreach_reduce; FSDP1's;
@@ -346,6 +347,10 @@ func shardBits(path, name string) uint16 {
 			"init_all_gather_outputs", "init_unsharded_param", "_alloc_padded_unsharded_flat_param",
 			"_all_gather_flat_param", "unshard", "_unshard", "pre_unshard", "_use_low_precision_shard":
 			return fGather
+		}
+	case strings.HasSuffix(path, "torch/nn/parallel/replicate.py"):
+		if name == "replicate" || name == "_broadcast_coalesced_reshape" {
+			return fGather // DataParallel's replicas of the module's parameters and buffers on the other GPUs
 		}
 	case strings.HasSuffix(path, "deepspeed/runtime/zero/partition_parameters.py"):
 		if strings.Contains(name, "all_gather") || strings.Contains(name, "allgather") {

@@ -64,7 +64,7 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges
 		}
 		return sp, stepSource{key: "pattern"}
 	}
-	if onePass(events, k) {
+	if onePass(events, k, oomElsewhere(s, device) >= 0) {
 		return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}}, stepSource{key: "one pass"}
 	}
 	return nil, stepSource{key: "none"}
@@ -244,15 +244,30 @@ func ownRange(name string) bool {
 	return strings.Contains(name, "::")
 }
 
+// oomElsewhere returns the first other device of s whose trace ran out of
+// memory (-1: none): one process driving several GPUs (DataParallel's
+// replicas, a model split over devices by device_map="auto") stops at one
+// device's OOM, and every device's recording is then the same cut-short
+// pass.
+func oomElsewhere(s *snapshot.Snapshot, device int) int {
+	for d, evs := range s.Traces {
+		if d != device && hasOOM(evs) {
+			return d
+		}
+	}
+	return -1
+}
+
 // onePass reports whether a recording in which no step repeats is one
 // pass of a model's work: a model ran (an allocation calls an nn.Module)
 // and either the recording holds an out-of-memory error (a forward that
-// ran out, torchtitan's dump of its first step) or a backward (a tenth
+// ran out, torchtitan's dump of its first step; or another device's
+// OOM, oomElsewhere, in a process driving several GPUs) or a backward (a tenth
 // of its allocations or more: one training pass with no optimizer). A
 // forward-only stream that does not repeat (a server's requests of
 // varying shapes) is no one pass: it says nothing of its steps.
-func onePass(events []snapshot.Event, k *kinds) bool {
-	model, oom := false, false
+func onePass(events []snapshot.Event, k *kinds, oomElsewhere bool) bool {
+	model, oom := false, oomElsewhere
 	allocs, backward := 0, 0
 	for i := range events {
 		ev := &events[i]
@@ -269,4 +284,14 @@ func onePass(events []snapshot.Event, k *kinds) bool {
 		}
 	}
 	return model && (oom || 10*backward >= allocs)
+}
+
+// hasOOM reports whether events hold an out-of-memory error.
+func hasOOM(events []snapshot.Event) bool {
+	for i := range events {
+		if events[i].Action == snapshot.ActionOOM {
+			return true
+		}
+	}
+	return false
 }

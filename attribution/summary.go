@@ -50,6 +50,9 @@ type DeviceSummary struct {
 	// say where their boundaries came from (Phases.Source, Phases.Range).
 	Steps                   int
 	StepsSource, StepsRange string
+	// StepsCutBy is the other device whose out-of-memory error ended this
+	// device's one pass (Phases.CutDevice); -1 when none did.
+	StepsCutBy int
 
 	// TopSites are the allocation sites holding the most block bytes at the
 	// peak, largest first; LiveAtPeak counts the blocks live then.
@@ -147,6 +150,10 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		}
 	}
 	ds.Steps, ds.StepsSource, ds.StepsRange = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.Range
+	ds.StepsCutBy = -1
+	if dev.Phases.CutElsewhere {
+		ds.StepsCutBy = dev.Phases.CutDevice
+	}
 	if dev.Phases.PeakPhase >= 0 {
 		ph := dev.Phases.List[dev.Phases.PeakPhase]
 		if ph.Step >= 0 {

@@ -138,3 +138,84 @@ func TestNoHistoryCategories(t *testing.T) {
 		})
 	}
 }
+
+// TestThirdPartyWarmupGradients: a CS336 benchmark that ran five
+// warm-up backwards without zero_grad and then recorded one forward and
+// backward: the recorded backward accumulates into gradients made before
+// the recording. The model's parameters and their gradients are both
+// there from the start, and both come out at the script's model size:
+// BasicsTransformerLM(vocab 10000, d_model 768, 12 layers, d_ff 3072),
+// fp32: two embeddings, 4 attention and 3 feed-forward matrices and 2
+// norms per layer, a final norm.
+func TestThirdPartyWarmupGradients(t *testing.T) {
+	s, err := snapshot.Open("testdata/thirdparty/cs336-warmup-grads.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vocab, dm, layers, dff = 10000, 768, 12, 3072
+	params := int64(4 * (2*vocab*dm + layers*(4*dm*dm+3*dm*dff+2*dm) + dm))
+	d := Analyze(s, Options{Device: -1}).Devices[0]
+	for _, m := range []*Moment{d.Peak, d.End} {
+		r := requestedBy(m)
+		p, g := r[Parameter], r[Gradient]
+		if p != params || g != params {
+			t.Errorf("at the %s: parameters %d B, gradients %d B requested; want the model's %d each", m.Label, p, g, params)
+		}
+	}
+}
+
+// TestThirdPartyDataParallel: a torch_geometric DataParallel job over
+// three GPUs whose device 1 ran out of memory in the forward. Every device
+// is the same one pass; devices 0 and 2, with no OOM of their own, are
+// said to be cut short by device 1's. The forward's kept blocks are
+// activations, with nothing unknown. The replicas of the module that
+// DataParallel broadcast to devices 1 and 2 are gathered parameters, the
+// same bytes on each.
+func TestThirdPartyDataParallel(t *testing.T) {
+	s, err := snapshot.Open("testdata/thirdparty/dataparallel-oom.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Analyze(s, Options{Device: -1})
+	if len(a.Devices) != 3 {
+		t.Fatalf("%d devices, want 3", len(a.Devices))
+	}
+	replicas := map[int]int64{}
+	for _, d := range a.Devices {
+		p := d.Phases
+		if len(p.Steps) != 1 || p.Source != "one pass" {
+			t.Errorf("device %d: %d steps from %q, want one pass", d.Device, len(p.Steps), p.Source)
+		}
+		if cut := d.Device != 1; p.CutElsewhere != cut || cut && p.CutDevice != 1 {
+			t.Errorf("device %d: cut elsewhere %v by %d, want %v by device 1", d.Device, p.CutElsewhere, p.CutDevice, cut)
+		}
+		if d.Device == 1 && (len(d.OOMs) != 1 || d.OOMs[0].Step != 0 || d.OOMs[0].Phase != "forward") {
+			t.Errorf("device 1: OOMs %+v, want one in step 0 forward", d.OOMs)
+		}
+		if u := d.Peak.Categories[Unknown].Bytes; u != 0 {
+			t.Errorf("device %d: unknown %d B at the peak, want none", d.Device, u)
+		}
+		for i := range d.Peak.Live {
+			b := &d.Peak.Live[i]
+			for _, f := range s.Stacks.Stack(b.Stack) {
+				fr := s.Stacks.Frame(f)
+				if strings.HasSuffix(fr.Filename, "torch/nn/parallel/replicate.py") {
+					if d.Peak.Category[i] != GatheredParameter {
+						t.Errorf("device %d: a replica block of %d B is %v, want a gathered parameter", d.Device, b.Size, d.Peak.Category[i])
+					}
+					replicas[d.Device] += b.Size
+					break
+				}
+				if strings.HasSuffix(fr.Filename, "src/train/models.py") && fr.Name == "update_nodes" {
+					if c := d.Peak.Category[i]; c != Activation && c != Temporary {
+						t.Errorf("device %d: a forward block of %d B at update_nodes is %v, want activation", d.Device, b.Size, c)
+					}
+					break
+				}
+			}
+		}
+	}
+	if replicas[0] != 0 || replicas[1] == 0 || replicas[1] != replicas[2] {
+		t.Errorf("replica bytes by device %v, want none on device 0 and the same on 1 and 2", replicas)
+	}
+}

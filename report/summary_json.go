@@ -140,7 +140,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			},
 			PeakOffsetUS: d.PeakOffsetUS, DurationUS: d.DurationUS, TimesRecorded: d.Timed,
 			PeakRanges: []RangeJSON{}, PeakStep: d.PeakStep, PeakPhase: d.PeakPhase,
-			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: stepsFromText(d.StepsSource, d.StepsRange, d.Events),
+			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: stepsFromText(d.StepsSource, d.StepsRange, d.Events) + cutByText(d.StepsCutBy),
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 			OOMs: d.OOMs, Warnings: deviceWarnings(d),

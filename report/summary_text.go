@@ -91,7 +91,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			ew.printf(", in %s", d.PeakPhase)
 		}
 		ew.printf("\n")
-		ew.printf("  %s\n", stepsLine(d.Steps, stepsFromText(d.StepsSource, d.StepsRange, d.Events)))
+		ew.printf("  %s\n", wrap(stepsLine(d.Steps, stepsFromText(d.StepsSource, d.StepsRange, d.Events)+cutByText(d.StepsCutBy)), 98, "    "))
 		if len(d.PeakRanges) > 0 {
 			names := make([]string, len(d.PeakRanges))
 			for i, r := range d.PeakRanges {
@@ -283,7 +283,20 @@ func stepsFromText(source, rangeName string, events int) string {
 
 // phasesFrom says where a device's step boundaries came from.
 func phasesFrom(d *attribution.Device) string {
-	return stepsFromText(d.Phases.Source, d.Phases.Range, len(d.Timeline.Events))
+	s := stepsFromText(d.Phases.Source, d.Phases.Range, len(d.Timeline.Events))
+	if d.Phases.CutElsewhere {
+		s += cutByText(d.Phases.CutDevice)
+	}
+	return s
+}
+
+// cutByText says that another device's OOM ended a device's one pass
+// (-1: none did).
+func cutByText(device int) string {
+	if device < 0 {
+		return ""
+	}
+	return fmt.Sprintf(", cut short by device %d's out-of-memory error (one process drives these GPUs: DataParallel, or a model split over them)", device)
 }
 
 // stepsLine says how many steps were found and from what.
