@@ -79,7 +79,9 @@ type classifier struct {
 	// forward phase that calls an nn.Module (-1: none); what the phase
 	// allocates before it is the batch.
 	firstModule []int
-	// firstOOM holds, per phase index, its first oom event (-1: none).
+	// firstOOM holds, per phase index, its first oom event (-1: none;
+	// len(events) for the last phase of a pass cut short after the last
+	// event).
 	firstOOM []int
 	// pre says, for blocks live before the first event and never
 	// freed, which are parameters and which optimizer state (see
@@ -141,9 +143,11 @@ func newClassifier(s *snapshot.Snapshot, events []snapshot.Event, ranges []snaps
 				break
 			}
 		}
-		if p.CutElsewhere && pi == len(p.List)-1 && c.firstOOM[pi] < 0 {
-			// Another device's OOM ended the pass after this device's
-			// last event.
+		if last := pi == len(p.List)-1; last && c.firstOOM[pi] < 0 && (p.CutElsewhere || p.Source == "one pass" && ph.Name == "forward") {
+			// The pass was cut short after this device's last event: by
+			// another device's OOM, or by the dump after one forward
+			// (what that forward keeps is its output and, with grad on,
+			// what it saved for a backward that was never recorded).
 			c.firstOOM[pi] = len(events)
 		}
 		if ph.Name != "forward" {

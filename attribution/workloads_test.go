@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscope/memscope/internal/truth"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // workload is one fixture under ../fixtures/workloads (issue 28): big-model
@@ -226,6 +227,48 @@ func TestWorkloadGradients(t *testing.T) {
 			}
 			if n == 0 {
 				t.Fatal("no backward phase")
+			}
+		})
+	}
+}
+
+// TestOnePassKeptIsActivation: a recording of one forward, dumped after
+// it (the one-forward fixture under inference_mode; a CS336 forward with
+// grad on), keeps the forward's output and what it saved for a backward
+// that never ran: every block born in the recording and live at its end
+// is an activation, none unknown, and the parameters are torch's count.
+func TestOnePassKeptIsActivation(t *testing.T) {
+	for _, dir := range []string{"../fixtures/workloads/one-forward", "testdata/thirdparty/cs336-2.7b-one-forward.pickle.gz"} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var d *Device
+			if filepath.Ext(dir) == ".gz" {
+				s, err := snapshot.Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d = Analyze(s, Options{Device: -1}).Devices[0]
+			} else {
+				d = fixtureAnalysis(t, dir).Devices[0]
+				tr := readTruth(t, dir)
+				if got := requestedBy(d.End)[Parameter]; !within(got, tr.ParamBytes, 0.05) {
+					t.Errorf("parameters at the end %d, want torch's %d within 5%%", got, tr.ParamBytes)
+				}
+			}
+			var kept, act int64
+			for i := range d.End.Live {
+				b := &d.End.Live[i]
+				if b.AllocIndex < 0 || b.PendingFree {
+					continue
+				}
+				kept += b.Size
+				if c := d.End.Category[i]; c == Activation {
+					act += b.Size
+				} else {
+					t.Errorf("block of %d B born at event %d, kept to the end: %v, want activation", b.Size, b.AllocIndex, c)
+				}
+			}
+			if kept == 0 || act != kept || d.End.Categories[Unknown].Bytes != 0 {
+				t.Errorf("kept %d B, activation %d B, unknown %d B at the end", kept, act, d.End.Categories[Unknown].Bytes)
 			}
 		})
 	}
