@@ -310,7 +310,12 @@ func (c *classifier) timeOf(i int) int64 {
 func (c *classifier) Classify(b *snapshot.LiveBlock) Category {
 	death := c.life.deathOf(b)
 	if b.AllocIndex < 0 {
-		if b.Stack != 0 {
+		if b.FreeStack && c.kinds.stack(b.Stack)&kindZeroGrad != 0 {
+			return Gradient // freed by zero_grad
+		}
+		if b.Stack != 0 && !b.FreeStack {
+			// The stack the block was made at (a free site says where
+			// it went, not what it was: the rules by death below).
 			if cat, ok := c.byStack(b.Stack); ok {
 				return cat
 			}
@@ -536,6 +541,10 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 	for size, addrs := range bySize {
 		k := len(addrs)
 		g := grads[size]
+		// every: each pre-existing block of this size got a gradient in
+		// the step: all parameters (the optimizer's state, if any, has
+		// stacks of its own, made in an earlier recording).
+		every := g == k
 		if g == 0 || g > k {
 			g = temps[size]
 		}
@@ -544,10 +553,17 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 			// (none, one moment, two): 2, 3 or 4 blocks per parameter.
 			n := 0
 			switch {
-			case g > 0 && adam && k == 4*g, g > 0 && k == 3*g, g > 0 && k == 2*g:
-				n = g
-			case g == 0 && k%2 == 0 && len(temps) == 0 && len(born) == 0:
+			case k%2 == 0 && born[size] > 0:
+				// The optimizer made this size's state in the recording
+				// (its first step, or a hand-written one replacing it out
+				// of place): what stays is parameters and gradients.
 				n = k / 2
+			case adam && k%4 == 0:
+				n = k / 4 // parameters, gradients and two moments
+			case g > 0 && k == 3*g, g > 0 && k == 2*g:
+				n = g // one moment, or none, per parameter
+			case g == 0 && k%2 == 0 && len(temps) == 0 && len(born) == 0:
+				n = k / 2 // no optimizer in the recording
 			}
 			if n > 0 && acc[size] >= n {
 				told = true
@@ -558,7 +574,7 @@ func (c *classifier) splitPreexisting(initial []snapshot.LiveBlock, events []sna
 		switch {
 		case g > 0 && born[size] > 0:
 			g = k // the optimizer made this size's state inside the recording: these are parameters
-		case g > 0 && adam && k%3 == 0:
+		case g > 0 && adam && k%3 == 0 && !every:
 			g = k / 3
 		}
 		if g > k {

@@ -54,6 +54,9 @@ const (
 	// reduce-scatter input, chunk_cat and foreach_reduce; FSDP1's;
 	// Megatron's grad_data, kindCache.gradBufLine).
 	kindReduce
+	// kindZeroGrad: inside zero_grad (an optimizer's, torch/optim, or a
+	// module's): on a free, the block freed is a gradient.
+	kindZeroGrad
 	kindDone // the stack's bits are computed
 )
 
@@ -69,6 +72,7 @@ const (
 	fKV
 	fGather
 	fReduce
+	fZeroGrad
 	fDone
 )
 
@@ -158,7 +162,7 @@ func (k *kinds) event(ev *snapshot.Event) kind {
 var frameKinds = [...]struct {
 	frame uint16
 	kind  kind
-}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}, {fGather, kindGather}, {fReduce, kindReduce}}
+}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}, {fGather, kindGather}, {fReduce, kindReduce}, {fZeroGrad, kindZeroGrad}}
 
 // stack returns the kind bits of stack id.
 func (k *kinds) stack(id snapshot.StackID) kind {
@@ -225,6 +229,9 @@ func frameBits(fr *snapshot.Frame) uint16 {
 	}
 	torch := inTorch(path)
 	f |= loadOrCacheBits(path, fr.Name, torch) | shardBits(path, fr.Name)
+	if torch && fr.Name == "zero_grad" && (strings.HasSuffix(path, "torch/optim/optimizer.py") || strings.HasSuffix(path, "torch/nn/modules/module.py")) {
+		f |= fZeroGrad
+	}
 	switch {
 	case !torch && optimizerFile(path):
 		f |= fOptim

@@ -139,28 +139,58 @@ func TestNoHistoryCategories(t *testing.T) {
 	}
 }
 
-// TestThirdPartyWarmupGradients: a CS336 benchmark that ran five
-// warm-up backwards without zero_grad and then recorded one forward and
-// backward: the recorded backward accumulates into gradients made before
-// the recording. The model's parameters and their gradients are both
-// there from the start, and both come out at the script's model size:
-// BasicsTransformerLM(vocab 10000, d_model 768, 12 layers, d_ff 3072),
-// fp32: two embeddings, 4 attention and 3 feed-forward matrices and 2
-// norms per layer, a final norm.
-func TestThirdPartyWarmupGradients(t *testing.T) {
-	s, err := snapshot.Open("testdata/thirdparty/cs336-warmup-grads.pickle.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const vocab, dm, layers, dff = 10000, 768, 12, 3072
-	params := int64(4 * (2*vocab*dm + layers*(4*dm*dm+3*dm*dff+2*dm) + dm))
-	d := Analyze(s, Options{Device: -1}).Devices[0]
-	for _, m := range []*Moment{d.Peak, d.End} {
-		r := requestedBy(m)
-		p, g := r[Parameter], r[Gradient]
-		if p != params || g != params {
-			t.Errorf("at the %s: parameters %d B, gradients %d B requested; want the model's %d each", m.Label, p, g, params)
-		}
+// cs336Params is the parameter bytes of CS336's BasicsTransformerLM in
+// fp32: two vocab × d_model embeddings (input and output), per layer four
+// attention and three feed-forward matrices and two norms, a final norm.
+func cs336Params(vocab, dm, layers, dff int64) int64 {
+	return 4 * (2*vocab*dm + layers*(4*dm*dm+3*dm*dff+2*dm) + dm)
+}
+
+// TestThirdPartyPreexistingGradients: three CS336 benchmarks whose
+// recording starts after warm-up steps, so the parameters, their
+// gradients and the optimizer's moments predate it, with no stack:
+//   - five warm-up backwards without zero_grad, then one recorded forward
+//     and backward accumulating into the warm-up's gradients (no optimizer);
+//   - ten warm-up steps of a hand-written AdamW that never zeroes the
+//     gradients and replaces its moments out of place (state["m"] = m_t),
+//     under torch.compile, then one recorded step;
+//   - the last of ten recorded steps (each iteration re-enables the
+//     history): zero_grad frees the last step's gradients, backward makes
+//     new ones, and the moments made in an earlier recording keep their
+//     stacks.
+// In each, the parameters and the gradients come out at the script's model
+// size at the peak and at the end, and the optimizer state at the end is
+// Adam's two moments of each parameter.
+func TestThirdPartyPreexistingGradients(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		params int64
+		adam   bool
+	}{
+		{"cs336-warmup-grads.pickle.gz", cs336Params(10000, 768, 12, 3072), false},
+		{"cs336-handwritten-adam.pickle.gz", cs336Params(50257, 768, 12, 3072), true},
+		{"cs336-zero-grad-late.pickle.gz", cs336Params(10000, 1280, 36, 5120), true},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s, err := snapshot.Open("testdata/thirdparty/" + c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Analyze(s, Options{Device: -1}).Devices[0]
+			for _, m := range []*Moment{d.Peak, d.End} {
+				r := requestedBy(m)
+				if r[Parameter] != c.params || r[Gradient] != c.params {
+					t.Errorf("at the %s: parameters %d B, gradients %d B requested; want the model's %d each", m.Label, r[Parameter], r[Gradient], c.params)
+				}
+			}
+			want := int64(0)
+			if c.adam {
+				want = 2 * c.params
+			}
+			if got := requestedBy(d.End)[OptimizerState]; got != want {
+				t.Errorf("optimizer state at the end %d B, want %d", got, want)
+			}
+		})
 	}
 }
 
