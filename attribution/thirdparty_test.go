@@ -158,6 +158,7 @@ func cs336Params(vocab, dm, layers, dff int64) int64 {
 //     history): zero_grad frees the last step's gradients, backward makes
 //     new ones, and the moments made in an earlier recording keep their
 //     stacks.
+//
 // In each, the parameters and the gradients come out at the script's model
 // size at the peak and at the end, and the optimizer state at the end is
 // Adam's two moments of each parameter.
