@@ -374,7 +374,7 @@ func (r *replayer) request(i int) {
 	// failed): an empty_cache() before the request, not the OOM retry
 	// inside it.
 	pool := r.pools.of(i, ev)
-	if lead > 0 && ev.Action == snapshot.ActionAlloc && (r.a.WouldReuse(ev.Size, ev.Stream, pool) || r.room(ev.Size)) {
+	if lead > 0 && ev.Action == snapshot.ActionAlloc && (r.a.WouldReuse(ev.Size, ev.Stream, pool) || r.room(ev.Size) || r.underPeak(ev.Size)) {
 		if !r.release(q[:lead], i) {
 			return
 		}
@@ -403,6 +403,26 @@ func (r *replayer) room(size int64) bool {
 		return false
 	}
 	return r.a.Reserved+set.AllocationSize(set.RoundSize(size)) <= lim
+}
+
+// underPeak reports whether a new segment for a request of size bytes
+// would have left reserved memory at or below the recording's own peak
+// of reserved: the device granted that much at another moment, so a
+// cudaMalloc of it cannot have failed under any fixed cap, and the
+// releases before the request were an empty_cache() call, not the
+// retry's (torch.cuda.graph's capture calls empty_cache()). A device
+// whose free memory shrank mid-run (another process took some) would
+// break this; the recording cannot tell that apart, and a cap below a
+// recorded reservation is the worse reading (issue 29). With a garbage
+// collector at work it cannot tell (the collector releases inside malloc
+// with room left).
+func (r *replayer) underPeak(size int64) bool {
+	if r.collect {
+		return false
+	}
+	set := &r.a.set
+	r.tl.Wait() // the timeline may still be replaying (ReplayOptions.Started)
+	return r.a.Reserved+set.AllocationSize(set.RoundSize(size)) <= r.tl.PeakReserved.Bytes
 }
 
 // release replays a run of segment entries outside any request as an

@@ -521,6 +521,19 @@ func (w *whatIf) capacity(tl *snapshot.Timeline, opt WhatIfOptions) {
 	case o.Capacity == 0:
 		o.CapacityFrom = CapacityUnlimited
 	}
+	// A capacity read from the recording is never below what the
+	// recording reserved: the device granted that much (a recorded oom's
+	// device_free, or a failure, below it says the device's free memory
+	// changed, which a fixed capacity cannot follow; the recorded run
+	// must replay as recorded).
+	if o.Capacity > 0 && o.CapacityFrom != CapacityCap {
+		if peak := w.reservedPeak(tl); o.Capacity < peak {
+			o.Capacity = peak
+			if o.Settings.MemoryLimit > 0 {
+				o.Settings.MemoryLimit = peak
+			}
+		}
+	}
 }
 
 // reservedPeak is the most the recording reserved (0 while the timeline

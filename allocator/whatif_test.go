@@ -370,11 +370,6 @@ var whatIfSelfMisses = map[string]string{
 	// (whatif from late starts) owns these.
 	"fixtures/workloads/decode-loop/snapshot.pickle": "late start: the rebuilt start state's free blocks",
 	"fixtures/workloads/lora/snapshot.pickle":        "late start: the rebuilt start state's free blocks",
-	// torch.cuda.graph's capture calls empty_cache(): its segment_frees
-	// before a request that needs a new segment read as the retry's
-	// release (the replay counts a retry torch did not), and the what-if
-	// keeps segments torch released there (+64 MiB). Issue 29.
-	"fixtures/workloads/cuda-graph/snapshot.pickle": "a CUDA graph capture's empty_cache() read as a retry",
 }
 
 // TestWhatIfRecorded: under its own settings, with no capacity given, the
@@ -416,6 +411,9 @@ func TestWhatIfRecorded(t *testing.T) {
 			}
 			if gotOOM != wantOOM {
 				t.Errorf("WhatIf(%s, %d) OOM at event %d (capacity %d from %s), want the recorded oom's %d", name, d, gotOOM, o.Capacity, o.CapacityFrom, wantOOM)
+			}
+			if o.Capacity > 0 && o.Capacity < tl.PeakReserved.Bytes {
+				t.Errorf("WhatIf(%s, %d) capacity %d from %s, below the recorded peak of reserved %d", name, d, o.Capacity, o.CapacityFrom, tl.PeakReserved.Bytes)
 			}
 			cause, miss := whatIfSelfMisses[name]
 			if got, want := o.PeakReserved, tl.PeakReserved.Bytes; (got == want) == miss {
