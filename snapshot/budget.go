@@ -28,21 +28,23 @@ type Options struct {
 
 // The default budget: budgetBase plus budgetPerByte times the decoded
 // stream's size, taken as gzipRatio times the file's size for a gzip file
-// (real snapshot pickles compress 5-10×), or budgetUnknown when the size is
-// not known (a pipe). A decoded snapshot takes about the size of its
-// pickle, strings and typed entries together.
+// (real snapshot pickles compress 5-10×). When the size is not known (a
+// pipe, /dev/stdin) the budget grows with the stream: budgetBase plus
+// budgetPerByte times the bytes decoded so far, so that a bomb piped in is
+// refused as soon as as it would be from a file. A decoded snapshot takes
+// about the size of its pickle, strings and typed entries together.
 const (
 	budgetBase    = 64 << 20
 	budgetPerByte = 4
 	gzipRatio     = 16
-	budgetUnknown = 16 << 30
 )
 
-// DefaultMaxMemory returns the decoding budget for an input of size bytes
-// (-1 when unknown), gzipped or not.
+// DefaultMaxMemory returns the decoding budget for an input of size bytes,
+// gzipped or not; for an input of unknown size (-1), the budget it starts
+// with (it grows as the input is read).
 func DefaultMaxMemory(size int64, gzipped bool) int64 {
 	if size < 0 {
-		return budgetUnknown
+		return budgetBase
 	}
 	if gzipped {
 		size = min(size, 1<<40) * gzipRatio
@@ -80,16 +82,46 @@ const (
 	costSeg    = int64(unsafe.Sizeof(Segment{}))
 	costAnnot  = int64(unsafe.Sizeof(Annotation{}))
 	costFrame  = int64(unsafe.Sizeof(FrameID(0)))
+	costObject = int64(unsafe.Sizeof(object{})) // a container in the arena, charged as the arena grows
+	// costTyped is a list of schema objects' storage.
+	costTyped = int64(unsafe.Sizeof(typedList{}))
+	// costStackFrame is what one frame of a new stack in the table costs
+	// downstream: a node of the call tree (its children's index and slice
+	// included), a pprof location. Repeated stacks cost nothing more.
+	costStackFrame = 256
+	// costDevice is what one device costs the analysis beyond its events
+	// and segments: its timeline, series, phases and findings. Charged as
+	// used, it is held heldPerUsed times over: 48 KiB a device, what
+	// summary took (39 KB a device on 20,000 devices of one segment each).
+	costDevice = 12 << 10
 )
 
-// charge counts n more bytes materialised and fails past the budget.
+// heldPerUsed is what the process holds for each byte charged: the
+// decoder's slices grow by doubling, so up to twice their length is
+// allocated, three times while one is copied; the garbage collector needs
+// room beside them. The budget holds against what is held, not only what
+// is used. (A realistic 105 MB snapshot charges 28 MB: a quarter of its
+// size; the trace entries, at most three times the bytes they are read
+// from, are bounded by the budget's bytes per byte.)
+const heldPerUsed = 4
+
+// charge counts n more bytes materialised and fails once what that holds
+// passes the budget.
 func (d *decoder) charge(n int64) error {
-	if d.used += n; d.used > d.budget && d.budget > 0 {
+	if d.budgetGrows {
+		d.budget = budgetBase + budgetPerByte*d.in.offset()
+	}
+	if d.used += n; d.used*heldPerUsed > d.budget && d.budget > 0 {
 		if d.explicitBudget {
 			return d.fail(kindLimit, "decoding needs more than %s of memory, the --max-memory limit", units.Bytes(d.budget))
 		}
+		what := d.budgetFor
+		if d.budgetGrows {
+			what = fmt.Sprintf("an input of unknown size (a pipe) after %s of it: %s plus %d bytes for each byte read",
+				units.Bytes(d.in.offset()), units.Bytes(budgetBase), budgetPerByte)
+		}
 		return d.fail(kindLimit, "decoding needs more than %s of memory, the limit for %s (a hostile or damaged file?); "+
-			"if the file is real, raise the limit with --max-memory", units.Bytes(d.budget), d.budgetFor)
+			"if the file is real, raise the limit with --max-memory", units.Bytes(d.budget), what)
 	}
 	return nil
 }
@@ -101,9 +133,10 @@ func (d *decoder) setBudget(size int64, gzipped bool) {
 		return
 	}
 	d.budget = DefaultMaxMemory(size, gzipped)
+	d.budgetGrows = size < 0
 	switch {
 	case size < 0:
-		d.budgetFor = "an input of unknown size"
+		d.budgetFor = "" // said at the failure: see charge
 	case gzipped:
 		d.budgetFor = "a gzip file of " + units.Bytes(size)
 	default:

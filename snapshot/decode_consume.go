@@ -66,7 +66,7 @@ func (d *decoder) store(v value) value {
 	if o.kind == objList && (o.lkind == listFrames || o.lkind == listEmpty) && o.err == nil {
 		// An empty list becomes the empty stack: tStack 0 stands for "an
 		// empty list" wherever a list is expected.
-		conv := value{tag: tStack, n: int64(d.stacks.InternStack(o.frames))}
+		conv := value{tag: tStack, n: int64(d.internStack(o.frames))}
 		d.recycle(uint32(v.n), conv)
 		return conv
 	}
@@ -283,6 +283,10 @@ func (d *decoder) admit(o *object, c class) bool {
 		o.lkind = want
 		if want >= listEvents && o.typed == nil {
 			o.typed = &typedList{}
+			d.used += costTyped // checked by the next charge
+			if want == listEvents {
+				d.used += 4 * costEvent // the first chunk (eventStore.newChunk)
+			}
 		}
 		if want == listEvents && d.sized && !d.hinted {
 			d.hinted = true
@@ -317,7 +321,7 @@ func (d *decoder) reserveEvents(s *eventStore) {
 	// the least), nor than half of the decoding budget left.
 	most := float64(left / 16)
 	if d.budget > 0 {
-		most = min(most, float64((d.budget-d.used)/2/costEvent))
+		most = min(most, float64((d.budget/heldPerUsed-d.used)/2/costEvent))
 	}
 	est := min(float64(s.n)*float64(left)/float64(used)*1.15+1024, most, 1<<31)
 	if est > 0 {

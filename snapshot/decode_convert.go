@@ -321,7 +321,7 @@ func (d *decoder) stackField(c *object, what string, p kv) (StackID, error) {
 				return 0, nil
 			case listFrames: // kept whole because it is also referred to elsewhere
 				o.stored = true
-				return d.stacks.InternStack(o.frames), nil
+				return d.internStack(o.frames), nil
 			}
 		}
 	}
@@ -358,7 +358,7 @@ func (d *decoder) cppStack(c *object, what string, v value) (StackID, error) {
 		ids = append(ids, d.stacks.InternFrame(Frame{Name: d.strs[it.n], Filename: "??"}))
 	}
 	d.frameBuf = ids
-	return d.stacks.InternStack(ids), nil
+	return d.internStack(ids), nil
 }
 
 // tableString returns the Strings ID of decoder string id.

@@ -1027,7 +1027,7 @@ func (d *decoder) fastFrames(t *fastTape, pr *fastPair) (StackID, bool) {
 			committed = committed && uint64(i) < d.memo.n
 			f.frames = append(f.frames, FrameID(v.n))
 		}
-		id = d.stacks.InternStack(f.frames)
+		id = d.internStack(f.frames)
 		if committed {
 			f.stacks.put(refs, h, d.memo.gen, id)
 		}

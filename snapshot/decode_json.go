@@ -3,9 +3,12 @@ package snapshot
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/memscope/memscope/internal/jsonlimit"
 )
 
 // decodeJSON reads a snapshot written as JSON (the form MemoryViz also
@@ -13,23 +16,30 @@ import (
 // builds, so classification and conversion are shared: an object is a
 // dict, an array a list, an integer an int, any other number a float.
 func (d *decoder) decodeJSON(r io.Reader) (*Snapshot, error) {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	type open struct {
-		c      value
-		dict   bool
-		key    value
-		hasKey bool
+	// The JSON decoder holds a whole token before handing it on: a string
+	// is bounded by the budget before it is read in.
+	lr := &jsonlimit.Reader{R: r, Max: max(d.budget/(2*heldPerUsed), 1<<20), What: "a quarter of the decoding budget"}
+	if d.explicitBudget {
+		lr.What = "a quarter of the --max-memory limit"
 	}
-	var opens []open
+	dec := json.NewDecoder(lr)
+	dec.UseNumber()
+	var opens []jsonOpen
 	var top value
 	done := false
 	for !done {
 		d.opOff = dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
+			if lerr := lr.Err(); lerr != nil {
+				return nil, d.wrapAt(d.opOff, kindLimit, lerr, "refused")
+			}
 			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, d.fail(kindTruncated, "unexpected end of JSON input (truncated file?)")
+				err := d.fail(kindTruncated, "unexpected end of JSON input (truncated file?)")
+				if s := d.salvageJSON(opens); s != nil {
+					return s, err
+				}
+				return nil, err
 			}
 			return nil, d.wrapAt(d.opOff, kindFormat, err, "invalid JSON")
 		}
@@ -49,7 +59,7 @@ func (d *decoder) decodeJSON(r io.Reader) (*Snapshot, error) {
 				if err != nil {
 					return nil, err
 				}
-				opens = append(opens, open{c: c, dict: t == '{'})
+				opens = append(opens, jsonOpen{c: c, dict: t == '{'})
 				continue
 			}
 			v = opens[len(opens)-1].c
@@ -89,6 +99,58 @@ func (d *decoder) decodeJSON(r io.Reader) (*Snapshot, error) {
 		s.Format = FormatJSON
 	}
 	return s, err
+}
+
+// jsonOpen is a JSON object or array being read.
+type jsonOpen struct {
+	c      value
+	dict   bool
+	key    value
+	hasKey bool
+}
+
+// salvageJSON builds what it can from JSON that ended early (opens are the
+// containers still open, outermost first), as salvage does for a pickle:
+// each open array is closed with the items read, each open object but the
+// top-level one is dropped (a segment, a trace entry, a frame cut short),
+// and the top-level object is read if its "segments" were reached.
+func (d *decoder) salvageJSON(opens []jsonOpen) *Snapshot {
+	if len(opens) == 0 || !opens[0].dict {
+		return nil
+	}
+	at := d.opOff
+	for k := len(opens) - 1; k >= 1; k-- {
+		child, p := opens[k], &opens[k-1]
+		if child.dict {
+			p.hasKey = false
+			continue
+		}
+		var err error
+		if p.dict {
+			if !p.hasKey {
+				continue
+			}
+			err = d.setItems(p.c, []value{p.key, child.c})
+			p.hasKey = false
+		} else {
+			err = d.appendItems(p.c, []value{child.c})
+		}
+		if err != nil {
+			return nil
+		}
+	}
+	s, err := d.finish(opens[0].c)
+	if err != nil || s == nil {
+		return nil
+	}
+	s.Format = FormatJSON
+	lost := fmt.Sprintf("the file ends early, at byte %d: kept %d segments", at, len(s.Segments))
+	if n := len(s.Traces); n > 0 {
+		lost += fmt.Sprintf(" and %d device traces, the last with the %d entries read", n, len(s.Traces[n-1]))
+	}
+	s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost,
+		Message: lost + "; the entry, segment or key being read when it ended and everything after it are lost"})
+	return s
 }
 
 // jsonNumber converts a JSON number: integers to int (within int64; those

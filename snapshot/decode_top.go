@@ -30,6 +30,10 @@ type decoder struct {
 	budget, used   int64
 	budgetFor      string // what the budget was set for, for the message
 	explicitBudget bool   // budget came from Options.MaxMemory
+	budgetGrows    bool   // the input's size is unknown: the budget follows what was read (charge)
+
+	// Stacks deeper than maxStackFrames (internStack): how many, the deepest.
+	deepStacks, deepestStack int
 
 	genericN    int // values made by generic
 	blockCopies int // blocks copied for blocks lists shared by segments

@@ -131,8 +131,14 @@ func (d *decoder) newObj(kind objKind) (value, error) {
 		if len(d.objs) >= d.maxObjs {
 			return value{}, d.fail(kindLimit, "more than %d containers kept at once", d.maxObjs)
 		}
+		c := cap(d.objs)
 		d.objs = append(d.objs, object{})
 		i = uint32(len(d.objs) - 1)
+		if grown := cap(d.objs) - c; grown > 0 {
+			if err := d.charge(int64(grown) * costObject); err != nil {
+				return value{}, err
+			}
+		}
 	}
 	o := &d.objs[i]
 	o.kind = kind

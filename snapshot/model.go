@@ -216,6 +216,7 @@ const (
 	WarnContradiction = "contradiction"  // the trace contradicts the snapshot's segments
 	WarnSizes         = "sizes"          // block sizes differ between trace and segments
 	WarnNPURounding   = "npu-rounding"   // torch_npu's block rounding recognised
+	WarnDeepStack     = "deep-stack"     // stacks deeper than any recursion limit were cut to their ends
 )
 
 func (w Warning) String() string { return w.Message }

@@ -85,6 +85,11 @@ func (d *decoder) decodeTop(r io.Reader, size int64, opt Options) (s *Snapshot, 
 		if cerr := d.checkValues(s); cerr != nil {
 			return nil, cerr
 		}
+		// What the stack table and the devices will cost the analysis.
+		if cerr := d.charge(int64(len(s.Devices())) * costDevice); cerr != nil {
+			return nil, cerr
+		}
+		d.deepWarning(s)
 	}
 	return s, err
 }

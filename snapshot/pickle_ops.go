@@ -130,7 +130,7 @@ func (d *decoder) longString(unicode bool, n uint64) error {
 		}
 		return d.fail(kindTruncated, "string of %d bytes but only %d bytes remain (truncated file?)", n, r)
 	}
-	if d.budget > 0 && d.used+int64(n) > d.budget { // before reading it in
+	if d.budget > 0 && (d.used+int64(n))*heldPerUsed > d.budget { // before reading it in
 		return d.charge(int64(n))
 	}
 	b, ok := d.in.take(int(n))

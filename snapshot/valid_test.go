@@ -259,7 +259,9 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 		{"more traces than devices", manyDevices, "decoding bad.pickle: device_traces[1048576]: past the last device index 1048575 (1048577 device lists)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Decode(bytes.NewReader(tc.data), "bad.pickle")
+			// A budget above the default: a million empty device lists in
+			// 1 MB are past the default budget before they reach the check.
+			s, err := DecodeWith(bytes.NewReader(tc.data), "bad.pickle", Options{MaxMemory: 1 << 30})
 			if s != nil || err == nil || err.Error() != tc.want {
 				t.Errorf("Decode() = %v, %v; want nil, %q", s != nil, err, tc.want)
 			}

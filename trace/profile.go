@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/memscope/memscope/internal/jsonlimit"
 )
 
 // Profile is what a file given as a profiler trace holds: a Chrome trace, or
@@ -52,13 +54,21 @@ func decodeProfileMode(r io.Reader, name string, limit int64, explicit bool, chu
 		return Profile{}, fmt.Errorf("decoding %s: %w", name, err)
 	}
 	var bounded *boundedReader
-	if gz && limit >= 0 {
+	if (gz || explicit) && limit >= 0 { // a plain file's JSON is its size: bounded only by --max-memory
 		bounded = &boundedReader{r: in, limit: limit, explicit: explicit}
 		in = bounded
 	}
-	p, err := decodeBody(in, gz, name, chunk)
+	what := "an eighth of the limit for a file of its size"
+	if explicit {
+		what = "an eighth of the --max-memory limit"
+	}
+	tokens := &jsonlimit.Reader{R: in, Max: maxToken(limit), What: what}
+	p, err := decodeBody(tokens, gz, name, chunk)
 	if bounded != nil && bounded.err != nil { // not a file cut short: refused
 		return Profile{}, fmt.Errorf("decoding %s at byte %d: %w", name, bounded.limit, bounded.err)
+	}
+	if tokens.Err() != nil {
+		return Profile{}, fmt.Errorf("decoding %s: %w", name, tokens.Err())
 	}
 	return p, err
 }

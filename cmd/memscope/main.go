@@ -21,6 +21,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
 	}
+	holdMemory = true // memlimit.go
 	os.Exit(exitCode(profiled(func() error { return run(os.Args[1:], os.Stdout, os.Stderr) })))
 }
 

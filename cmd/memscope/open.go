@@ -39,6 +39,7 @@ func parseMemoryFlag(cc *cmdContext, fs *pflag.FlagSet) error {
 // openProfile reads a torch.profiler trace or memory timeline for a
 // command, within --max-memory.
 func openProfile(cc *cmdContext, path string) (trace.Profile, error) {
+	limitMemory(cc, path, "trace")
 	return trace.OpenProfileWith(path, cc.maxMemory)
 }
 
@@ -48,6 +49,7 @@ func openProfile(cc *cmdContext, path string) (trace.Profile, error) {
 // what was lost; every analysis command then reports on that part. Other
 // errors are the input's fault.
 func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
+	limitMemory(cc, path, "snapshot")
 	s, err := snapshot.OpenWith(path, snapshot.Options{MaxMemory: cc.maxMemory})
 	// What only decoding needed (the unpickler's memo: a fifth of a big
 	// snapshot) is garbage now; collecting it here lets the analysis reuse

@@ -18,10 +18,14 @@ import (
 // Tuple is a Python tuple for Plain (segment_pool_id is one).
 type Tuple []any
 
+// Raw is a value Plain writes by calling it on the pickle writer: shapes no
+// map can spell cheaply (a list of 10^7 references to one memoized frame).
+type Raw func(p *pickle.Writer)
+
 // Plain writes v as a protocol-4 pickle. v is built of map[string]any
 // (keys in torch's allocator_settings order, then numerically, then by
-// name), []any, []map[string]any, Tuple, int, int64, float64, string, bool
-// and nil.
+// name), []any, []map[string]any, Tuple, Raw, int, int64, float64, string,
+// bool and nil.
 func Plain(w io.Writer, v any) error {
 	g := &writer{p: pickle.NewWriter(w, 4), shared: map[string]uint32{}, empty: math.MaxUint32}
 	if err := g.value(v); err != nil {
@@ -45,6 +49,8 @@ func (g *writer) value(v any) error {
 		g.plain(v)
 	case int:
 		p.Int(int64(v))
+	case Raw:
+		v(p)
 	case []any:
 		p.Raw(pickle.EmptyList)
 		p.Memoize()
