@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/memscope/memscope/internal/snapgen"
@@ -81,4 +82,78 @@ func TestSalvageEveryCut(t *testing.T) {
 		t.Errorf("the last cut keeps %d segments and entries of %d", kept, len(full.Segments)+len(full.Traces[0])+len(full.Traces[1]))
 	}
 	t.Logf("%d of %d cuts salvaged", salvaged, len(data)/211)
+}
+
+// TestSalvageJSONEveryCut: the same for a JSON snapshot (the form
+// MemoryViz reads): a cut after the segments keeps them, whole device
+// traces and the complete entries of the one being read, each equal to
+// the file's, never fewer for a later cut, with a warning saying so.
+func TestSalvageJSONEveryCut(t *testing.T) {
+	var tr []any
+	for i := range 300 {
+		addr := int64(1<<30 + (i%50)*4096)
+		action := []string{"alloc", "free_requested", "free_completed"}[i%3]
+		tr = append(tr, map[string]any{"action": action, "addr": addr, "size": 4096, "stream": 0, "time_us": 10 + i,
+			"frames": []any{map[string]any{"name": "f", "filename": "m.py", "line": i%7 + 1}}})
+	}
+	var segs []any
+	for i := range 20 {
+		segs = append(segs, map[string]any{"device": 0, "address": int64(1<<40 + i<<22), "total_size": 4096,
+			"allocated_size": 0, "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "large",
+			"blocks": []any{map[string]any{"size": 4096, "requested_size": 4096, "state": "inactive", "frames": []any{}}}})
+	}
+	// Keys in torch's order: segments first.
+	var buf bytes.Buffer
+	buf.WriteString(`{"segments": `)
+	b, _ := json.Marshal(segs)
+	buf.Write(b)
+	buf.WriteString(`, "device_traces": [`)
+	b, _ = json.Marshal(tr)
+	buf.Write(b)
+	buf.WriteString(`, `)
+	buf.Write(b)
+	buf.WriteString(`]}`)
+	data := buf.Bytes()
+	full, err := snapshot.Decode(bytes.NewReader(data), "full.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, salvaged := 0, 0
+	for cut := 1; cut < len(data)-1; cut += 97 {
+		s, err := snapshot.Decode(bytes.NewReader(data[:cut]), "cut.json")
+		if err == nil {
+			t.Fatalf("cut at %d: no error", cut)
+		}
+		if s == nil {
+			if salvaged > 0 {
+				t.Fatalf("cut at %d: nothing kept after an earlier cut was salvaged: %v", cut, err)
+			}
+			continue
+		}
+		salvaged++
+		if len(s.Warnings) == 0 || s.Warnings[len(s.Warnings)-1].Kind != snapshot.WarnLost {
+			t.Fatalf("cut at %d: warnings %v, want one saying what was lost", cut, s.Warnings)
+		}
+		n := len(s.Segments)
+		for i := range s.Segments {
+			if s.Segments[i].Address != full.Segments[i].Address {
+				t.Fatalf("cut at %d: segment %d differs", cut, i)
+			}
+		}
+		for d, tr := range s.Traces {
+			for i := range tr {
+				if tr[i] != full.Traces[d][i] {
+					t.Fatalf("cut at %d: device %d entry %d = %+v, want %+v", cut, d, i, tr[i], full.Traces[d][i])
+				}
+			}
+			n += len(tr)
+		}
+		if n < kept {
+			t.Fatalf("cut at %d keeps %d segments and entries, an earlier cut %d", cut, n, kept)
+		}
+		kept = n
+	}
+	if want := len(full.Segments) + len(full.Traces[0]) + len(full.Traces[1]) - 2; kept < want {
+		t.Errorf("the last cut kept %d segments and entries, want at least %d", kept, want)
+	}
 }
