@@ -74,7 +74,9 @@
 //
 // Replay refuses (ErrNotReplayable, with the reason) a device with no
 // trace, a torch ≤ 2.0 snapshot, backend:cudaMallocAsync, torch_npu's
-// rounding, and expandable segments mapped before the first entry (their reservation is unknown); after a
+// rounding; an expandable segment mapped before the first entry is taken
+// from its mapped ranges (one reservation per stream and pool, from the
+// first range on, unmapped between and after them: load). After a
 // divergence with expandable segments it stops checking (LostAt), and so it
 // does once its resyncs have loaded states worth a sixteenth of the trace
 // (LostTooOften): each loads the whole recorded state. The what-ifs then
@@ -119,7 +121,15 @@
 // program did after that point is not in the recording. The Outcome holds
 // the peaks (reserved, allocated, segments, inactive_split at the peak of
 // reserved), the end, the retries, the OOM and, for a recording that
-// began late, that it covers the recorded window only. TestWhatIfTruth
+// began late, that it covers the recorded window only. A late recording
+// under its own settings starts from the rebuilt state as it is; under
+// other settings that state is re-made under them (whatif_start.go: its
+// segments asked for and freed, then its live blocks), and the reserved
+// peak comes with a bound, since the cached part of the start state
+// (Outcome.StartUnknown) has a history the trace does not hold: from the
+// same start with none of it kept, to the point plus all of it.
+// TestWhatIfServeTruth holds both against torch on serving fixtures
+// recorded from the start, late and wrapped. TestWhatIfTruth
 // holds it against torch on the what-if fixtures, every pair of settings,
 // with its misses and their cause (GPU timing of record_stream frees:
 // Outcome.DeferredFrees counts the frees whose completion a what-if takes

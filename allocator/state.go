@@ -83,24 +83,36 @@ var errStart = errors.New("start state")
 // gives: live blocks inside reserved ranges, the gaps free blocks.
 // Segments take creation counters in address order (their true order is
 // older than the trace).
+//
+// An expandable range is the mapped part of an expandable segment whose
+// address space was reserved before the trace: the ranges of one stream
+// and pool, in address order, are taken as one reservation that begins at
+// the first of them, with the space between them unmapped and the rest of
+// an expandable segment's address space (vaSize) unmapped after the last
+// (trimmed at the next segment), so pages map there as torch would map
+// them. Where the trace never maps or unmaps in it, its size is the end
+// state's.
 func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRange, info map[uint64]segInfo) error {
 	if len(a.live) == 0 && len(a.segs) == 0 {
 		// Sized once: a resync loads thousands of blocks into a new model.
 		a.live = make(map[uint64]*block, len(live))
 		a.segs = make(map[uint64]*segment, len(ranges))
 	}
+	type vaKey struct {
+		pool   snapshot.PoolID
+		small  bool
+		stream int64
+	}
+	open := map[vaKey]*segment{} // the expandable reservation ranges of a key are carved from
 	j := 0
 	for _, r := range ranges {
-		if r.Expandable {
-			return fmt.Errorf("%w: expandable segment at %#x mapped before the first entry: its reservation is unknown", errStart, r.Addr)
-		}
 		size := int64(r.End - r.Addr)
 		if r.End < r.Addr || size <= 0 {
 			return fmt.Errorf("%w: reserved range at %#x is empty or inverted", errStart, r.Addr)
 		}
 		in, ok := info[r.Addr]
 		if !ok {
-			in = segInfo{small: size == SmallBuffer}
+			in = segInfo{small: size == SmallBuffer && !r.Expandable}
 		}
 		for ; j < len(live) && live[j].Addr < r.Addr; j++ {
 			return fmt.Errorf("%w: block at %#x lies outside every segment", errStart, live[j].Addr)
@@ -113,14 +125,63 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 			in.stream = live[j].Stream
 		}
 		p := a.pool(in.pool, in.small)
-		a.nextSeg++
-		seg := &segment{addr: r.Addr, size: size, stream: in.stream, pool: p, counter: a.nextSeg}
-		if !a.addSeg(seg) {
-			return fmt.Errorf("%w: reserved range at %#x overlaps another", errStart, r.Addr)
+		var seg *segment
+		var last, after *block // the blocks the range's go between
+		if r.Expandable {
+			key := vaKey{in.pool, in.small, in.stream}
+			seg = open[key]
+			var tail *block // the unmapped block the range is carved from
+			if seg != nil {
+				for tail = seg.head; tail.next != nil; tail = tail.next {
+				}
+				if !tail.unmapped || r.Addr < tail.addr || r.End > tail.addr+uint64(tail.size) {
+					seg = nil
+				}
+			}
+			if seg == nil {
+				page := a.set.LargeSegmentSize
+				if in.small {
+					page = SmallBuffer
+				}
+				a.nextSeg++
+				seg = &segment{addr: r.Addr, size: max(a.vaSize(page), size), stream: in.stream, pool: p, counter: a.nextSeg,
+					expandable: true, pageSize: page}
+				if !a.addSeg(seg) || seg.size < size {
+					return fmt.Errorf("%w: expandable range at %#x overlaps another segment", errStart, r.Addr)
+				}
+				open[key] = seg
+				tail = a.newBlock(seg.addr, seg.size, in.stream, p, seg)
+				tail.unmapped = true
+				seg.head = tail
+			} else {
+				p.unmapped.remove(tail)
+			}
+			// [tail.addr, r.Addr) stays unmapped; the range's blocks
+			// follow; what is past r.End stays unmapped.
+			end := tail.addr + uint64(tail.size)
+			last = tail.prev
+			if r.Addr > tail.addr {
+				tail.size = int64(r.Addr - tail.addr)
+				p.unmapped.insert(tail)
+				last = tail
+			} else if last != nil {
+				last.next = nil
+			} else {
+				seg.head = nil
+			}
+			if end > r.End {
+				after = a.newBlock(r.End, int64(end-r.End), in.stream, p, seg)
+				after.unmapped = true
+			}
+		} else {
+			a.nextSeg++
+			seg = &segment{addr: r.Addr, size: size, stream: in.stream, pool: p, counter: a.nextSeg}
+			if !a.addSeg(seg) {
+				return fmt.Errorf("%w: reserved range at %#x overlaps another", errStart, r.Addr)
+			}
 		}
 		a.Reserved += size
-		var last *block
-		cursor := r.Addr
+		first := last
 		add := func(b *block) {
 			b.seg = seg
 			if last == nil {
@@ -130,6 +191,7 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 			}
 			last = b
 		}
+		cursor := r.Addr
 		for ; j < k; j++ {
 			lb := &live[j]
 			if lb.Addr < cursor || lb.Size <= 0 || lb.Addr+uint64(lb.Size) > r.End || lb.Addr+uint64(lb.Size) < lb.Addr {
@@ -151,8 +213,16 @@ func (a *Allocator) load(live []snapshot.LiveBlock, ranges []snapshot.ReservedRa
 		if cursor < r.End {
 			add(a.newBlock(cursor, int64(r.End-cursor), in.stream, p, seg))
 		}
-		for b := seg.head; b != nil; b = b.next {
-			if !b.allocated && !b.pending {
+		if after != nil {
+			add(after)
+			p.unmapped.insert(after)
+		}
+		b := seg.head
+		if first != nil {
+			b = first.next
+		}
+		for ; b != nil; b = b.next {
+			if !b.allocated && !b.pending && !b.unmapped {
 				a.insertFree(b)
 			}
 		}

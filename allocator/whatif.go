@@ -114,6 +114,23 @@ type Outcome struct {
 	// wrapped) and the what-if starts from the rebuilt state: it covers
 	// the recorded window only.
 	Window bool
+	// StartPlaced is true when that start state was re-made under the
+	// what-if's settings (they are not the recorded ones: whatif_start.go),
+	// and StartUnknown then the bytes of it that were cached, not live:
+	// their history is not in the trace, and under these settings the
+	// program might have kept more or less of them. Under the recorded
+	// settings the start state is the recorded one, and StartUnknown 0.
+	StartPlaced  bool
+	StartUnknown int64
+	// PeakReservedLow and PeakReservedHigh bound PeakReserved when the
+	// start state was re-made: the peak from the same start with none of
+	// its cached memory kept, and PeakReserved + StartUnknown, were all of
+	// it kept on top. PeakReserved is the point between: the cached
+	// segments re-made under these settings. OOMUncertain is true when
+	// the what-if ran out of memory but not without the cached memory.
+	// Zero, and false, otherwise.
+	PeakReservedLow, PeakReservedHigh int64
+	OOMUncertain                      bool
 	// Unmatched counts frees of blocks the what-if did not hold (a
 	// damaged start state): they are skipped.
 	Unmatched int
@@ -333,22 +350,43 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 // recording's failed cudaMallocs, which the check finds, it runs as if
 // there were none and is run again if the check finds one.
 func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
+	out, err := rc.whatIfOnce(set, true)
+	if err != nil || !out.StartPlaced {
+		return out, err
+	}
+	// A start state re-made under set: the bound, from the same start
+	// with none of its cached memory kept, and with all of it kept on top.
+	low, err := rc.whatIfOnce(set, false)
+	if err != nil {
+		return nil, err
+	}
+	out.PeakReservedLow = min(low.PeakReserved, out.PeakReserved)
+	out.PeakReservedHigh = out.PeakReserved + out.StartUnknown
+	if low.OOM == nil && out.OOM != nil {
+		out.OOMUncertain = true
+	}
+	return out, nil
+}
+
+// whatIfOnce is WhatIf with a re-made start state's cached memory kept
+// (cached) or not.
+func (rc *Recording) whatIfOnce(set Settings, cached bool) (*Outcome, error) {
 	p := rc.r.prog
 	select {
 	case <-p.done:
-		return rc.whatIf(set, false)
+		return rc.whatIf(set, false, cached)
 	default:
 	}
-	out, err := rc.whatIf(set, true)
+	out, err := rc.whatIf(set, true, cached)
 	<-p.done
 	if err == nil && out.speculated && (out.aborted || rc.r.dev.limit > 0) {
-		return rc.whatIf(set, false)
+		return rc.whatIf(set, false, cached)
 	}
 	return out, err
 }
 
 // whatIf is WhatIf; with early the check may still be running.
-func (rc *Recording) whatIf(set Settings, early bool) (*Outcome, error) {
+func (rc *Recording) whatIf(set Settings, early, cached bool) (*Outcome, error) {
 	s, device, opt, tl, r := rc.s, rc.device, rc.opt, rc.tl, rc.r
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
@@ -371,11 +409,23 @@ func (rc *Recording) whatIf(set Settings, early bool) (*Outcome, error) {
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
 	w.a = New(w.out.Settings, w.dev)
 	_, live, ranges := tl.StartState()
+	w.slots = rc.pairs
 	if len(ranges) > 0 || len(live) > 0 {
-		if err := w.a.load(live, ranges, r.info); err != nil {
-			return nil, refuse("%v", err)
-		}
 		w.out.Window = true
+		if sameDecisions(set, r.set) {
+			// The recorded settings: the start state as it was.
+			if err := w.a.load(live, ranges, r.info); err != nil {
+				return nil, refuse("%v", err)
+			}
+			for addr, b := range w.a.live {
+				if k, ok := w.slots.pre[addr]; ok {
+					w.setBlock(k, b)
+				}
+			}
+		} else if !w.placeStart(live, ranges, r.info, cached) {
+			w.out.OOM = &WhatIfOOM{Index: -1, Reserved: w.a.Reserved}
+			return w.out, nil
+		}
 		w.dev.used = w.a.Reserved
 		for _, b := range w.a.live {
 			if b.allocated {
@@ -391,12 +441,6 @@ func (rc *Recording) whatIf(set Settings, early bool) (*Outcome, error) {
 		if w.stop(w.out.PeakReserved) { // the state the recording began in
 			w.out.Stopped = 0
 			return w.out, nil
-		}
-	}
-	w.slots = rc.pairs
-	for addr, b := range w.a.live {
-		if k, ok := w.slots.pre[addr]; ok {
-			w.setBlock(k, b)
 		}
 	}
 	w.a.live = nil // the what-if keeps its blocks by slot

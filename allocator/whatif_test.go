@@ -273,7 +273,6 @@ func TestWhatIfRefuses(t *testing.T) {
 		{"no free_completed", drop(snapshot.ActionFreeCompleted), "", "no free_completed"},
 		{"legacy", legacy, "", "torch ≤ 2.0"},
 		{"async", generate(t, 1), "backend:cudaMallocAsync", "cudaMallocAsync"},
-		{"wrapped, expandable", wrapped(t, "expandable_segments:True"), "", "mapped before the first entry"},
 	} {
 		set, err := ParseConf(c.conf)
 		if err != nil {

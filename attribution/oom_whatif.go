@@ -25,6 +25,15 @@ type OOMSetting struct {
 	// from the segments rebuilt at the recording's start, laid out as the
 	// recorded settings laid them out, and covers the recorded window only.
 	Window bool
+	// StartPlaced is true when that start state was re-made under this
+	// setting (it is not the recorded one), StartUnknown its cached bytes
+	// whose history the trace does not hold (allocator.Outcome). Uncertain
+	// is true when the what-if served every request but would not fit the
+	// capacity had the program kept all of that cached memory: it is then
+	// not counted as served (Served is false, FailsAt -1).
+	StartPlaced  bool
+	StartUnknown int64
+	Uncertain    bool
 	// Err is set when the model cannot run the trace (cudaMallocAsync,
 	// skip_actions…): nothing is said for this setting then.
 	Err error
@@ -42,10 +51,14 @@ func (d *Device) simulateOOMs() []OOMSetting {
 	for _, w := range d.whatIfs(oomSettings, nil, false) {
 		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
 		if w.err == nil {
-			os.PeakReserved, os.Window = w.res.PeakReserved, w.res.Window
-			os.Served = w.res.OOM == nil || w.res.OOM.Index > last
+			r := w.res
+			os.PeakReserved, os.Window = r.PeakReserved, r.Window
+			os.StartPlaced, os.StartUnknown = r.StartPlaced, r.StartUnknown
+			os.Served = r.OOM == nil || r.OOM.Index > last
 			if !os.Served {
-				os.FailsAt = w.res.OOM.Index
+				os.FailsAt = r.OOM.Index
+			} else if r.StartPlaced && r.Capacity > 0 && r.PeakReservedHigh > r.Capacity {
+				os.Served, os.Uncertain = false, true
 			}
 		}
 		out = append(out, os)
@@ -120,16 +133,20 @@ func (d *Device) simulatedVerdicts() {
 	}
 	expandable := d.OOMSettings[i]
 	for _, o := range d.OOMs {
-		served := func(s OOMSetting) bool { return s.Err == nil && (s.FailsAt < 0 || s.FailsAt > o.Index) }
+		served := func(s OOMSetting) bool { return s.Err == nil && !s.Uncertain && (s.FailsAt < 0 || s.FailsAt > o.Index) }
 		v := &o.Verdict
 		v.Simulated, v.Arithmetic = true, v.Kind
-		v.Served, v.NotServed, v.Try = nil, nil, nil
+		v.Served, v.NotServed, v.Try, v.Uncertain = nil, nil, nil, nil
 		for _, s := range d.OOMSettings {
 			if s.Err != nil {
 				continue
 			}
+			if s.Uncertain {
+				v.Uncertain = append(v.Uncertain, SimulatedFix{suggestionOf(s.Conf), s.PeakReserved, s.StartUnknown})
+				continue
+			}
 			if served(s) {
-				v.Served = append(v.Served, SimulatedFix{suggestionOf(s.Conf), s.PeakReserved})
+				v.Served = append(v.Served, SimulatedFix{suggestionOf(s.Conf), s.PeakReserved, 0})
 			} else {
 				v.NotServed = append(v.NotServed, suggestionOf(s.Conf))
 			}

@@ -156,13 +156,21 @@ type OOMVerdict struct {
 	Arithmetic OOMKind
 	Served     []SimulatedFix
 	NotServed  []Suggestion
+	// Uncertain are the simulated settings that served every request from
+	// a late recording's start state re-made under them, but not with the
+	// cached memory of that start state (Unknown bytes, whose history the
+	// trace does not hold) kept on top: the model cannot say whether they
+	// help. Where expandable_segments:True is one, the kind is capacity.
+	Uncertain []SimulatedFix
 }
 
 // SimulatedFix is a setting the allocator model says serves the requests,
-// with the reserved peak it reached.
+// with the reserved peak it reached (and, for an uncertain one, the start
+// state's cached bytes it depends on).
 type SimulatedFix struct {
 	Suggestion
 	PeakReserved int64
+	Unknown      int64
 }
 
 // LeakReason says why a leak analysis has no verdict either way.

@@ -430,10 +430,15 @@ func oomSettingsText(ew *errWriter, sims []attribution.OOMSetting) {
 		case s.Err != nil:
 		case s.Served:
 			lines = append(lines, fmt.Sprintf("    %s: every request served, reserved peak %s", s.Conf, units.Bytes(s.PeakReserved)))
+		case s.Uncertain:
+			lines = append(lines, fmt.Sprintf("    %s: cannot tell: every request served, reserved peak %s, but not had the program kept the %s cached at the recording's start", s.Conf, units.Bytes(s.PeakReserved), units.Bytes(s.StartUnknown)))
 		default:
 			lines = append(lines, fmt.Sprintf("    %s: still out of memory (at event %d)", s.Conf, s.FailsAt))
 		}
-		if s.Err == nil && s.Window {
+		switch {
+		case s.Err == nil && s.StartPlaced:
+			lines[len(lines)-1] += " (from the recording's start state re-made under this setting)"
+		case s.Err == nil && s.Window:
 			lines[len(lines)-1] += " (from the segments rebuilt at the recording's start, as the recorded settings laid them out)"
 		}
 	}

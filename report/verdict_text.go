@@ -82,6 +82,14 @@ func oomVerdictText(v attribution.OOMVerdict) string {
 		if len(v.NotServed) > 0 {
 			s += "; " + suggestionsText(v.NotServed) + " would not: still out of memory"
 		}
+	case v.Simulated && len(v.Uncertain) > 0 && v.Uncertain[0].Setting == attribution.ExpandableSegments:
+		u := v.Uncertain[0]
+		s = fmt.Sprintf("capacity, by simulation, as far as it can tell: expandable_segments:True (free space kept contiguous) serves the same requests under the same capacity (reserved peak %s) only if the program kept none of the %s cached when the recording began, which the trace cannot tell; %s allocated + %s requested = %s, with %s free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more that could be reserved %s",
+			units.Bytes(u.PeakReserved), units.Bytes(u.Unknown), units.Bytes(v.Allocated), units.Bytes(v.Request), units.Bytes(v.Allocated+v.Request),
+			units.Bytes(v.Free), units.Bytes(v.Stranded), v.Pool, units.Bytes(v.Largest), units.Bytes(v.Headroom), within)
+		if len(v.NotServed) > 0 {
+			s += "; " + suggestionsText(v.NotServed) + " still run out of memory"
+		}
 	case v.Simulated:
 		s = fmt.Sprintf("capacity, by simulation: even expandable_segments:True (free space kept contiguous) runs out of memory on the same requests under the same capacity; %s allocated + %s requested = %s, with %s free in reserved segments (%s stranded in split segments of the %s pool, the largest block %s) and %s more that could be reserved %s",
 			units.Bytes(v.Allocated), units.Bytes(v.Request), units.Bytes(v.Allocated+v.Request),

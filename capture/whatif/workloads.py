@@ -3,7 +3,7 @@
 starts), recorded with plain torch calls from the process's first
 allocation, so the trace holds every request the program made.
 
-    python3 workloads.py --workload varlen|fragoom|sidestream --out DIR
+    python3 workloads.py --workload varlen|fragoom|sidestream|servefull|servelate|servewrap --out DIR
 
 Each run writes DIR/snapshot.pickle and DIR/truth.json (memscope-truth/v1,
 "plain": true): the window (one phase over the whole run, so its peaks are
@@ -100,12 +100,50 @@ def sidestream(truth):
             torch.cuda.synchronize()
 
 
+def serve_model():
+    """A Llama of about 110M parameters from a config (random weights),
+    built in fp32 on the GPU and cast to bf16 there, as a server that loads
+    fp32 weights does: the fp32 copies are freed and their segments stay
+    cached."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                      num_attention_heads=16, num_key_value_heads=8, max_position_embeddings=4096)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(cfg)
+    model = model.to(torch.bfloat16).eval()
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    return model, cfg
+
+
+def serve_requests(truth, model, cfg):
+    """12 generate() requests of mixed shapes: batch 1-16, prompts of
+    64-2048 tokens, 12 new tokens each (greedy, no early stop), seed 0."""
+    g = torch.Generator().manual_seed(0)
+    for req in range(12):
+        truth.t["step"] = req
+        b = int(torch.randint(1, 17, (1,), generator=g))
+        n = int(torch.randint(64, 2049, (1,), generator=g))
+        ids = torch.randint(0, cfg.vocab_size, (b, n), generator=g).cuda()
+        with torch.inference_mode():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False)
+        del out, ids
+
+
 WORKLOADS = {"varlen": varlen, "fragoom": fragoom, "sidestream": sidestream}
+
+# The serving workloads: one server, recorded three ways. servefull records
+# from the process's first allocation; servelate after the model was built
+# and cast (the freed fp32 segments cached in the start state); servewrap
+# as servelate with a history of 8,000 entries, so the ring wraps.
+SERVE = {"servefull": None, "servelate": 1000000, "servewrap": 8000}
+CAPS["servefull"] = CAPS["servelate"] = CAPS["servewrap"] = 3584 * MiB
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS) + sorted(SERVE))
     p.add_argument("--out", required=True)
     args = p.parse_args()
     total = torch.cuda.get_device_properties(0).total_memory
@@ -115,13 +153,23 @@ def main():
     torch._C._cuda_attach_out_of_memory_observer(
         lambda device, alloc, device_allocated, device_free: seen.append(
             {"device": device, "request": alloc, "device_limit": device_allocated, "device_free": device_free}))
-    torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+    serve = args.workload in SERVE
+    late = serve and SERVE[args.workload] is not None
+    if late:
+        model, cfg = serve_model()
+        torch.cuda.synchronize()
+    torch.cuda.memory._record_memory_history(max_entries=SERVE[args.workload] if late else 1000000, stacks="python")
     truth = Truth("whatif-" + args.workload, __file__, cap_bytes=cap, cap_fraction=cap / total,
-                  workload=args.workload)
+                  workload=args.workload, recorded_late=late)
     truth.begin_window()
     truth.phase(-1, "run")
     try:
-        WORKLOADS[args.workload](truth)
+        if serve:
+            if not late:
+                model, cfg = serve_model()
+            serve_requests(truth, model, cfg)
+        else:
+            WORKLOADS[args.workload](truth)
     except torch.OutOfMemoryError as e:
         tb = traceback.extract_tb(e.__traceback__)
         mine = [f for f in tb if f.filename == truth.script]

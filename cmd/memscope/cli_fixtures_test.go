@@ -35,6 +35,8 @@ func fixtureCases(t *testing.T, dir, tmp string) []cliCase {
 		}
 	}
 	snaps, _ := filepath.Glob(filepath.Join(dir, "snapshot*.pickle"))
+	gz, _ := filepath.Glob(filepath.Join(dir, "snapshot*.pickle.gz")) // the serving what-if fixtures
+	snaps = append(snaps, gz...)
 	for _, s := range snaps {
 		both(0, "summary", "summary", s)
 		both(0, "peak", "peak", s)
