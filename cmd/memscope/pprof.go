@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -28,6 +28,9 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if len(snaps) > 1 {
 			return usageErrorf("%s holds %d snapshots (one per rank); profile one: %s", paths[0], len(snaps), strings.Join(snaps, ", "))
 		}
+		if err := refuseOverInput(*out, snaps[0]); err != nil {
+			return err
+		}
 		an, err := o.analyze(cc, snaps[0])
 		if err != nil {
 			return err
@@ -47,20 +50,9 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return usageErrorf("--at: %v", err)
 		}
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		bw := bufio.NewWriter(f)
-		if err := report.Write(bw, report.PProf, &report.Profile{Analysis: an, Device: d, Moment: m, Allocs: d.EachAllocation()}); err != nil {
-			f.Close()
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if _, err := writeFile(*out, func(w io.Writer) error {
+			return report.Write(w, report.PProf, &report.Profile{Analysis: an, Device: d, Moment: m, Allocs: d.EachAllocation()})
+		}); err != nil {
 			return err
 		}
 		fmt.Fprintf(cc.stderr, "wrote %s (device %d, inuse at %s); explore it with: go tool pprof -http=: %s\n", *out, d.Device, m.Label, *out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +106,9 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	}
 	paths, err = snapshotPaths(paths)
 	if err != nil {
+		return err
+	}
+	if err := refuseOverInput(o.out, append([]string{o.trace, o.run}, paths...)...); err != nil {
 		return err
 	}
 	var analyses []*attribution.Analysis
@@ -304,34 +306,4 @@ func opsView(cc *cmdContext, path string, top int) (*report.OpsView, *report.Tim
 		ov.Warnings = append(ov.Warnings, w.String())
 	}
 	return ov, nil, nil
-}
-
-// writeFile writes a file through fn and returns its size.
-func writeFile(name string, fn func(w io.Writer) error) (int64, error) {
-	f, err := os.Create(name)
-	if err != nil {
-		return 0, err
-	}
-	cw := &countWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 1<<16)
-	if err := fn(bw); err != nil {
-		f.Close()
-		return 0, err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return 0, err
-	}
-	return cw.n, f.Close()
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

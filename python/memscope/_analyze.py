@@ -391,8 +391,9 @@ class Analysis:
                 out = os.path.join(tmp, "report.html")
                 args = ["report", "-o", out]
                 if self.trace:
-                    args += ["--trace", self.trace]
-                _check(args + [self.path], capture_output=True, encoding="utf-8", errors="replace")
+                    args += ["--trace=" + self.trace]
+                # "--": a path that starts with "-" is a path, not a flag.
+                _check(args + ["--", self.path], capture_output=True, encoding="utf-8", errors="replace")
                 with open(out, encoding="utf-8") as f:
                     self._html = f.read()
         return self._html
@@ -423,8 +424,10 @@ def analyze(path, trace=None):
     args = ["summary", "--json"]
     if trace is not None:
         trace = os.fspath(trace)
-        args += ["--trace", trace]
-    r = _check(args + [path], capture_output=True, encoding="utf-8", errors="replace")
+        args += ["--trace=" + trace]
+    # "--": a path that starts with "-" ("-x.pickle", "--run=DIR") is a
+    # path, not a flag.
+    r = _check(args + ["--", path], capture_output=True, encoding="utf-8", errors="replace")
     # The report (_repr_html_) is made later, perhaps from another directory.
     path, trace = os.path.abspath(path), trace and os.path.abspath(trace)
     try:

@@ -223,7 +223,21 @@ class BinaryTest(unittest.TestCase):
                 self.assertEqual(cm.exception.returncode, status)
                 if status == 2:
                     self.assertEqual(cm.exception.stderr, "memscope: stat x: no such file\n")
-                    self.assertEqual(cm.exception.cmd, ["memscope", "summary", "--json", "x"])
+                    self.assertEqual(cm.exception.cmd, ["memscope", "summary", "--json", "--", "x"])
+
+    def test_analyze_paths_like_flags(self):
+        # A path that starts with "-" reaches the binary after "--", so it
+        # is read as a path: "-x.pickle" is a file, "--run=DIR" is not --run.
+        argv = os.path.join(self.tmp, "argv")
+        fake = script(self.tmp, "fake-argv", 'printf "%%s\\n" "$@" > %s; exit 2\n' % argv)
+        for path, trace in [("-x.pickle", None), ("--run=DIR", None), ("-s.pickle", "-t.json")]:
+            with self.subTest(path), mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
+                with self.assertRaises(memscope.MemscopeError):
+                    memscope.analyze(path, trace=trace)
+                with open(argv) as f:
+                    got = f.read().splitlines()
+                want = ["summary", "--json"] + (["--trace=" + trace] if trace else []) + ["--", path]
+                self.assertEqual(got, want)
 
     def test_analyze_step_table_and_pools(self):
         # The step x phase table and the private pools of summary --json
