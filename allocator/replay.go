@@ -149,6 +149,20 @@ func newReplayer(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer
 		}
 		r.rep.StartFromState = true
 		r.rep.StartSegments, r.rep.StartBlocks = len(ranges), len(live)
+		for _, seg := range r.a.segs {
+			if !seg.expandable {
+				r.seen.segs++
+			}
+		}
+		for _, b := range r.a.live {
+			if b.allocated {
+				r.seen.allocated += b.size
+			}
+		}
+		r.seen.mostAllocated = r.seen.allocated
+		r.seen.peak, r.seen.peakAt = r.a.Reserved, -1
+		r.seen.split, r.seen.splitBytes = r.a.inactiveSplit()
+		r.seen.mostSegs = r.seen.segs
 		for i := range live {
 			if live[i].Estimated {
 				r.rep.StartEstimated++
@@ -211,6 +225,33 @@ type replayer struct {
 	// prog, when set, tells what-ifs running beside the check how far it
 	// has gone (a Recording's).
 	prog *progress
+	// seen is the recorded run's own numbers as the model replays it: what
+	// a what-if under the recorded settings reports, read from the check
+	// (Recording.Recorded), true to the recording where every decision
+	// matched.
+	seen replayRun
+}
+
+// replayRun is what the check saw of the run: the peak of reserved (the
+// first entry reaching it, and inactive_split there), the cudaMalloc'd
+// segments (now and at most) and the requests.
+type replayRun struct {
+	peak, splitBytes         int64
+	allocated, mostAllocated int64 // allocated_bytes (a block's bytes from its alloc to its free_requested)
+	peakAt, split            int
+	segs, mostSegs           int
+	requests                 int
+}
+
+// track notes the model's state after entry i.
+func (r *replayer) track(i int) {
+	run := &r.seen
+	run.mostSegs = max(run.mostSegs, run.segs)
+	run.mostAllocated = max(run.mostAllocated, run.allocated)
+	if r.a.Reserved > run.peak {
+		run.peak, run.peakAt = r.a.Reserved, i
+		run.split, run.splitBytes = r.a.inactiveSplit()
+	}
 }
 
 // progress is how far a check running on a goroutine of its own has gone,
@@ -381,9 +422,13 @@ func (r *replayer) request(i int) {
 		q = q[lead:]
 	}
 	r.dev.start(q)
-	r.a.Malloc(ev.Size, ev.Stream, pool)
+	if b := r.a.malloc(ev.Size, ev.Stream, pool); b != nil {
+		r.seen.allocated += b.size
+	}
+	r.seen.requests++
 	r.want = append(append(r.want[:0], q...), i)
 	ok := r.compare(r.want, i)
+	r.track(i) // before the held frees complete, as a what-if counts
 	r.flushHeld()
 	if !ok {
 		r.resync(i)
@@ -440,6 +485,7 @@ func (r *replayer) release(run []int, at int) bool {
 	r.want = append(r.want[:0], run...)
 	ok := r.compare(r.want, at)
 	r.flushHeld()
+	r.track(at)
 	if !ok {
 		r.resync(at)
 		return false
@@ -453,6 +499,9 @@ func (r *replayer) other(i int) {
 	ok := true
 	switch ev.Action {
 	case snapshot.ActionFreeRequested:
+		if b := r.a.live[ev.Addr]; b != nil && b.allocated {
+			r.seen.allocated -= b.size
+		}
 		ok = r.a.Free(ev.Addr, true)
 	case snapshot.ActionFreeCompleted:
 		ok = r.a.FreeCompleted(ev.Addr)
@@ -505,6 +554,12 @@ func (r *replayer) compare(want []int, at int) bool {
 	for _, rec := range r.a.Drain() {
 		if _, ok := kindOf(rec.Action); ok {
 			got = append(got, rec)
+		}
+		switch rec.Action {
+		case snapshot.ActionSegmentAlloc:
+			r.seen.segs++
+		case snapshot.ActionSegmentFree:
+			r.seen.segs--
 		}
 	}
 	ok := true

@@ -29,8 +29,12 @@ type WhatIfDevice struct {
 	RecordedPeak, RecordedEnd int64
 	RecordedOOM               int
 	// Runs are the what-ifs: the first under the recorded settings, then
-	// one per Confs entry, in order.
+	// one per Confs entry, in order. Where the model matched every
+	// recorded decision the first is the recorded run as the replay
+	// checked it (allocator.Recording.Recorded), and Model the what-if
+	// under the recorded settings, run as the other settings' are.
 	Runs  []*allocator.Outcome
+	Model *allocator.Outcome
 	Confs []string // PYTORCH_CUDA_ALLOC_CONF of Runs[1:]
 }
 
@@ -100,12 +104,26 @@ func (r *WhatIf) writeText(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if m := d.Model; m != nil {
+			ew.printf("the recorded settings' column is the recorded run, as the replay matched it\n")
+			if m.PeakReserved != rec.PeakReserved || (m.OOM == nil) != (rec.OOM == nil) {
+				why := "its new segments at addresses of its own, which steer torch's ties among equal free blocks"
+				if m.Window {
+					why = "from the state rebuilt at the recording's start"
+				}
+				ew.printf("%s\n", wrap(fmt.Sprintf("the what-if under the recorded settings (%s) reserves %s at its peak (%+.1f%% of the recorded)%s: the other columns are what-ifs run the same way, so compare them with that",
+					why, units.Bytes(m.PeakReserved), 100*(float64(m.PeakReserved)/float64(max(rec.PeakReserved, 1))-1), oomWords(m)), 100, "  "))
+			}
+		}
 		for i, o := range d.Runs {
 			name := "the recorded settings"
 			if i > 0 {
 				name = d.Confs[i-1]
 			}
-			if o.OOM != nil {
+			if o.OOM != nil && i == 0 && d.Model != nil {
+				ew.printf("the recorded run: out of memory at event %d (a request of %s on stream %d, %s reserved)\n",
+					o.OOM.Index, units.Bytes(o.OOM.Size), o.OOM.Stream, units.Bytes(o.OOM.Reserved))
+			} else if o.OOM != nil {
 				ew.printf("%s: out of memory at event %d (a request of %s on stream %d, %s reserved); the program would have raised there, so the what-if stops\n",
 					name, o.OOM.Index, units.Bytes(o.OOM.Size), o.OOM.Stream, units.Bytes(o.OOM.Reserved))
 			}
@@ -130,6 +148,15 @@ func (r *WhatIf) writeText(w io.Writer) error {
 	return ew.err
 }
 
+// oomWords is ", and runs out of memory at event N" for a what-if that
+// does, else "".
+func oomWords(o *allocator.Outcome) string {
+	if o.OOM == nil {
+		return ""
+	}
+	return fmt.Sprintf(", and runs out of memory at event %d", o.OOM.Index)
+}
+
 func percent(n, of int) string {
 	if of == 0 {
 		return "no checks"
@@ -149,6 +176,8 @@ func capacityWords(from string) string {
 		return "a per-process cap, from the recorded retries: just below every failed cudaMalloc's reserved plus size"
 	case allocator.CapacityCap:
 		return "the per-process cap"
+	case allocator.CapacityRecorded:
+		return "as recorded"
 	}
 	return from
 }
@@ -171,7 +200,14 @@ type WhatIfDeviceJSON struct {
 	DeferredFrees int `json:"deferred_frees"`
 	// Replay is the check of the model against the recording.
 	Replay *WhatIfReplayJSON `json:"replay,omitempty"`
-	Runs   []WhatIfRunJSON   `json:"runs"`
+	// WhatIfPeak, where the recorded settings' run is the replay's (the
+	// model matched every decision: runs[0].replayed), is the what-if's
+	// reserved peak under the recorded settings, run as the other
+	// settings' are, and WhatIfOOMEvent where it ran out of memory (-1:
+	// nowhere).
+	WhatIfPeak     int64           `json:"what_if_peak_reserved,omitempty"`
+	WhatIfOOMEvent *int            `json:"what_if_oom_event,omitempty"`
+	Runs           []WhatIfRunJSON `json:"runs"`
 }
 
 // WhatIfReplayJSON is the replay check under the recorded settings.
@@ -188,8 +224,11 @@ type WhatIfReplayJSON struct {
 
 // WhatIfRunJSON is one what-if: the recorded requests under one setting.
 type WhatIfRunJSON struct {
-	Conf               string `json:"conf"`
-	Recorded           bool   `json:"recorded_settings"`
+	Conf     string `json:"conf"`
+	Recorded bool   `json:"recorded_settings"`
+	// Replayed: the numbers are the recorded run's, as the replay check
+	// matched it, not a what-if's.
+	Replayed           bool   `json:"replayed"`
 	Capacity           int64  `json:"capacity"`
 	CapacityFrom       string `json:"capacity_from"`
 	Window             bool   `json:"window_only"`
@@ -241,6 +280,13 @@ func (r *WhatIf) fileEntry() any {
 			}
 			dj.Replay = rj
 			dj.DeferredFrees = d.Runs[0].DeferredFrees
+			if m := d.Model; m != nil {
+				at := -1
+				if m.OOM != nil {
+					at = m.OOM.Index
+				}
+				dj.WhatIfPeak, dj.WhatIfOOMEvent = m.PeakReserved, &at
+			}
 		}
 		for i, o := range d.Runs {
 			run := WhatIfRunJSON{Recorded: i == 0, Capacity: o.Capacity, CapacityFrom: o.CapacityFrom,
@@ -256,6 +302,7 @@ func (r *WhatIf) fileEntry() any {
 				run.OOM, run.OOMEvent, run.OOMSize = true, o.OOM.Index, o.OOM.Size
 			}
 			run.ServedOOMs = append(run.ServedOOMs, o.ServedOOMs...)
+			run.Replayed = i == 0 && d.Model != nil
 			run.OOMRequests = []WhatIfOOMRequestJSON{}
 			for _, r := range o.OOMRequests {
 				run.OOMRequests = append(run.OOMRequests, WhatIfOOMRequestJSON{Event: r.Index, Recorded: r.Recorded, From: r.From, Used: r.Used})

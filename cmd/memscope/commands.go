@@ -145,7 +145,12 @@ program would have raised). With no --conf it runs the recorded settings
 only, after the replay check: how many of the recording's decisions the
 model matched, and the first it did not. Each --conf
 "expandable_segments:True,max_split_size_mb:128" (a PYTORCH_CUDA_ALLOC_CONF
-string) adds a column beside the recorded settings.
+string) adds a column beside the recorded settings. Where the model matched
+every recorded decision (and no --memory-limit is given) the recorded
+settings' column is the recorded run itself, as the replay checked it; when
+the what-if under the recorded settings (a late start's rebuilt state, new
+segments at addresses of its own) reaches another peak, a line says so: the
+other columns are what-ifs like it, to compare with it.
 
 The limit is --memory-limit, a per-process cap as
 set_per_process_memory_fraction sets (a snapshot does not record one), else

@@ -106,6 +106,14 @@ func whatifOf(s *snapshot.Snapshot, path string, o whatifOptions, sets []allocat
 			var rc *allocator.Recording
 			if rc, err = allocator.NewRecording(s, d, allocator.WhatIfOptions{MemoryLimit: limit, Timeline: tl}); err == nil {
 				outs, errs = rc.WhatIfs(all) // the recording replayed once, for every setting
+				// The recorded settings' column is the recorded run where the
+				// model matched it (the replay's own numbers), unless a
+				// --memory-limit asks what it would do under another cap.
+				if limit == 0 && errs[0] == nil {
+					if rec := rc.Recorded(outs[0]); rec != nil {
+						wd.Model, outs[0] = outs[0], rec
+					}
+				}
 			}
 		}
 		// The recording is checked and driven under every setting from the
