@@ -19,7 +19,7 @@ import (
 // memoryFlag defines --max-memory, which every command that reads
 // snapshots or traces takes; runCommand reads it into cmdContext.maxMemory.
 func memoryFlag(fs *pflag.FlagSet) {
-	fs.String("max-memory", "", "let decoding use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to the file's size")
+	fs.String("max-memory", "", "let decoding, and the whole process, use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to each file's size (a pipe's: to what was read)")
 }
 
 // parseMemoryFlag sets cc.maxMemory from fs's --max-memory, if it has one.
