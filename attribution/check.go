@@ -12,6 +12,11 @@ type Limits struct {
 	MaxFrag float64
 	// AllowOOM accepts recorded out-of-memory events.
 	AllowOOM bool
+	// AllowUnjudged passes a limit the recording cannot judge (a leak
+	// limit with too few steps or no history; a fragmentation limit with
+	// nothing reserved at the peak); without it such a limit is a breach
+	// (BreachUnjudged).
+	AllowUnjudged bool
 }
 
 // NoLimits are Limits with nothing set: a gate that only fails on a
@@ -32,6 +37,7 @@ const (
 	BreachReserved                   // peak reserved over MaxReserved
 	BreachLeak                       // a leak growing faster than MaxLeak
 	BreachFrag                       // more than MaxFrag of reserved free at the peak
+	BreachUnjudged                   // a limit given that the recording cannot judge (Flag, Leak)
 )
 
 // Breach is one broken limit of one device, with its numbers.
@@ -47,6 +53,10 @@ type Breach struct {
 	OOMs int
 	// For BreachLeak: the label of the leak's largest site.
 	Site string
+	// For BreachUnjudged: the limit's flag ("--max-leak", "--max-frag"),
+	// and, for a leak limit, the analysis whose Reason says why.
+	Flag string
+	Leak *Leak
 }
 
 // Check returns the limits the device breaks, in the order of BreachKind.
@@ -62,12 +72,18 @@ func (d *Device) Check(l Limits) []Breach {
 	if l.MaxReserved >= 0 && t.PeakReserved.Bytes > l.MaxReserved {
 		out = append(out, Breach{Kind: BreachReserved, Device: d.Device, Value: t.PeakReserved.Bytes, Limit: l.MaxReserved})
 	}
+	if l.MaxLeak >= 0 && d.Leak.Reason != LeakDecided && !l.AllowUnjudged {
+		out = append(out, Breach{Kind: BreachUnjudged, Device: d.Device, Flag: "--max-leak", Limit: l.MaxLeak, Leak: d.Leak})
+	}
 	if l.MaxLeak >= 0 && d.Leak.Found && d.Leak.GrowthPerStep > l.MaxLeak {
 		b := Breach{Kind: BreachLeak, Device: d.Device, Value: d.Leak.GrowthPerStep, Limit: l.MaxLeak}
 		if len(d.Leak.Sites) > 0 {
 			b.Site = d.Leak.Sites[0].Label
 		}
 		out = append(out, b)
+	}
+	if l.MaxFrag >= 0 && (len(d.Frag) == 0 || d.Frag[0].Reserved <= 0) && !l.AllowUnjudged {
+		out = append(out, Breach{Kind: BreachUnjudged, Device: d.Device, Flag: "--max-frag", MaxShare: l.MaxFrag})
 	}
 	if l.MaxFrag >= 0 && len(d.Frag) > 0 && d.Frag[0].Reserved > 0 {
 		f := d.Frag[0]

@@ -76,6 +76,12 @@ func breachText(b attribution.Breach) string {
 		return head + fmt.Sprintf("leak of %s per step exceeds --max-leak %s (%s)", units.Bytes(b.Value), units.Bytes(b.Limit), b.Site)
 	case attribution.BreachFrag:
 		return head + fmt.Sprintf("%.1f%% of reserved is free at the peak, over --max-frag %.1f%%", 100*b.Share, 100*b.MaxShare)
+	case attribution.BreachUnjudged:
+		why := "nothing was reserved at the peak"
+		if b.Leak != nil {
+			why = leakReasonText(b.Leak)
+		}
+		return head + fmt.Sprintf("%s cannot be judged on this recording: %s; --allow-unjudged passes it", b.Flag, why)
 	}
 	return head + fmt.Sprintf("breach of kind %d", int(b.Kind))
 }

@@ -218,7 +218,7 @@ type checkOptions struct {
 	analysisOptions
 	maxPeak, maxReserved, maxLeak string
 	maxFrag                       float64
-	allowOOM                      bool
+	allowOOM, allowUnjudged       bool
 }
 
 func checkFlags(fs *pflag.FlagSet) runFunc {
@@ -231,10 +231,14 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
 	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
 	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
+	fs.BoolVar(&o.allowUnjudged, "allow-unjudged", false, "pass a limit the recording cannot judge (--max-leak with too few steps or no allocation history, --max-frag with nothing reserved) instead of failing on it")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
+		if o.maxFrag > 1 {
+			return usageErrorf("--max-frag %g: a fraction of reserved memory, from 0 to 1 (0.25 for 25%%)", o.maxFrag)
+		}
 		lim := attribution.NoLimits
-		lim.MaxFrag, lim.AllowOOM = o.maxFrag, o.allowOOM
+		lim.MaxFrag, lim.AllowOOM, lim.AllowUnjudged = o.maxFrag, o.allowOOM, o.allowUnjudged
 		for _, v := range []struct {
 			flag, val string
 			dst       *int64

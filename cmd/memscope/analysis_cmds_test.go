@@ -441,3 +441,39 @@ func signed(n int64) string {
 	}
 	return units.Bytes(n)
 }
+
+// TestCheckUnjudged: a gate given a limit the recording cannot judge fails
+// naming it and why (exit 1), unless --allow-unjudged: --max-leak on a
+// state-only dump (verl's: no history) and on a run of one step (AdamW's
+// OOM at its first step). A judged limit is unaffected: the eval loop's
+// leak (torch's 256,000 B per step) still fails --max-leak 0 and passes
+// --max-leak 1MiB. A --max-frag above 1 is a usage error.
+func TestCheckUnjudged(t *testing.T) {
+	for _, c := range []struct {
+		snap, why string
+		extra     []string
+	}{
+		{"../../attribution/testdata/thirdparty/verl-state.pickle.gz", "no allocation history recorded", nil},
+		{"../../fixtures/workloads/oom-first-step/snapshot.pickle", "too few steps to tell", []string{"--allow-oom"}},
+	} {
+		r := runMemscope(append(append([]string{"check", "--max-leak", "0"}, c.extra...), c.snap)...)
+		if r.code != 1 || r.err == nil || !strings.Contains(r.err.Error(), "--max-leak cannot be judged on this recording: "+c.why) {
+			t.Errorf("check --max-leak 0 %s: exit %d, %v; want 1 naming --max-leak and %q", c.snap, r.code, r.err, c.why)
+		}
+		r = runMemscope(append(append([]string{"check", "--max-leak", "0", "--allow-unjudged"}, c.extra...), c.snap)...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "ok") {
+			t.Errorf("check --max-leak 0 --allow-unjudged %s: exit %d, %q, %v; want ok", c.snap, r.code, r.stdout, r.err)
+		}
+	}
+	tr := readFixtureTruth(t, "workloads/eval-leak")
+	leak := "../../fixtures/workloads/eval-leak/snapshot.pickle"
+	if r := runMemscope("check", "--max-leak", "0", leak); r.code != 1 || r.err == nil || !strings.Contains(r.err.Error(), "leak of "+units.Bytes(tr.Leak.BytesPerStep)+" per step") {
+		t.Errorf("check --max-leak 0 (eval-leak): exit %d, %v; want the leak of torch's %d B per step", r.code, r.err, tr.Leak.BytesPerStep)
+	}
+	if r := runMemscope("check", "--max-leak", "1MiB", leak); r.code != 0 {
+		t.Errorf("check --max-leak 1MiB (eval-leak): exit %d, %v; want ok", r.code, r.err)
+	}
+	if r := runMemscope("check", "--max-frag", "2", leak); r.code != 2 || r.err == nil || !strings.Contains(r.err.Error(), "from 0 to 1") {
+		t.Errorf("check --max-frag 2: exit %d, %v; want a usage error", r.code, r.err)
+	}
+}
