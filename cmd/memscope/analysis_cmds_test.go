@@ -477,3 +477,23 @@ func TestCheckUnjudged(t *testing.T) {
 		t.Errorf("check --max-frag 2: exit %d, %v; want a usage error", r.code, r.err)
 	}
 }
+
+// TestPapercutsBudgetPprof: bare 'memscope budget' says what a model
+// needs in one line, with no literal "\n"; a partial one lists what is
+// missing, on one line; 'help pprof' gives --device's default once.
+func TestPapercutsBudgetPprof(t *testing.T) {
+	r := runMemscope("budget")
+	if r.code != 2 || r.err == nil || strings.Contains(r.err.Error(), `\n`) || strings.Contains(r.err.Error(), "\n") ||
+		!strings.Contains(r.err.Error(), "no model: give --config config.json") {
+		t.Errorf("budget: exit %d, %q; want one usage line naming --config", r.code, r.err)
+	}
+	r = runMemscope("budget", "--vocab", "10")
+	if r.code != 2 || r.err == nil || strings.Contains(r.err.Error(), `\n`) || !strings.Contains(r.err.Error(), "hidden size is 0, want > 0; layers is 0") {
+		t.Errorf("budget --vocab 10: exit %d, %q; want the missing sizes on one line", r.code, r.err)
+	}
+	r = runMemscope("help", "pprof")
+	if n := strings.Count(r.stdout, "default"); r.code != 0 || !strings.Contains(r.stdout, "(default -1)") || strings.Count(r.stdout[strings.Index(r.stdout, "--device"):], "default") > 1 && n > 0 &&
+		strings.Contains(r.stdout, "(default: the only device") {
+		t.Errorf("help pprof: --device's default given twice:\n%s", r.stdout)
+	}
+}

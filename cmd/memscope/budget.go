@@ -216,10 +216,10 @@ func (o *budgetOptions) resolveModel(fs *pflag.FlagSet, tr *budget.Truth, r *rep
 		m.KVHeads = m.Heads
 	}
 	if err := m.Check(); err != nil {
-		if o.config == "" && tr == nil {
-			return m, usageErrorf("no model: give --config config.json, or --vocab, --hidden, --layers, --heads and --intermediate: %v", err)
+		if o.config == "" && tr == nil && m.Vocab == 0 && m.Hidden == 0 && m.Layers == 0 && m.Heads == 0 && m.Intermediate == 0 {
+			return m, usageErrorf("no model: give --config config.json, or --vocab, --hidden, --layers, --heads and --intermediate")
 		}
-		return m, usageErrorf("%v", err)
+		return m, usageErrorf("%s", strings.ReplaceAll(err.Error(), "\n", "; ")) // errors.Join's lines, on one
 	}
 	return m, nil
 }

@@ -14,7 +14,7 @@ import (
 
 func pprofFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	fs.IntVar(&o.device, "device", -1, "profile CUDA device `N` (default: the only device, or the first with recorded events)")
+	fs.IntVar(&o.device, "device", -1, "profile CUDA device `N`; -1: the only device, or the first with recorded events")
 	filterFlags(fs, &o.focus, &o.ignore)
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE[:M], or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
