@@ -351,8 +351,8 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 // there were none and is run again if the check finds one.
 func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 	out, err := rc.whatIfOnce(set, true)
-	if err != nil || !out.StartPlaced {
-		return out, err
+	if err != nil || !out.StartPlaced || out.Stopped >= 0 {
+		return out, err // a what-if stopped early (WhatIfOptions.Stop) has no bound to give
 	}
 	// A start state re-made under set: the bound, from the same start
 	// with none of its cached memory kept, and with all of it kept on top.

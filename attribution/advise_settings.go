@@ -13,6 +13,11 @@ type SettingAdvice struct {
 	// recording did not (its peak is then up to there).
 	PeakReserved, Recorded int64
 	OOM                    bool
+	// Low and High bound PeakReserved where the recording began late and
+	// its start state was re-made under the setting; Unknown is that start
+	// state's cached bytes, whose history the trace does not hold
+	// (allocator.Outcome). All 0 otherwise.
+	Low, High, Unknown int64
 }
 
 // adviseSettings are the allocator settings advise simulates.
@@ -27,6 +32,13 @@ func (d *Device) SimulateSettings() []SettingAdvice { return d.simulateSettings(
 // and keeps those that lower the reserved peak by 1% or more, largest
 // saving first; nil when the model cannot run the trace.
 func (d *Device) simulateSettings() []SettingAdvice {
+	d.sim.once.Do(func() { d.sim.settings, d.sim.why = d.runSettings() })
+	return d.sim.settings
+}
+
+// runSettings is simulateSettings, run; why says why the model could not
+// run the trace, or could not be trusted on it ("" when it could).
+func (d *Device) runSettings() ([]SettingAdvice, string) {
 	rec := d.Timeline.PeakReserved.Bytes
 	// A setting is kept when it saves 1% or more (below); one whose peak
 	// rises past that can be stopped there (where nothing can fail later:
@@ -34,17 +46,29 @@ func (d *Device) simulateSettings() []SettingAdvice {
 	// with its segments already reserved does at its first event.
 	saves := func(peak int64) bool { return 100*(rec-peak) >= rec }
 	var out []SettingAdvice
+	why := ""
 	// A setting the recording already runs under is no advice.
-	for _, w := range d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }, true) {
+	ws := d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }, true)
+	if ws == nil {
+		return nil, "the recorded allocator settings cannot be read"
+	}
+	for _, w := range ws {
 		if w.err != nil {
-			return nil
+			return nil, w.err.Error()
+		}
+		if why == "" && !w.res.Replay.Exact() {
+			why = "the model does not match the recording (" + w.res.Replay.String() + ")"
 		}
 		oom := w.res.OOM != nil && len(d.OOMs) == 0
 		if !oom && !saves(w.res.PeakReserved) {
 			continue // saves under 1%
 		}
-		out = append(out, SettingAdvice{Conf: w.conf, PeakReserved: w.res.PeakReserved, Recorded: rec, OOM: oom})
+		sa := SettingAdvice{Conf: w.conf, PeakReserved: w.res.PeakReserved, Recorded: rec, OOM: oom}
+		if r := w.res; r.StartPlaced {
+			sa.Low, sa.High, sa.Unknown = r.PeakReservedLow, r.PeakReservedHigh, r.StartUnknown
+		}
+		out = append(out, sa)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].PeakReserved < out[j].PeakReserved }) // largest saving first
-	return out
+	return out, why
 }

@@ -61,6 +61,9 @@ type Device struct {
 
 	an    *Analysis
 	class *classifier
+	// sim is the allocator model's run of adviseSettings, made once for
+	// the peak's fragmentation verdict, advise and frag --simulate.
+	sim simulation
 	// reservedBefore holds, for each oom event, the most reserved in any
 	// state up to it.
 	reservedBefore map[int]int64
@@ -181,6 +184,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.OOMSettings = dev.simulateOOMs()
 		dev.simulatedVerdicts()
 	}
+	dev.simulatedPeakVerdict()
 	dev.Leak = dev.findLeak()
 	dev.Inference = dev.inference()
 	dev.Lost = dev.lostHistory()

@@ -85,8 +85,17 @@ type FragVerdict struct {
 	Try []Suggestion
 	// Simulated is true at a failed request whose kind the allocator
 	// model decided (OOMVerdict.Simulated); Try is then the settings that
-	// served it.
-	Simulated bool
+	// served it. At the peak it is true when the model decided the kind
+	// (Device.simulatedPeakVerdict): fragmentation when a setting lowers
+	// the reserved peak, Recorded, by a tenth or more over the same
+	// requests; Best is then the setting of the lowest peak that ran out
+	// of nothing, BestPeak its peak ("" and 0: none lowered it by 1%).
+	Simulated          bool
+	Recorded, BestPeak int64
+	Best               string
+	// Static, when set, says why the model could not decide a verdict
+	// the free blocks alone could be wrong about: it is theirs.
+	Static string
 }
 
 // Problem reports whether the verdict is a problem: free memory split so

@@ -108,16 +108,25 @@ func TestLeakVerdictTruth(t *testing.T) {
 	if len(fs) < 2 || fs[0].Kind != FindingLeak || fs[0].Leak != l || !fs[0].Problem() {
 		t.Fatalf("findings = %+v, want the leak first, a problem", fs)
 	}
+	// 11% of reserved is free at the peak, in holes of split segments
+	// (the free blocks alone would call it fragmented), but no setting
+	// the allocator model tries lowers the reserved peak by a tenth over
+	// the same requests: the verdict is the model's, cached.
 	peak := d.Frag[0]
-	want := FragVerdict{Kind: FragFragmented, Severity: SeverityProblem, Free: peak.Free,
+	sets := d.SimulateSettings()
+	want := FragVerdict{Kind: FragCached, Severity: SeverityOK, Free: peak.Free,
 		Share: float64(peak.Free) / float64(peak.Reserved), Holes: peak.Holes,
-		Largest: max(peak.LargestFree[0], peak.LargestFree[1]),
-		Try:     []Suggestion{{ExpandableSegments, "True"}, {Setting: MaxSplitSize}}}
+		Largest:   max(peak.LargestFree[0], peak.LargestFree[1]),
+		Try:       []Suggestion{{Setting: GarbageCollectionThreshold}},
+		Simulated: true, Recorded: d.Timeline.PeakReserved.Bytes}
+	if len(sets) > 0 {
+		want.Best, want.BestPeak = sets[0].Conf, sets[0].PeakReserved
+	}
 	if !reflect.DeepEqual(peak.Verdict, want) {
 		t.Errorf("verdict at the peak:\n got %+v\nwant %+v", peak.Verdict, want)
 	}
-	if f := fs[1]; f.Kind != FindingFragmentation || f.Frag != peak || !f.Problem() {
-		t.Errorf("second finding = %+v, want fragmentation at the peak, a problem", f)
+	if f := fs[1]; f.Kind != FindingFragmentation || f.Frag != peak || f.Problem() {
+		t.Errorf("second finding = %+v, want fragmentation at the peak, no problem", f)
 	}
 }
 

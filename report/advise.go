@@ -393,6 +393,12 @@ type AdviceSettingJSON struct {
 	PeakReserved int64  `json:"peak_reserved"`
 	Recorded     int64  `json:"recorded_peak_reserved"`
 	OOM          bool   `json:"oom"`
+	// Low and High bound peak_reserved for a late start re-made under the
+	// setting, Unknown its cached bytes (attribution.SettingAdvice); 0
+	// otherwise.
+	Low     int64 `json:"peak_reserved_low"`
+	High    int64 `json:"peak_reserved_high"`
+	Unknown int64 `json:"start_unknown_bytes"`
 }
 
 // AdviceInferenceJSON is an inference run's memory against the device.
@@ -585,6 +591,11 @@ func settingsAdviceText(ew *errWriter, sets []attribution.SettingAdvice) {
 			ew.printf("  %s: runs out of memory under the same capacity\n", s.Conf)
 			continue
 		}
+		if s.High > 0 {
+			ew.printf("  %s: reserved peak %s (%s; between %s and %s: the %s cached when the recording began has a history the trace does not hold)\n",
+				s.Conf, units.Bytes(s.PeakReserved), signedPercent(s.PeakReserved-s.Recorded, s.Recorded), units.Bytes(s.Low), units.Bytes(s.High), units.Bytes(s.Unknown))
+			continue
+		}
 		ew.printf("  %s: reserved peak %s (%s)\n", s.Conf, units.Bytes(s.PeakReserved), signedPercent(s.PeakReserved-s.Recorded, s.Recorded))
 	}
 }
@@ -593,7 +604,7 @@ func settingsAdviceText(ew *errWriter, sets []attribution.SettingAdvice) {
 func settingsJSON(sets []attribution.SettingAdvice) []AdviceSettingJSON {
 	out := []AdviceSettingJSON{}
 	for _, x := range sets {
-		out = append(out, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM})
+		out = append(out, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM, x.Low, x.High, x.Unknown})
 	}
 	return out
 }

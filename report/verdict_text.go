@@ -25,6 +25,26 @@ func suggestionText(s attribution.Suggestion) string {
 // fragVerdictText says whether the free memory at a moment is a problem
 // and what to try.
 func fragVerdictText(v attribution.FragVerdict) string {
+	s := fragKindText(v)
+	switch {
+	case v.Static != "":
+		return s + " (from the free blocks alone: the allocator model cannot tell here: " + v.Static + ")"
+	case !v.Simulated || v.Kind == attribution.FragRequestFragmented || v.Kind == attribution.FragRequestTooLarge || v.Kind == attribution.FragFragmented:
+		return s
+	case v.Best != "":
+		return fmt.Sprintf("%s; by simulation no allocator setting tried lowers the reserved peak by 10%% or more over the same requests (the most, %s: %s, %s)",
+			s, v.Best, units.Bytes(v.BestPeak), signedPercent(v.BestPeak-v.Recorded, v.Recorded))
+	}
+	return s + "; by simulation no allocator setting tried lowers the reserved peak by 1% or more over the same requests"
+}
+
+// pctChange is got against was, in percent.
+func pctChange(got, was int64) float64 {
+	return 100 * (float64(got)/float64(max(was, 1)) - 1)
+}
+
+// fragKindText words the verdict's kind.
+func fragKindText(v attribution.FragVerdict) string {
 	switch v.Kind {
 	case attribution.FragNothingReserved:
 		return "nothing reserved"
@@ -45,6 +65,10 @@ func fragVerdictText(v attribution.FragVerdict) string {
 	case attribution.FragHealthy:
 		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*v.Share, units.Bytes(v.Free))
 	case attribution.FragFragmented:
+		if v.Simulated {
+			return fmt.Sprintf("fragmented, by simulation: the same requests under %s reserve %s at their peak, %.0f%% less than the recorded %s; %s (%.0f%% of reserved) is free at the peak in %d holes, the largest %s; try PYTORCH_CUDA_ALLOC_CONF=%s",
+				v.Best, units.Bytes(v.BestPeak), -pctChange(v.BestPeak, v.Recorded), units.Bytes(v.Recorded), units.Bytes(v.Free), 100*v.Share, v.Holes, units.Bytes(v.Largest), v.Best)
+		}
 		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %d holes, the largest %s; if allocations then fail or num_alloc_retries grows, try %s, or %s to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
 			units.Bytes(v.Free), 100*v.Share, v.Holes, units.Bytes(v.Largest), trySetting(v.Try, 0), trySetting(v.Try, 1))
 	case attribution.FragCached:

@@ -72,6 +72,13 @@ func (r *WhatIf) writeText(w io.Writer) error {
 		ew.printf("device capacity: %s\n", cap)
 		if rec.Window {
 			ew.printf("recording began late: the what-if covers the recorded window only, from the state rebuilt at its start\n")
+			for _, o := range d.Runs[1:] {
+				if o.StartPlaced {
+					ew.printf("%s\n", wrap(fmt.Sprintf("under other settings that start state is re-made (its segments asked for and freed, then its live blocks): %s of it was cached, not live, and how much of that the program would have kept under another setting is not in the trace, so each peak is given with its bound: none of it kept, and all of it kept on top",
+						units.Bytes(o.StartUnknown)), 100, "  "))
+					break
+				}
+			}
 		}
 		ew.printf("\n")
 		tw := newTable(ew, 0)
@@ -87,7 +94,12 @@ func (r *WhatIf) writeText(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\n", strings.Join(cells, "\t"))
 		}
-		row("peak reserved", func(o *allocator.Outcome) string { return units.Bytes(o.PeakReserved) })
+		row("peak reserved", func(o *allocator.Outcome) string {
+			if o.StartPlaced {
+				return fmt.Sprintf("%s (%s to %s)", units.Bytes(o.PeakReserved), units.Bytes(o.PeakReservedLow), units.Bytes(o.PeakReservedHigh))
+			}
+			return units.Bytes(o.PeakReserved)
+		})
 		row("reserved at end", func(o *allocator.Outcome) string { return units.Bytes(o.EndReserved) })
 		row("peak allocated", func(o *allocator.Outcome) string { return units.Bytes(o.PeakAllocated) })
 		row("segments (peak/end)", func(o *allocator.Outcome) string { return fmt.Sprintf("%d/%d", o.PeakSegments, o.EndSegments) })
@@ -252,6 +264,16 @@ type WhatIfRunJSON struct {
 	// OOMRequests are the recorded ooms whose request the recorded
 	// rounding hides (allocator.Outcome.OOMRequests).
 	OOMRequests []WhatIfOOMRequestJSON `json:"oom_requests"`
+	// StartPlaced: a late recording's start state re-made under this
+	// setting; StartUnknown its cached bytes, whose history is unknown;
+	// PeakReservedLow and PeakReservedHigh the bound on peak_reserved
+	// (allocator.Outcome); OOMUncertain an OOM that keeping none of the
+	// cached memory avoids.
+	StartPlaced      bool  `json:"start_replaced"`
+	StartUnknown     int64 `json:"start_unknown_bytes"`
+	PeakReservedLow  int64 `json:"peak_reserved_low"`
+	PeakReservedHigh int64 `json:"peak_reserved_high"`
+	OOMUncertain     bool  `json:"oom_uncertain"`
 }
 
 // WhatIfOOMRequestJSON is a recorded oom's request, known to a range.
@@ -294,7 +316,9 @@ func (r *WhatIf) fileEntry() any {
 				PeakReserved: o.PeakReserved, PeakReservedEvent: o.PeakReservedAt, EndReserved: o.EndReserved,
 				PeakAllocated: o.PeakAllocated, PeakSegments: o.PeakSegments, EndSegments: o.EndSegments,
 				InactiveSplit: o.InactiveSplit, InactiveSplitBytes: o.InactiveSplitBytes, Retries: o.Retries,
-				EmptyCaches: o.EmptyCaches, OOMEvent: -1, ServedOOMs: []int{}, Unmatched: o.Unmatched}
+				EmptyCaches: o.EmptyCaches, OOMEvent: -1, ServedOOMs: []int{}, Unmatched: o.Unmatched,
+				StartPlaced: o.StartPlaced, StartUnknown: o.StartUnknown, PeakReservedLow: o.PeakReservedLow,
+				PeakReservedHigh: o.PeakReservedHigh, OOMUncertain: o.OOMUncertain}
 			if i > 0 {
 				run.Conf = d.Confs[i-1]
 			}
