@@ -25,7 +25,13 @@ func (p ServeProgress) Analysed(path string, devices, events int, took time.Dura
 		events, took.Round(time.Millisecond))
 }
 
-// Listening says where the UI is and how to stop it.
-func (p ServeProgress) Listening(url string) {
+// Listening says where the UI is and how to stop it; with token, that
+// the address is reachable from other machines and the URL on stdout
+// holds the token it needs.
+func (p ServeProgress) Listening(url string, token bool) {
+	if token {
+		fmt.Fprintf(p.W, "memscope: serve: the UI is on %s, reachable from other machines: it needs the token in the URL printed on stdout (Ctrl-C stops it; listen on localhost:PORT to need none)\n", url)
+		return
+	}
 	fmt.Fprintf(p.W, "memscope: serve: the UI is on %s (Ctrl-C stops it; over SSH, forward the port: ssh -L PORT:localhost:PORT HOST)\n", url)
 }

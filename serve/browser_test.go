@@ -299,7 +299,13 @@ func openBrowser(t *testing.T, h http.Handler) (c *cdp, base string, problems fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: h}
+	// The guard serve puts in front: the page works under its Host check
+	// and headers (a refused style or script would be a console error).
+	access, err := NewAccess(ln.Addr(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: Guard(h, access)}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	base = "http://" + ln.Addr().String() + "/"

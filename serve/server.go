@@ -116,8 +116,11 @@ func New(srcs []Source, opt Options) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP serves the page and the API.
+// ServeHTTP serves the page and the API, with the security headers
+// (a Content-Security-Policy, nosniff, no framing). It answers any Host:
+// a listening server puts it behind Guard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header())
 	w.Header().Set("Cache-Control", "no-store")
 	s.mux.ServeHTTP(w, r)
 }

@@ -27,6 +27,17 @@ machine, give a fixed port (--http localhost:8080) and forward it
 (ssh -L 8080:localhost:8080 HOST). It runs until interrupted (Ctrl-C).
 Everything the page needs is in the binary: it works with no network.
 
+On a loopback address it answers only requests that name it as localhost
+or 127.0.0.1 (with its port) in their Host header, so a web page of
+another site cannot read it through DNS rebinding (403). Any other address
+(--http :8080, 0.0.0.0:8080, a LAN address) is reachable from other
+machines: serve then makes a random token and prints the URL with it once
+(http://HOST:PORT/?token=…), like Jupyter; a request without it gets 401.
+Opening that URL sets a cookie for the page's own requests; scripts send
+the token as ?token= or "Authorization: Bearer TOKEN". Every answer carries
+a Content-Security-Policy (nothing but the server's own script, style and
+API), X-Content-Type-Options: nosniff and X-Frame-Options: DENY.
+
 Pages: the timeline of allocated memory (over time, or in event order when
 the trace has no times) with the phases and steps shaded and every large
 allocation drawn as a band, stacked in allocation order like memory_viz's
@@ -67,7 +78,7 @@ var serveListening = func(url string) {}
 
 func serveFlags(fs *pflag.FlagSet) runFunc {
 	var o serveOptions
-	fs.StringVar(&o.http, "http", "localhost:0", "listen on `HOST:PORT` (port 0: a free one)")
+	fs.StringVar(&o.http, "http", "localhost:0", "listen on `HOST:PORT` (port 0: a free one); an address other than loopback needs the token printed in the URL")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator in the summary")
 	fs.StringVar(&o.run, "run", "", "serve the snapshots of the capture run directory `DIR` (and its trace.json.gz)")
 	fs.IntVar(&o.device, "device", -1, "serve only CUDA device `N`; -1 for every device")
@@ -149,14 +160,23 @@ func runServe(cc *cmdContext, o serveOptions, paths []string) error {
 	if err != nil {
 		return usageErrorf("--http %s: %v", o.http, err)
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	name, _, _ := net.SplitHostPort(o.http)
+	access, err := serve.NewAccess(ln.Addr(), name)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	base := "http://" + ln.Addr().String() + "/"
+	url := access.URL(base)
 	ctx, stop := serveContext()
 	defer stop()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: serve.Guard(srv, access), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
+	// The URL, with its token when the address is not loopback, is
+	// printed once, on stdout; the progress line names the address only.
 	fmt.Fprintln(cc.stdout, url)
-	progress.Listening(url)
+	progress.Listening(base, access.Token != "")
 	serveListening(url)
 	select {
 	case err := <-done:

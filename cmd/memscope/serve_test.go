@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +182,72 @@ func TestServeEveryFixture(t *testing.T) {
 				t.Errorf("serve %s: GET /%s = %d", s, p, c)
 			}
 		}
+	}
+}
+
+// TestServeGuard: on 127.0.0.1 serve refuses a request whose Host names
+// another site (a DNS-rebinding page's) with 403 and answers the page and
+// the API to one naming it; on every interface (--http :0) it prints the
+// URL with its token once, on stdout, refuses requests without it (401)
+// and answers them with it.
+func TestServeGuard(t *testing.T) {
+	snap := "../../fixtures/llama-bf16/snapshot.pickle"
+	status := func(u, host, auth string) (int, string) {
+		req, err := http.NewRequest("GET", u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	r := serveWith(t, func(u string) {
+		if code, body := status(u+"api/summary", "evil.example:80", ""); code != http.StatusForbidden || strings.Contains(body, "at_peak") {
+			t.Errorf("GET api/summary with Host evil.example = %d %q, want 403", code, body)
+		}
+		if code, body := status(u+"api/summary", "", ""); code != http.StatusOK || !strings.Contains(body, "at_peak") {
+			t.Errorf("GET api/summary with its own Host = %d, want 200 and the summary", code)
+		}
+	}, "--http", "127.0.0.1:0", snap)
+	if r.err != nil || strings.Contains(r.stdout, "token") {
+		t.Fatalf("serve --http 127.0.0.1:0: %v, printed %q; want no token\n%s", r.err, r.stdout, r.stderr)
+	}
+
+	var token string
+	r = serveWith(t, func(u string) {
+		pu, err := neturl.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token = pu.Query().Get("token")
+		local := "http://127.0.0.1:" + pu.Port() + "/"
+		for _, p := range []string{"", "api/summary", "app.js"} {
+			if code, body := status(local+p, "", ""); code != http.StatusUnauthorized || strings.Contains(body, "at_peak") {
+				t.Errorf("GET %s without the token = %d, want 401", p, code)
+			}
+		}
+		if code, body := status(local+"api/summary", "", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, "at_peak") {
+			t.Errorf("GET api/summary with the token = %d, want 200 and the summary", code)
+		}
+		if code, body := status(local+"?token="+token, "gpu-box.example:"+pu.Port(), ""); code != http.StatusOK || !strings.Contains(body, "app.js") {
+			t.Errorf("GET /?token= = %d, want 200 and the page", code)
+		}
+	}, "--http", ":0", snap)
+	if r.err != nil || len(token) != 48 {
+		t.Fatalf("serve --http :0: %v, token %q; want a 48-digit token\n%s", r.err, token, r.stderr)
+	}
+	if strings.Count(r.stdout+r.stderr, token) != 1 || !strings.Contains(r.stderr, "reachable from other machines") {
+		t.Errorf("serve --http :0 printed the token %d times (stdout %q), want once, and stderr saying it is reachable:\n%s", strings.Count(r.stdout+r.stderr, token), r.stdout, r.stderr)
 	}
 }
