@@ -179,7 +179,11 @@ used where recorded, and the step and phase of the peak; the median rank;
 the worst; outliers by a robust z-score of the peak (|z| > 3.5, from the
 median absolute deviation); and, for each outlier, what differs by site
 from the typical rank (the one nearest the median). The rank of a file is
-the N of "rankN" in its name or its directory's. --jobs workers read ranks
+the N of "rankN" in its name or its directory's. A named pipe, device or
+socket found in a directory or by a glob is skipped with why, never
+opened (a FIFO no process writes to would wait forever); one named on its
+own is read once a process writes to it, skipped after 10 s without one.
+--jobs workers read ranks
 in parallel, each holding one snapshot, one decoding while the others
 analyse, so memory stays that of a few snapshots whatever their number;
 summaries are a few KB each, so a thousand ranks compare in well under a

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -69,6 +70,59 @@ type rankInput struct {
 	rank       int            // -1: from the file's name
 	deviceUsed int64          // the run's sampled device used, -1 when not known
 	coords     map[string]int // the run's coordinates of the rank
+	// skip, when set, says why the input is not read (a named pipe found
+	// in a directory); pipe: named on its own and not a regular file,
+	// opened with pipeWait's limit.
+	skip string
+	pipe bool
+}
+
+// pipeWait is how long ranks waits for a process to open a named pipe
+// given as a rank's file for writing (tests shorten it).
+var pipeWait = 10 * time.Second
+
+// notRegular says what path is when it is not a regular file ("" when it
+// is, or cannot be stat'ed: opening it will say why).
+func notRegular(path string) string {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return ""
+	}
+	switch m := st.Mode(); {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// waitPipe waits up to pipeWait for the named pipe path to have a writer:
+// an open for reading returns once one opens it. The descriptor is held
+// until release so the writer does not see the pipe closed meanwhile.
+func waitPipe(path string) (release func(), err error) {
+	got := make(chan *os.File, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			got <- nil
+			return
+		}
+		got <- f
+	}()
+	select {
+	case f := <-got:
+		if f == nil {
+			return func() {}, nil // the open that follows says why
+		}
+		return func() { f.Close() }, nil
+	case <-time.After(pipeWait):
+		// The goroutine stays blocked in open until a writer comes or
+		// the process ends: harmless, one per such input.
+		return nil, fmt.Errorf("%s: no process wrote to it within %s: give the snapshot as a file", notRegular(path), pipeWait)
+	}
 }
 
 // rankInputs expands the arguments: files as given, globs, directories (a
@@ -83,6 +137,19 @@ func rankInputs(args []string) ([]rankInput, error) {
 			out = append(out, rankInput{path: p, rank: -1, deviceUsed: -1})
 		}
 	}
+	// found adds files ranks found itself (in a directory, or by its own
+	// glob): one that is not a regular file (a named pipe, a device, a
+	// socket) is skipped with why, never opened: a FIFO no process
+	// writes to would hold the open forever.
+	found := func(paths ...string) {
+		for _, p := range paths {
+			if why := notRegular(p); why != "" {
+				out = append(out, rankInput{path: p, rank: -1, deviceUsed: -1, skip: why + ": not read when found in a directory or by a pattern (name it on its own to read it)"})
+				continue
+			}
+			plain(p)
+		}
+	}
 	for _, a := range args {
 		if _, err := os.Stat(a); err != nil && strings.ContainsAny(a, "*?[") {
 			m, gerr := filepath.Glob(a)
@@ -92,7 +159,7 @@ func rankInputs(args []string) ([]rankInput, error) {
 			if len(m) == 0 {
 				return nil, badInput(fmt.Errorf("%s matches no file", a))
 			}
-			plain(m...)
+			found(m...)
 			continue
 		}
 		st, err := os.Stat(a)
@@ -100,7 +167,11 @@ func rankInputs(args []string) ([]rankInput, error) {
 			return nil, badInput(err)
 		}
 		if !st.IsDir() {
-			plain(a)
+			in := rankInput{path: a, rank: -1, deviceUsed: -1}
+			if !st.Mode().IsRegular() {
+				in.pipe = true
+			}
+			out = append(out, in)
 			continue
 		}
 		if in, ok := runRanks(a); ok {
@@ -108,24 +179,25 @@ func rankInputs(args []string) ([]rankInput, error) {
 			continue
 		}
 		if snaps, err := snapshotPaths([]string{a}); err == nil {
-			plain(snaps...)
+			found(snaps...)
 			continue
 		}
-		var found []string
+		var files []string
 		for _, pat := range []string{"*.pickle", "*.pickle.gz", "*.json", "*/*.pickle", "*/*.pickle.gz", "*/*.json"} {
 			m, _ := filepath.Glob(filepath.Join(a, pat))
 			for _, p := range m {
-				if strings.HasSuffix(p, ".json") && !isSummaryJSON(p) {
+				// isSummaryJSON opens the file: only a regular one.
+				if strings.HasSuffix(p, ".json") && notRegular(p) == "" && !isSummaryJSON(p) {
 					continue
 				}
-				found = append(found, p)
+				files = append(files, p)
 			}
 		}
-		if len(found) == 0 {
+		if len(files) == 0 {
 			return nil, badInput(fmt.Errorf("%s: no snapshot (*.pickle) or summary JSON (memscope summary --json) in it or one level down", a))
 		}
-		sort.Strings(found)
-		plain(found...)
+		sort.Strings(files)
+		found(files...)
 	}
 	return out, nil
 }
@@ -197,6 +269,9 @@ func readRanks(cc *cmdContext, inputs []rankInput, jobs int) ([]attribution.Rank
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if inputs[i].skip != "" {
+					continue
+				}
 				st, err := readRank(&wcc, inputs[i])
 				results[i] = result{st, err}
 				runtime.GC() // the snapshot just read is garbage: free it before the next
@@ -212,6 +287,9 @@ func readRanks(cc *cmdContext, inputs []rankInput, jobs int) ([]attribution.Rank
 	var stats []attribution.RankStats
 	var skipped []string
 	for i, r := range results {
+		if inputs[i].skip != "" {
+			r.err = errors.New(inputs[i].skip)
+		}
 		if r.err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", inputs[i].path, r.err))
 			continue
@@ -240,6 +318,13 @@ var decodeMu sync.Mutex
 // the run directory says of the rank.
 func readRank(cc *cmdContext, in rankInput) ([]attribution.RankStats, error) {
 	var out []attribution.RankStats
+	if in.pipe && notRegular(in.path) == "a named pipe (FIFO)" {
+		release, err := waitPipe(in.path)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	if strings.HasSuffix(in.path, ".json") {
 		var err error
 		if out, err = summaryRanks(in.path); err != nil {
