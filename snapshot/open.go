@@ -185,6 +185,9 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 			if s := d.salvage(d.opOff); s != nil {
 				return s, err
 			}
+			if s := d.salvageWhole(); s != nil {
+				return s, err
+			}
 		}
 		return nil, err
 	}
@@ -201,6 +204,23 @@ func (d *decoder) decodePickle() (*Snapshot, error) {
 		}
 	}
 	return s, err
+}
+
+// salvageWhole builds the snapshot of a stream cut after its top-level
+// value was complete, before STOP (the last byte, or a memo opcode and
+// STOP): nothing of the snapshot is lost, but the file is cut all the same.
+func (d *decoder) salvageWhole() *Snapshot {
+	if len(d.stack) != 1 || len(d.marks) != 0 {
+		return nil
+	}
+	at := d.opOff
+	s, err := d.finish(d.stack[0])
+	if err != nil || s == nil {
+		return nil
+	}
+	s.Warnings = append(s.Warnings, Warning{Device: -1, Kind: WarnLost,
+		Message: fmt.Sprintf("the file ends early, at byte %d, before the pickle's STOP opcode (its last byte): the snapshot's values are all there, nothing else is lost", at)})
+	return s
 }
 
 // hasMore reports whether r holds another byte.

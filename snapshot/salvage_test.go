@@ -3,6 +3,9 @@ package snapshot_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/memscope/memscope/internal/snapgen"
@@ -155,5 +158,53 @@ func TestSalvageJSONEveryCut(t *testing.T) {
 	}
 	if want := len(full.Segments) + len(full.Traces[0]) + len(full.Traces[1]) - 2; kept < want {
 		t.Errorf("the last cut kept %d segments and entries, want at least %d", kept, want)
+	}
+}
+
+// TestSalvageLastByte: a snapshot missing only its last byte (STOP) is
+// kept whole, with the error and a warning saying what is missing, as a
+// cut of more bytes keeps its valid part: on a generated snapshot and on
+// real fixtures (protocol 4 with frames, and protocol 2).
+func TestSalvageLastByte(t *testing.T) {
+	paths := []string{"../fixtures/plain-record/snapshot.pickle", "../fixtures/llama-bf16/snapshot.pickle"}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data[len(data)-1] != '.' {
+			t.Fatalf("%s does not end in STOP", p)
+		}
+		full, err := snapshot.Decode(bytes.NewReader(data), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := snapshot.Decode(bytes.NewReader(data[:len(data)-1]), p)
+		if err == nil || s == nil {
+			t.Fatalf("%s without its last byte: snapshot %v, error %v; want the snapshot and an error", p, s != nil, err)
+		}
+		if !strings.Contains(err.Error(), "unexpected end of input") {
+			t.Errorf("%s without its last byte: error %q, want it to say the input ended", p, err)
+		}
+		if len(s.Segments) != len(full.Segments) || len(s.Traces) != len(full.Traces) {
+			t.Fatalf("%s without its last byte: %d segments, %d devices; want %d, %d", p, len(s.Segments), len(s.Traces), len(full.Segments), len(full.Traces))
+		}
+		for d := range full.Traces {
+			if len(s.Traces[d]) != len(full.Traces[d]) {
+				t.Errorf("%s without its last byte: device %d has %d entries, want %d", p, d, len(s.Traces[d]), len(full.Traces[d]))
+			}
+		}
+		if err := s.CheckValid(); err != nil {
+			t.Errorf("%s without its last byte: %v", p, err)
+		}
+		lost := ""
+		for _, w := range s.Warnings {
+			if w.Kind == snapshot.WarnLost {
+				lost = w.Message
+			}
+		}
+		if want := fmt.Sprintf("at byte %d, before the pickle's STOP opcode", len(data)-1); !strings.Contains(lost, want) {
+			t.Errorf("%s without its last byte: lost warning %q, want %q", p, lost, want)
+		}
 	}
 }

@@ -97,6 +97,14 @@ type decoder struct {
 	sawList bool  // a traceEvents array (or top-level array) was found
 	warned  map[string]bool
 	cats    map[string]*int64 // event counts by category
+	// nonFinite counts the events skipped for a NaN or ±Infinity where a
+	// number is needed; firstNonFinite names the first.
+	nonFinite      int64
+	firstNonFinite string
+	// damage is the warning damaged gave, when the file is damaged: the
+	// cause finish names when no memory event came before it.
+	damage    string
+	damageOff int64
 
 	// caches of the last lookups: consecutive events share them
 	lastCat      []byte
@@ -248,6 +256,7 @@ func (d *decoder) damaged(err error, what string) error {
 		return d.wrap(err, what)
 	}
 	off, msg := d.describe(err)
+	d.damage, d.damageOff = fmt.Sprintf("%s (%s, after %d events)", msg, what, d.events), off
 	d.warnAt(off, fmt.Sprintf("trace damaged: %s; kept the %d events before it, the rest of the file is lost (stopped %s)", msg, d.events, what))
 	return errStopped
 }

@@ -25,6 +25,10 @@ type rawArgs struct {
 	pyID, pyParent                    int64
 	seq, fwdThread                    int64
 	has                               argSet
+	// nonFinite names the first number it needs that was NaN or
+	// ±Infinity ("Bytes is NaN"), ts and dur included: the fast path
+	// skips such an event.
+	nonFinite string
 }
 
 type argSet uint16

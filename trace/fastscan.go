@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math/bits"
 
@@ -162,8 +163,29 @@ func nextEvent(b []byte, last int, first bool, e *rawEvent) (i, n, st int, badTS
 	return i, n, st, badTS
 }
 
+// nonFinite reports whether v is one of the literals Python's json writes
+// for a float that is not finite (and JSON has no word for).
+func nonFinite(v []byte) bool {
+	switch string(v) {
+	case "NaN", "Infinity", "-Infinity":
+		return true
+	}
+	return false
+}
+
 // addEvent is readEvent's bookkeeping for an event read by the fast path.
+// An event holding NaN or ±Infinity where the analysis needs a number is
+// skipped, the first one named in a warning (finish's); the events after
+// it are read.
 func (d *decoder) addEvent(e *rawEvent, badTS bool) {
+	if e.args.nonFinite != "" {
+		if d.nonFinite == 0 {
+			d.firstNonFinite = fmt.Sprintf("traceEvents[%d] (%q, %s)", d.events, e.name, e.args.nonFinite)
+		}
+		d.nonFinite++
+		d.events++
+		return
+	}
 	if badTS {
 		d.warn("ignoring ts and dur values that are not numbers")
 	}
@@ -226,7 +248,11 @@ func scanEventFast(b []byte, e *rawEvent) (n, st int, badTS bool) {
 			return 0, st, false
 		}
 		if !stopped && string(k) != `"args"` && !e.set(k, b[v0:end]) {
-			badTS = true
+			if nonFinite(b[v0:end]) && e.args.nonFinite == "" {
+				e.args.nonFinite = string(k[1:len(k)-1]) + " is " + string(b[v0:end])
+			} else {
+				badTS = true
+			}
 		}
 		i = skipWS(b, end)
 		if i >= len(b) {
@@ -289,6 +315,8 @@ func scanArgsFast(b []byte, i int, a *rawArgs) (int, int) {
 				if n, ok := parseInt(v); ok {
 					*dst = n
 					a.has |= bit
+				} else if nonFinite(v) && a.nonFinite == "" {
+					a.nonFinite = string(k[1:len(k)-1]) + " is " + string(v)
 				}
 			}
 		}
@@ -486,7 +514,15 @@ func skipValue(b []byte, i int) (int, int) {
 			i, st = scanLiteral(b, i, "false")
 		case 'n':
 			i, st = scanLiteral(b, i, "null")
+		case 'N':
+			i, st = scanLiteral(b, i, "NaN")
+		case 'I':
+			i, st = scanLiteral(b, i, "Infinity")
 		default:
+			if c == '-' && i+1 < len(b) && b[i+1] == 'I' {
+				i, st = scanLiteral(b, i, "-Infinity")
+				break
+			}
 			i, st = scanNumber(b, i)
 		}
 		if st != scanOK {

@@ -29,8 +29,15 @@ func (d *decoder) finish() error {
 		return d.errorf(d.offset(), "not a Chrome trace: no traceEvents array")
 	case d.valid == 0:
 		return d.errorf(d.offset(), "not a Chrome trace: %d array elements, none an event object with a \"ph\" field", d.events)
+	case len(t.Memory) == 0 && d.damage != "":
+		return d.errorf(d.damageOff, "the trace is damaged before its first [memory] event: %s; no memory event could be read", d.damage)
+	case len(t.Memory) == 0 && d.nonFinite > 0:
+		return d.errorf(d.offset(), "no [memory] event could be read: %d event(s) hold NaN or Infinity where a number is needed (the first: %s)", d.nonFinite, d.firstNonFinite)
 	case len(t.Memory) == 0:
 		return fmt.Errorf("decoding %s: %w", d.name, errNoMemory)
+	}
+	if d.nonFinite > 0 {
+		d.warn(fmt.Sprintf("skipped %d event(s) holding NaN or Infinity where a number is needed (the first: %s); the events after them are kept", d.nonFinite, d.firstNonFinite))
 	}
 	d.absoluteTimes(flows)
 	t.sortAndIndex()
