@@ -217,6 +217,7 @@ const (
 	WarnSizes         = "sizes"          // block sizes differ between trace and segments
 	WarnNPURounding   = "npu-rounding"   // torch_npu's block rounding recognised
 	WarnDeepStack     = "deep-stack"     // stacks deeper than any recursion limit were cut to their ends
+	WarnTimeBackwards = "time-backwards" // an entry's time_us is before the one before it
 )
 
 func (w Warning) String() string { return w.Message }

@@ -93,6 +93,9 @@ func (t *Timeline) warnings(e *engine, w *watch) {
 	if len(t.Events) > 0 && !t.Timed {
 		t.warn(WarnUntimed, "device %d: the trace records no times (no time_us: torch before 2.2, or torch_npu): events have an order but no time, so times read \"not recorded\" and annotations cannot be placed among the events", t.Device)
 	}
+	if t.Timed {
+		t.timeBackwards(w.trace)
+	}
 	if t.NPURounding {
 		t.warn(WarnNPURounding, "device %d: blocks are rounded as torch_npu's allocator rounds them (the request plus 32 B, up to a multiple of 512 B), as the segments show; the replay rounds the same way", t.Device)
 	}
@@ -514,4 +517,44 @@ func (t *Timeline) contradictions(e *engine, w *watch, end *endCheck) {
 	}
 	t.warn(WarnSizes, "device %d: %s %s in size between the trace and the segments (%+d B in all): block %#x is %d B in the segments but %s",
 		t.Device, count(end.sized, "block"), verb, end.sizeDiff, b.Addr, end.exampleSize, how)
+}
+
+// timeBackwards warns when an entry's time_us is before the one before it:
+// a clock that is not monotonic (another host's, a reset, a hand-edited
+// file) makes times after the start negative or out of order, and every
+// duration across such an entry wrong.
+func (t *Timeline) timeBackwards(trace []Event) {
+	n, first := 0, -1
+	var most int64
+	prev := int64(0)
+	for i := range trace {
+		ts := trace[i].TimeUS
+		if ts == 0 {
+			continue
+		}
+		if prev != 0 && ts < prev {
+			if first < 0 {
+				first = i
+			}
+			n++
+			most = max(most, prev-ts)
+		}
+		prev = ts
+	}
+	if n == 0 {
+		return
+	}
+	t.warn(WarnTimeBackwards, "device %d: time runs backwards at %s (the first: entry %d at time_us %d, after %d; the largest step back %d µs): "+
+		"times and durations across them are not reliable, and a time before the first entry reads as negative",
+		t.Device, count(n, "entry", "entries"), first, trace[first].TimeUS, prevTime(trace, first), most)
+}
+
+// prevTime is the last recorded time before entry i.
+func prevTime(trace []Event, i int) int64 {
+	for j := i - 1; j >= 0; j-- {
+		if trace[j].TimeUS != 0 {
+			return trace[j].TimeUS
+		}
+	}
+	return 0
 }

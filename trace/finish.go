@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -20,6 +21,9 @@ func (d *decoder) finish() error {
 	}
 	t.Counts.Events = d.events
 	t.Memory = d.mem.flatten()
+	if err := d.boundSizes(); err != nil {
+		return err
+	}
 	t.Ops = d.ops.flatten()
 	t.PyFuncs = d.py.flatten()
 	t.Calls = d.calls.flatten()
@@ -525,5 +529,49 @@ func (t *Trace) CheckValid() error {
 			return fmt.Errorf("flow %d: backward op %d is linked to op %d, neither the flow's forward op nor one with its sequence number", i, f.Bwd, fw)
 		}
 	}
+	return nil
+}
+
+// maxEventBytes bounds one [memory] event's Bytes, Total Allocated and
+// Total Reserved: 16 TiB, beyond any device. maxSumBytes bounds the sum of
+// every event's |Bytes|, so that no total the tables add (each op's, its
+// callers' to the tree's depth) can wrap around int64.
+const (
+	maxEventBytes = 1 << 44
+	maxSumBytes   = 1 << 52
+)
+
+// boundSizes drops the memory events whose sizes no device can hold, with
+// one warning naming the first, and refuses a trace whose sizes add up
+// past maxSumBytes: sums that wrap would print a wrong total silently.
+func (d *decoder) boundSizes() error {
+	t := d.t
+	var sum int64
+	kept, dropped, first := t.Memory[:0], 0, ""
+	for i, m := range t.Memory {
+		abs := func(v int64) int64 {
+			if v < 0 {
+				return -v
+			}
+			return v
+		}
+		// -MinInt64 is MinInt64: compare both signs.
+		if m.Bytes > maxEventBytes || m.Bytes < -maxEventBytes || abs(m.TotalAllocated) > maxEventBytes || abs(m.TotalReserved) > maxEventBytes ||
+			m.TotalAllocated == math.MinInt64 || m.TotalReserved == math.MinInt64 {
+			if dropped == 0 {
+				first = fmt.Sprintf("memory event %d at %d µs: Bytes %d, Total Allocated %d, Total Reserved %d", i, m.Time/1000, m.Bytes, m.TotalAllocated, m.TotalReserved)
+			}
+			dropped++
+			continue
+		}
+		if sum += abs(m.Bytes); sum > maxSumBytes {
+			return d.errorf(d.offset(), "the [memory] events' sizes add up to more than %d bytes (4 PiB) by memory event %d: not a trace of real allocations, and totals that large would wrap around", int64(maxSumBytes), i)
+		}
+		kept = append(kept, m)
+	}
+	if dropped > 0 {
+		d.warn(fmt.Sprintf("skipped %d [memory] event(s) with a size or total beyond any device (more than 16 TiB; the first: %s)", dropped, first))
+	}
+	t.Memory = kept
 	return nil
 }

@@ -80,3 +80,41 @@ func TestCutBeforeMemory(t *testing.T) {
 		t.Errorf("Decode(cut at %d) = %v, want %q", cut, err, want)
 	}
 }
+
+// TestHugeSizes: events whose sizes no device holds (five of 2^62 bytes,
+// which summed wrap around int64) are skipped with a warning naming the
+// first, the others kept; sizes that add up past 4 PiB are refused.
+func TestHugeSizes(t *testing.T) {
+	bad := map[int][2]string{}
+	for i := 1; i <= 5; i++ {
+		bad[i] = [2]string{"Bytes", fmt.Sprint(int64(1) << 62)}
+	}
+	tr, err := Decode(strings.NewReader(memTrace(8, bad)), "huge.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Memory) != 3 {
+		t.Errorf("%d memory events kept, want 3", len(tr.Memory))
+	}
+	for _, m := range tr.Memory {
+		if m.Bytes != 512 {
+			t.Errorf("kept an event of %d bytes", m.Bytes)
+		}
+	}
+	want := "skipped 5 [memory] event(s) with a size or total beyond any device (more than 16 TiB; the first: memory event 1 at 201 µs: Bytes 4611686018427387904"
+	warned := false
+	for _, w := range tr.Warnings {
+		warned = warned || strings.Contains(w.Message, want)
+	}
+	if !warned {
+		t.Errorf("warnings %v, want %q", tr.Warnings, want)
+	}
+	many := map[int][2]string{}
+	for i := range 300 {
+		many[i] = [2]string{"Bytes", fmt.Sprint(int64(1) << 44)}
+	}
+	_, err = Decode(strings.NewReader(memTrace(300, many)), "many.json")
+	if err == nil || !strings.Contains(err.Error(), "sizes add up to more than 4503599627370496 bytes (4 PiB) by memory event 256") {
+		t.Errorf("300 events of 16 TiB: error %v, want the sum refused", err)
+	}
+}
