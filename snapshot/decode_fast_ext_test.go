@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/snapshot"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 // fixture opens fixtures/NAME/snapshot.pickle.
@@ -66,7 +69,7 @@ func manyAnnotations(t testing.TB, name string, n int) []byte {
 
 func TestFastPathSeeds(t *testing.T) {
 	annots := 0
-	for i, data := range fastSeeds(t) {
+	for i, data := range append(fastSeeds(t), fuzzSeeds(t)...) {
 		n := snapshot.DecodeBothForTest(t, "seed", data)
 		if n == 0 {
 			t.Errorf("seed %d (%d bytes): no batch took the fast path", i, len(data))
@@ -83,13 +86,35 @@ func TestFastPathSeeds(t *testing.T) {
 // every snapshot and its replays pass CheckValid.
 //
 //	go test ./snapshot -run '^$' -fuzz FuzzFastPath -fuzztime 5m -fuzzminimizetime 10s
+//
+// Its seeds are fastSeeds' smallest shapes (fuzzSeeds), and each input is
+// compared with one of the fast path's seven variants, picked by its
+// length and last byte: seeds of 110-450 KB decoded eight times each held
+// the fuzzer in minimizing for the whole minute (11 executions).
 func FuzzFastPath(f *testing.F) {
-	for _, s := range fastSeeds(f) {
+	testenv.FuzzMinimize(f, 2*time.Second)
+	for _, s := range append(fuzzSeeds(f), hostileSeeds(f)...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		snapshot.DecodeBothForTest(t, "fuzz", data)
+		pick := len(data)
+		if len(data) > 0 {
+			pick += int(data[len(data)-1])
+		}
+		snapshot.DecodeSomeForTest(t, "fuzz", data, pick)
 	})
+}
+
+// fuzzSeeds are small inputs that still reach the fast path: one device's
+// trace just past pickle's first batch of 1,000 entries, and annotations past their first batch.
+func fuzzSeeds(t testing.TB) [][]byte {
+	src := fixture(t, "plain-trainer-late")
+	for d := range src.Traces {
+		src.Traces[d] = src.Traces[d][len(src.Traces[d])/2:]
+		src.Traces[d] = src.Traces[d][:min(len(src.Traces[d]), 1010)]
+	}
+	src.Traces, src.Segments, src.Annotations = src.Traces[:1], nil, nil
+	return [][]byte{written(t, src, 0, snapgen.Options{Repeats: 1}), manyAnnotations(t, "llama-bf16", 1010)}
 }
 
 // TestChunksEqualGeneral decodes snapshots of several MB, big enough to be
@@ -154,4 +179,34 @@ func init() {
 	snapshot.SetBenchScanInput(func(t testing.TB) []byte {
 		return written(t, fixture(t, "plain-trainer-late"), 8<<20, snapgen.Options{})
 	})
+}
+
+// hostileSeeds are the hostile generators' shapes, small: a deep stack, many
+// devices, wide containers, many distinct stacks, and strings and a list
+// that claim far more bytes than the input holds (BINUNICODE8 of 1 TiB,
+// BINBYTES8, a FRAME of 2^60).
+func hostileSeeds(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, v := range []map[string]any{
+		snapgen.DeepStack(400), snapgen.DevicesPickle(40), snapgen.Wide("device_traces", 300, false),
+		snapgen.Wide("blocks", 300, true), snapgen.Wide("frames", 200, false), snapgen.DistinctStacks(30, 4),
+	} {
+		var buf bytes.Buffer
+		if err := snapgen.Plain(&buf, v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, buf.Bytes())
+	}
+	le := func(op byte, n uint64, rest string) []byte {
+		b := []byte{0x80, 4, op, 0, 0, 0, 0, 0, 0, 0, 0}
+		for i := range 8 {
+			b[3+i] = byte(n >> (8 * i))
+		}
+		return append(b, rest...)
+	}
+	return append(out,
+		le(0x8d, 1<<40, "abc"), // BINUNICODE8
+		le(0x8e, 1<<40, "abc"), // BINBYTES8
+		le(0x95, 1<<60, "}."),  // FRAME
+	)
 }

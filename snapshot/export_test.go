@@ -11,6 +11,13 @@ func DecodeBothForTest(t *testing.T, name string, data []byte) int {
 	return decodeBoth(t, name, data)
 }
 
+// DecodeSomeForTest is decodeBoth against the fast path's variant pick
+// only (see decodeBothSome).
+func DecodeSomeForTest(t *testing.T, name string, data []byte, pick int) int {
+	n, _, _ := decodeBothSome(t, name, data, pick)
+	return n
+}
+
 // DecodeBothChunksForTest is decodeBoth, also returning how many chunks
 // read ahead were taken after the one before them joined.
 func DecodeBothChunksForTest(t *testing.T, name string, data []byte) (batches, chunks int) {

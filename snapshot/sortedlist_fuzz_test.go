@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 // FuzzSortedList drives a sortedList with values and a sorted slice with
@@ -13,6 +16,7 @@ import (
 // positions and ranks after every operation: the chunks' room at both
 // ends moves values with their keys.
 func FuzzSortedList(f *testing.F) {
+	testenv.FuzzMinimize(f, 2*time.Second)
 	f.Add([]byte{0, 1, 0, 2, 0, 3, 1, 0, 2, 5})
 	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 4, 2})
 	f.Add(slices.Repeat([]byte{1, 9, 0, 200}, 300))

@@ -10,17 +10,28 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 // decodeBoth decodes data with the fast event scanner and with jsontext
 // alone (the reference path) and fails unless both give the same Profile
 // (reflect.DeepEqual) or the same error message.
-func decodeBoth(t testing.TB, data []byte, limit int64) {
+func decodeBoth(t testing.TB, data []byte, limit int64) { decodeSome(t, data, limit, -1) }
+
+// decodeSome is decodeBoth comparing the reference with the fast path's
+// chunk size pick only (mod their number), or with every one for pick < 0.
+func decodeSome(t testing.TB, data []byte, limit int64, pick int) {
 	t.Helper()
 	slow, serr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, -1)
 	// 0: the sequential fast scanner; > 0: the parallel one, with chunks
 	// small enough that the fixtures are cut into many.
-	for _, chunk := range []int{0, 7, 300, 4096, fastChunk} {
+	chunks := []int{0, 7, 300, 4096, fastChunk}
+	if pick >= 0 {
+		chunks = chunks[pick%len(chunks):][:1]
+	}
+	for _, chunk := range chunks {
 		fast, ferr := decodeProfileMode(bytes.NewReader(data), "f.json", limit, false, chunk)
 		if nonFiniteLiteral(data) && !reflect.DeepEqual(fast, slow) {
 			// The fast path reads NaN and ±Infinity (Python's json writes
@@ -87,7 +98,8 @@ func traceInputs(t *testing.T) map[string][]byte {
 		in[p] = b
 	}
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzDecode", "*"))
-	for _, p := range seeds {
+	big, _ := filepath.Glob(filepath.Join("testdata", "fuzzbig", "*"))
+	for _, p := range append(seeds, big...) {
 		if b, ok := readSeed(t, p); ok {
 			in[p] = b
 		}
@@ -204,6 +216,7 @@ func TestFastLargeEvent(t *testing.T) {
 // FuzzFastDecode compares the fast event scanner with the jsontext path
 // on arbitrary input: the same Profile or the same error.
 func FuzzFastDecode(f *testing.F) {
+	testenv.FuzzMinimize(f, 2*time.Second)
 	for _, form := range []string{"object", "base-last", "array"} {
 		f.Add([]byte(synthTrace(form)))
 	}
@@ -222,7 +235,13 @@ func FuzzFastDecode(f *testing.F) {
 			}
 		}
 	}
+	// One chunk size per input, picked by its length and last byte: the
+	// five of decodeBoth made each input six decodes.
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decodeBoth(t, data, -1)
+		pick := len(data)
+		if len(data) > 0 {
+			pick += int(data[len(data)-1])
+		}
+		decodeSome(t, data, -1, pick)
 	})
 }

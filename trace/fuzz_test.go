@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memscope/memscope/internal/testenv"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode: it must return an error or a
@@ -13,8 +16,12 @@ import (
 // testdata/cut_fixture.py) and the synthetic trace in its three shapes;
 // they are kept small so that minimizing new inputs stays quick.
 func FuzzDecode(f *testing.F) {
+	testenv.FuzzMinimize(f, 2*time.Second)
 	for _, form := range []string{"object", "base-last", "array"} {
 		f.Add([]byte(synthTrace(form)))
+	}
+	for _, s := range hostileTraces() {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Decode(bytes.NewReader(data), "fuzz.json")
@@ -75,4 +82,17 @@ func TestWindowFixture(t *testing.T) {
 	if len(tr.Memory) < 20 || len(tr.Flows) == 0 {
 		t.Errorf("window has %d memory events and %d flows, want ≥ 20 and > 0", len(tr.Memory), len(tr.Flows))
 	}
+}
+
+// hostileTraces are small traces of the hostile shapes: NaN and Infinity
+// where numbers are needed, sizes that would wrap a total, times running
+// backwards, deep nesting in args, a long name, one event cut short.
+func hostileTraces() []string {
+	nan := memTrace(3, map[int][2]string{0: {"Bytes", "NaN"}, 2: {"ts", "-Infinity"}})
+	huge := memTrace(3, map[int][2]string{0: {"Bytes", "4611686018427387904"}, 1: {"Bytes", "-9223372036854775808"}})
+	back := memTrace(3, map[int][2]string{1: {"ts", "1"}, 2: {"ts", "-5"}})
+	deep := `{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":2,"args":{"Input Dims":` +
+		strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}}]}`
+	long := `{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"` + strings.Repeat("x", 600) + `","ts":1,"dur":2}]}`
+	return []string{nan, huge, back, deep, long, back[:len(back)/2]}
 }
