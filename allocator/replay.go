@@ -262,9 +262,12 @@ type progress struct {
 	// failed is set at the check's first failed cudaMalloc or page map: a
 	// what-if whose capacity comes from the failures is run again.
 	failed atomic.Bool
-	mu     sync.Mutex
-	cond   sync.Cond
-	done   chan struct{} // closed when the check is done
+	// diverged is set at the check's first divergence: a what-if whose
+	// caller keeps only exact answers (WhatIfOptions.StopInexact) stops.
+	diverged atomic.Bool
+	mu       sync.Mutex
+	cond     sync.Cond
+	done     chan struct{} // closed when the check is done
 }
 
 // progressEvery is how many entries the check goes between two reports
@@ -599,6 +602,9 @@ func (r *replayer) diverge(d Divergence) {
 	r.rep.Divergences++
 	if r.rep.First == nil {
 		r.rep.First = &d
+		if r.prog != nil {
+			r.prog.diverged.Store(true)
+		}
 	}
 }
 

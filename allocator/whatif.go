@@ -46,6 +46,12 @@ type WhatIfOptions struct {
 	// that keeps only settings whose peak stays under some bound learns
 	// as soon as one cannot.
 	Stop func(peakReserved int64) bool
+	// StopInexact stops every what-if once the check under the recorded
+	// settings has found a divergence (Outcome.Stopped is set; the caller
+	// keeps only answers of a model that matches the recording, as the
+	// fragmentation verdict does): on a recording the model does not
+	// follow, the what-ifs do not run to its end for nothing.
+	StopInexact bool
 }
 
 // Capacity sources, for Outcome.CapacityFrom.
@@ -403,7 +409,7 @@ func (rc *Recording) whatIf(set Settings, early, cached bool) (*Outcome, error) 
 	if set.MemoryLimit == 0 {
 		set.MemoryLimit = opt.MemoryLimit
 	}
-	w := &whatIf{evs: s.Traces[device], rec: r, early: early,
+	w := &whatIf{evs: s.Traces[device], rec: r, early: early, stopInexact: opt.StopInexact,
 		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
@@ -603,7 +609,9 @@ type whatIf struct {
 	// said to stop.
 	stop    func(int64) bool
 	stopped bool
-	held    []int // free_completed entries held for the next request (as Replay holds them)
+	// stopInexact: WhatIfOptions.StopInexact.
+	stopInexact bool
+	held        []int // free_completed entries held for the next request (as Replay holds them)
 	// early: the check may still be running (Recording.WhatIf); empties
 	// is how far the check's emptyAt has been read.
 	early   bool
@@ -617,8 +625,9 @@ func (w *whatIf) run() {
 	o := w.out
 	collects := w.rec.collect
 	queued := false // segment entries since the last request or free
+	inexact := w.rec.prog != nil && w.stopInexact
 	for i := range w.evs {
-		if w.stopped {
+		if w.stopped || inexact && i&1023 == 0 && w.rec.prog.diverged.Load() {
 			o.Stopped = i
 			return
 		}

@@ -28,6 +28,14 @@ var adviseSettings = []string{"expandable_segments:True", "max_split_size_mb:128
 // reserved peak over the same requests.
 func (d *Device) SimulateSettings() []SettingAdvice { return d.simulateSettings() }
 
+// SimulateSettingsWhy says why SimulateSettings has nothing to say: the
+// model could not run the trace, or does not match it; "" when it ran and
+// matched.
+func (d *Device) SimulateSettingsWhy() string {
+	d.simulateSettings()
+	return d.sim.why
+}
+
 // simulateSettings runs the device's requests under each of adviseSettings
 // and keeps those that lower the reserved peak by 1% or more, largest
 // saving first; nil when the model cannot run the trace.
@@ -48,7 +56,7 @@ func (d *Device) runSettings() ([]SettingAdvice, string) {
 	var out []SettingAdvice
 	why := ""
 	// A setting the recording already runs under is no advice.
-	ws := d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }, true)
+	ws := d.whatIfs(adviseSettings, func(peak int64) bool { return !saves(peak) }, true, true)
 	if ws == nil {
 		return nil, "the recorded allocator settings cannot be read"
 	}
@@ -56,8 +64,10 @@ func (d *Device) runSettings() ([]SettingAdvice, string) {
 		if w.err != nil {
 			return nil, w.err.Error()
 		}
-		if why == "" && !w.res.Replay.Exact() {
-			why = "the model does not match the recording (" + w.res.Replay.String() + ")"
+		if !w.res.Replay.Exact() {
+			// The what-ifs stopped at the divergence: no setting is
+			// advised from a model that does not follow the recording.
+			return nil, "the model does not match the recording (" + w.res.Replay.String() + ")"
 		}
 		oom := w.res.OOM != nil && len(d.OOMs) == 0
 		if !oom && !saves(w.res.PeakReserved) {

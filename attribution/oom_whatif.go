@@ -48,7 +48,7 @@ var oomSettings = []string{"expandable_segments:True", "max_split_size_mb:128", 
 func (d *Device) simulateOOMs() []OOMSetting {
 	last := d.OOMs[len(d.OOMs)-1].Index
 	var out []OOMSetting
-	for _, w := range d.whatIfs(oomSettings, nil, false) {
+	for _, w := range d.whatIfs(oomSettings, nil, false, false) {
 		os := OOMSetting{Conf: w.conf, FailsAt: -1, Err: w.err}
 		if w.err == nil {
 			r := w.res
@@ -76,8 +76,10 @@ type whatIf struct {
 // whatIfs runs the device's recorded requests under each conf applied to
 // the recorded settings (allocator.WhatIf, the capacity the recording
 // shows); nil when the recorded settings cannot be read. With changes, a
-// conf the recorded settings already hold is left out.
-func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool, changes bool) []whatIf {
+// conf the recorded settings already hold is left out; with exact, the
+// what-ifs stop at the check's first divergence (their answers are kept
+// only where the model matches the recording).
+func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool, changes, exact bool) []whatIf {
 	s := d.an.Snapshot
 	base, err := allocator.SettingsFromSnapshot(s.Settings)
 	if err != nil {
@@ -96,7 +98,7 @@ func (d *Device) whatIfs(confs []string, stop func(peakReserved int64) bool, cha
 	if len(sets) == 0 {
 		return out
 	}
-	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline, Stop: stop}) // replayed once for every conf
+	rc, rerr := allocator.NewRecording(s, d.Device, allocator.WhatIfOptions{Timeline: d.Timeline, Stop: stop, StopInexact: exact}) // replayed once for every conf
 	if rerr != nil {
 		for i := range out {
 			out[i].err = rerr

@@ -172,6 +172,10 @@ type DeviceFragJSON struct {
 	// Simulated, with --simulate: the allocator settings the model says
 	// lower the reserved peak over the same requests (as advise's).
 	Simulated []AdviceSettingJSON `json:"simulated,omitempty"`
+	// SimulatedWhy, with --simulate, says why the model could not be
+	// asked (it cannot run the trace, or does not match it); "" when it
+	// could.
+	SimulatedWhy string `json:"simulated_why,omitempty"`
 }
 
 // fragJSON converts one fragmentation result.

@@ -159,6 +159,9 @@ type Frag struct {
 	// Analysis.Devices) the allocator settings the model says lower the
 	// reserved peak; nil without.
 	Settings [][]attribution.SettingAdvice
+	// SettingsWhy, per device, says why the model could not be asked
+	// (attribution.Device.SimulateSettingsWhy); "" where it could.
+	SettingsWhy []string
 }
 
 func (*Frag) Kind() string { return "frag" }
@@ -173,9 +176,12 @@ func (r *Frag) writeText(w io.Writer) error {
 		}
 		if r.Settings != nil {
 			ew := &errWriter{w: w}
-			if len(r.Settings[i]) == 0 {
+			switch {
+			case i < len(r.SettingsWhy) && r.SettingsWhy[i] != "":
+				ew.printf("%s\n", wrap("no allocator setting simulated: "+r.SettingsWhy[i], 100, "  "))
+			case len(r.Settings[i]) == 0:
 				ew.printf("no allocator setting tried lowers the reserved peak by 1%% or more over the same requests (simulated)\n")
-			} else {
+			default:
 				settingsAdviceText(ew, r.Settings[i])
 			}
 			if ew.err != nil {
@@ -201,6 +207,9 @@ func (r *Frag) fileEntry() any {
 		}
 		if r.Settings != nil {
 			df.Simulated = settingsJSON(r.Settings[i])
+			if i < len(r.SettingsWhy) {
+				df.SimulatedWhy = r.SettingsWhy[i]
+			}
 		}
 		f.Devices = append(f.Devices, df)
 	}

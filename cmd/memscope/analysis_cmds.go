@@ -166,6 +166,7 @@ func fragFlags(fs *pflag.FlagSet) runFunc {
 			if *simulate {
 				for _, d := range an.Devices {
 					r.Settings = append(r.Settings, d.SimulateSettings())
+					r.SettingsWhy = append(r.SettingsWhy, d.SimulateSettingsWhy())
 				}
 			}
 			return r, nil
