@@ -1,9 +1,13 @@
 package attribution
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
+
+	"github.com/memscope/memscope/snapshot"
 )
 
 // This file compares the ranks of one job: each rank's headline numbers
@@ -29,7 +33,18 @@ type RankStats struct {
 	// Coords are the rank's parallel coordinates where the run recorded
 	// them ("dp", "tp", "pp": data, tensor, pipeline parallel).
 	Coords map[string]int
+	// Marks say why the rank's numbers are not to be taken as they are:
+	// MarkTruncated (its file was cut short: the peak is the kept part's),
+	// MarkContradiction (its own analysis found the trace contradicting
+	// the segments).
+	Marks []string
 }
+
+// Rank marks.
+const (
+	MarkTruncated     = "truncated"
+	MarkContradiction = "contradiction"
+)
 
 // RankStatsOf reads a device's headline numbers (a snapshot records no
 // device used: DeviceUsed is -1).
@@ -44,7 +59,19 @@ func RankStatsOf(d *Device, name string, rank int) RankStats {
 	for _, s := range d.Peak.Sites {
 		r.Sites[s.Label] += s.Bytes
 	}
+	for _, w := range t.Warnings {
+		if w.Kind == snapshot.WarnContradiction {
+			r.Mark(MarkContradiction)
+		}
+	}
 	return r
+}
+
+// Mark adds mark m to r once.
+func (r *RankStats) Mark(m string) {
+	if !slices.Contains(r.Marks, m) {
+		r.Marks = append(r.Marks, m)
+	}
 }
 
 // Fleet is the comparison of a job's ranks.
@@ -69,6 +96,9 @@ type Fleet struct {
 	// peak, so a tensor- or pipeline-parallel imbalance shows as one
 	// value's row.
 	Groups []RankGroup
+	// Duplicates name the rank numbers given by more than one input
+	// (rank0 and rank00), each with its files.
+	Duplicates []string
 }
 
 // OutlierZ is the robust z-score beyond which a rank is an outlier.
@@ -107,6 +137,20 @@ func CompareRanks(ranks []RankStats) *Fleet {
 	n := len(f.Ranks)
 	if n == 0 {
 		return f
+	}
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && f.Ranks[i].Rank >= 0 && f.Ranks[j].Rank == f.Ranks[i].Rank {
+			j++
+		}
+		if j-i > 1 {
+			var names []string
+			for _, r := range f.Ranks[i:j] {
+				names = append(names, r.Name)
+			}
+			f.Duplicates = append(f.Duplicates, fmt.Sprintf("rank %d is given by %d inputs: %s", f.Ranks[i].Rank, j-i, strings.Join(names, ", ")))
+		}
+		i = j
 	}
 	peaks := make([]int64, n)
 	for i, r := range f.Ranks {

@@ -38,6 +38,14 @@ func (r *Ranks) writeText(w io.Writer) error {
 	ew.printf("%d ranks: median peak allocated %s (rank %s is typical), worst %s on rank %s (%s over the median); %d outliers\n",
 		len(f.Ranks), units.Bytes(f.MedianPeak), rankName(f.Ranks[f.Typical]), units.Bytes(worst.PeakAllocated),
 		rankName(worst), signedPercent(worst.PeakAllocated-f.MedianPeak, f.MedianPeak), len(f.Outliers))
+	for _, d := range f.Duplicates {
+		ew.printf("warning: %s: one rank counted more than once\n", textsafe.Escape(d))
+	}
+	for _, x := range f.Ranks {
+		for _, m := range x.Marks {
+			ew.printf("rank %s (%s) is marked %s: %s\n", rankName(x), textsafe.Escape(x.Name), m, markMeaning[m])
+		}
+	}
 	ew.printf("\n")
 	tw := newTable(ew, 0)
 	fmt.Fprintf(tw, "rank\tpeak allocated\tpeak reserved\tdevice used\tpeak at\tz\tfile\n")
@@ -126,10 +134,20 @@ func (r *Ranks) shown() []int {
 }
 
 func rankName(x attribution.RankStats) string {
-	if x.Rank < 0 {
-		return "?"
+	n := "?"
+	if x.Rank >= 0 {
+		n = fmt.Sprint(x.Rank)
 	}
-	return fmt.Sprint(x.Rank)
+	for _, m := range x.Marks {
+		n += " [" + m + "]"
+	}
+	return n
+}
+
+// markMeaning says what a rank's mark means for its numbers.
+var markMeaning = map[string]string{
+	attribution.MarkTruncated:     "its file was cut short, so its peak is the kept part's, not the rank's",
+	attribution.MarkContradiction: "its own analysis found the trace contradicting its segments, so its numbers may be wrong",
 }
 
 // RanksJSON is the ranks document's result.
@@ -142,6 +160,7 @@ type RanksJSON struct {
 	Outliers   []RankOutlierJSON `json:"outliers"`
 	Groups     []RankGroupJSON   `json:"groups"`
 	Skipped    []string          `json:"skipped"`
+	Duplicates []string          `json:"duplicates,omitempty"`
 }
 
 // RankJSON is one rank's numbers.
@@ -156,6 +175,7 @@ type RankJSON struct {
 	PeakPhase     string         `json:"peak_phase"`
 	Z             float64        `json:"z"`
 	Coords        map[string]int `json:"coords"`
+	Marks         []string       `json:"marks,omitempty"`
 }
 
 // RankOutlierJSON is one outlier and its diff by site against the typical rank.
@@ -186,10 +206,10 @@ type DeltaJSON struct {
 func (r *Ranks) document() any {
 	f := r.Fleet
 	j := RanksJSON{Ranks: []RankJSON{}, MedianPeak: f.MedianPeak, MAD: f.MAD, Typical: f.Typical, Worst: f.Worst,
-		Outliers: []RankOutlierJSON{}, Groups: []RankGroupJSON{}, Skipped: append([]string{}, r.Skipped...)}
+		Outliers: []RankOutlierJSON{}, Groups: []RankGroupJSON{}, Skipped: append([]string{}, r.Skipped...), Duplicates: f.Duplicates}
 	for i, x := range f.Ranks {
 		rj := RankJSON{Rank: x.Rank, File: x.Name, Device: x.Device, PeakAllocated: x.PeakAllocated, PeakReserved: x.PeakReserved,
-			PeakPhase: x.PeakPhase, Z: finite(f.Z[i]), Coords: map[string]int{}}
+			PeakPhase: x.PeakPhase, Z: finite(f.Z[i]), Coords: map[string]int{}, Marks: x.Marks}
 		if x.DeviceUsed >= 0 {
 			v := x.DeviceUsed
 			rj.DeviceUsed = &v

@@ -183,6 +183,10 @@ the N of "rankN" in its name or its directory's. A named pipe, device or
 socket found in a directory or by a glob is skipped with why, never
 opened (a FIFO no process writes to would wait forever); one named on its
 own is read once a process writes to it, skipped after 10 s without one.
+A rank whose file was cut short, or whose analysis (or summary) warns that
+its trace contradicts its segments, is marked [truncated] or
+[contradiction] wherever it is named; two inputs of one rank number
+(rank0, rank00) are a warning.
 --jobs workers read ranks
 in parallel, each holding one snapshot, one decoding while the others
 analyse, so memory stays that of a few snapshots whatever their number;

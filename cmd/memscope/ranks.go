@@ -21,6 +21,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // ranksOptions are the flags of 'memscope ranks'.
@@ -347,6 +348,11 @@ func readRank(cc *cmdContext, in rankInput) ([]attribution.RankStats, error) {
 			return nil, errors.New("no device in the snapshot")
 		}
 		out = []attribution.RankStats{attribution.RankStatsOf(d, in.path, rankOf(in.path))}
+		for _, w := range s.Warnings {
+			if w.Kind == snapshot.WarnLost {
+				out[0].Mark(attribution.MarkTruncated)
+			}
+		}
 	}
 	if len(out) == 1 {
 		if in.rank >= 0 {
@@ -380,10 +386,12 @@ type summaryDoc struct {
 	Schema string `json:"schema"`
 	Kind   string `json:"kind"`
 	Files  []struct {
-		Source  string `json:"source"`
-		Devices []struct {
-			Device int `json:"device"`
-			Peaks  struct {
+		Source   string   `json:"source"`
+		Warnings []string `json:"warnings"`
+		Devices  []struct {
+			Device   int      `json:"device"`
+			Warnings []string `json:"warnings"`
+			Peaks    struct {
 				Allocated struct{ Bytes int64 } `json:"allocated"`
 				Reserved  struct{ Bytes int64 } `json:"reserved"`
 			} `json:"peaks"`
@@ -462,6 +470,18 @@ func summaryRanks(path string) ([]attribution.RankStats, error) {
 		}
 		for _, s := range d.TopSites {
 			r.Sites[s.Label] += s.Bytes
+		}
+		// The summary's own warnings (docs/json.md): a file cut short, a
+		// trace contradicting the segments.
+		for _, w := range file.Warnings {
+			if strings.Contains(w, "ends early") || strings.Contains(w, "cut short") {
+				r.Mark(attribution.MarkTruncated)
+			}
+		}
+		for _, w := range d.Warnings {
+			if strings.Contains(w, "contradicts the snapshot") {
+				r.Mark(attribution.MarkContradiction)
+			}
 		}
 		out = append(out, r)
 	}
