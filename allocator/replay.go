@@ -196,9 +196,12 @@ const resyncSlack = 1 << 16
 // replayer holds one replay's state.
 type replayer struct {
 	loaded int // blocks and segments the resyncs loaded
-	evs    []snapshot.Event
-	tl     *snapshot.Timeline
-	info   map[uint64]segInfo
+	// stopFirst stops checking at the first divergence
+	// (WhatIfOptions.StopInexact).
+	stopFirst bool
+	evs       []snapshot.Event
+	tl        *snapshot.Timeline
+	info      map[uint64]segInfo
 	// pools routes a request to the private pool its recorded address was
 	// in (a snapshot's entries name no pool).
 	pools poolRoutes
@@ -619,6 +622,10 @@ func (r *replayer) resync(i int) {
 	// (a model that diverges this often tells no more by going on).
 	if r.loaded > len(r.evs)/16+resyncSlack {
 		r.rep.LostAt, r.rep.LostWhy = i, LostTooOften
+		return
+	}
+	if r.stopFirst {
+		r.rep.LostAt, r.rep.LostWhy = i, LostAsked
 		return
 	}
 	r.tl.Wait() // the timeline may still be replaying (ReplayOptions.Started)

@@ -176,6 +176,10 @@ const (
 	// LostTooOften: the model diverged so often that rebuilding it after
 	// each divergence would cost more than replaying the trace.
 	LostTooOften
+	// LostAsked: the caller keeps only exact answers
+	// (WhatIfOptions.StopInexact), so checking stopped at the first
+	// divergence.
+	LostAsked
 )
 
 // String says it in a few words, after "checking stopped at event N".
@@ -187,6 +191,8 @@ func (l Lost) String() string {
 		return "the recorded state could not be loaded into the model"
 	case LostTooOften:
 		return "the model diverged too often to rebuild it after each divergence"
+	case LostAsked:
+		return "only a model that matches every decision was asked for"
 	}
 	return ""
 }

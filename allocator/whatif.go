@@ -341,6 +341,7 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 	if err != nil {
 		return nil, err
 	}
+	r.stopFirst = opt.StopInexact
 	pairs := newBlockSlots(evs, live, mostLive)
 	go pairs.pairAhead() // beside the check, which needs none of it
 	r.prog = newProgress()
