@@ -46,18 +46,12 @@ var serveMisses = map[string]string{
 // settings replays the recorded run (0%); under others its start state is
 // re-made and the answer is a point with a bound: torch's peak lies inside
 // the bound (inBound: the model's 2% on each end), and the point is
-// within 5% of it (or serveMisses says why not). No what-if runs out of memory: torch did not under the 3.5 GiB cap.
+// within 5% of it (or serveMisses says why not). No what-if runs out of
+// memory: torch did not under the 3.5 GiB cap.
 func TestWhatIfServeTruth(t *testing.T) {
 	for _, wl := range []string{"servefull", "servelate", "servewrap"} {
 		dir := filepath.Join("../fixtures", "whatif-"+wl)
-		truths := map[string]*truth.File{}
-		for _, name := range whatIfSettings {
-			tr, err := truth.Read(filepath.Join(dir, name, "truth.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			truths[name] = tr
-		}
+		truths := settingTruths(t, dir)
 		for _, a := range serveRecorded {
 			s, err := snapshot.Open(filepath.Join(dir, a, "snapshot.pickle.gz"))
 			if err != nil {

@@ -1,10 +1,6 @@
 package allocator
 
-import (
-	"slices"
-
-	"github.com/memscope/memscope/snapshot"
-)
+import "github.com/memscope/memscope/snapshot"
 
 // This file is a late recording's start state under a what-if's own
 // settings. The state rebuilt at the first entry (snapshot.Timeline's
@@ -39,24 +35,30 @@ func sameDecisions(a, b Settings) bool {
 func (w *whatIf) placeStart(live []snapshot.LiveBlock, ranges []snapshot.ReservedRange, info map[uint64]segInfo, cached bool) bool {
 	a := w.a
 	a.live = map[uint64]*block{}
+	// Each range's first live block and each live block's pool, by one
+	// walk of both in address order (as load does).
+	first := make([]int, len(ranges))
+	pools := make([]snapshot.PoolID, len(live))
+	var unknown int64
+	j := 0
+	for i, r := range ranges {
+		for j < len(live) && live[j].Addr < r.Addr {
+			j++
+		}
+		first[i] = j
+		for ; j < len(live) && live[j].Addr < r.End; j++ {
+			pools[j] = info[r.Addr].pool
+		}
+		unknown += int64(r.End - r.Addr)
+	}
 	var held []*block
 	for i := len(ranges) - 1; i >= 0 && cached; i-- { // the highest address first: the oldest segment
 		r := ranges[i]
 		size := int64(r.End - r.Addr)
 		in := info[r.Addr]
 		stream := in.stream
-		if !in.known {
-			if j, ok := slices.BinarySearchFunc(live, r.Addr, func(b snapshot.LiveBlock, addr uint64) int {
-				switch {
-				case b.Addr < addr:
-					return -1
-				case b.Addr > addr:
-					return 1
-				}
-				return 0
-			}); ok || j < len(live) && live[j].Addr < r.End {
-				stream = live[j].Stream
-			}
+		if k := first[i]; !in.known && k < len(live) && live[k].Addr < r.End {
+			stream = live[k].Stream
 		}
 		// A small-pool segment is two requests of the small pool's
 		// largest size; a large one a request of its size.
@@ -76,29 +78,13 @@ func (w *whatIf) placeStart(live []snapshot.LiveBlock, ranges []snapshot.Reserve
 		a.free(b, false)
 	}
 	a.Drain()
-	var unknown int64
-	for _, r := range ranges {
-		unknown += int64(r.End - r.Addr)
-	}
 	for i := range live {
 		lb := &live[i]
 		req := lb.Requested
 		if req <= 0 {
 			req = lb.Size
 		}
-		var pool snapshot.PoolID // the pool of the range that holds it
-		if j, ok := slices.BinarySearchFunc(ranges, lb.Addr, func(r snapshot.ReservedRange, addr uint64) int {
-			switch {
-			case r.End <= addr:
-				return -1
-			case r.Addr > addr:
-				return 1
-			}
-			return 0
-		}); ok {
-			pool = info[ranges[j].Addr].pool
-		}
-		b := a.malloc(req, lb.Stream, pool)
+		b := a.malloc(req, lb.Stream, pools[i])
 		if b == nil {
 			return false
 		}

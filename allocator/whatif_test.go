@@ -140,14 +140,7 @@ var whatIfMisses = map[string]whatIfMiss{
 func TestWhatIfTruth(t *testing.T) {
 	for _, wl := range whatIfWorkloads {
 		dir := filepath.Join("../fixtures", "whatif-"+wl)
-		truths := map[string]*truth.File{}
-		for _, name := range whatIfSettings {
-			tr, err := truth.Read(filepath.Join(dir, name, "truth.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			truths[name] = tr
-		}
+		truths := settingTruths(t, dir)
 		ooms := map[string]int64{} // each run's oom size
 		for _, name := range whatIfSettings {
 			s, err := snapshot.Open(filepath.Join(dir, name, "snapshot.pickle"))
@@ -761,4 +754,19 @@ func TestWhatIfHeldFreeAddressReused(t *testing.T) {
 		t.Errorf("what-if: %d unmatched frees, oom %v, end reserved %d, peak allocated %d, %d retries; want 0, none, %d, %d, 1",
 			o.Unmatched, o.OOM, o.EndReserved, o.PeakAllocated, o.Retries, 40*M, 40*M)
 	}
+}
+
+// settingTruths reads the truth.json of every setting (whatIfSettings) of
+// a what-if fixture folder: torch's run of the workload under it.
+func settingTruths(t *testing.T, dir string) map[string]*truth.File {
+	t.Helper()
+	truths := map[string]*truth.File{}
+	for _, name := range whatIfSettings {
+		tr, err := truth.Read(filepath.Join(dir, name, "truth.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		truths[name] = tr
+	}
+	return truths
 }

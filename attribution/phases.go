@@ -125,7 +125,7 @@ func findPhases(s *snapshot.Snapshot, device int, events []snapshot.Event, range
 		return p
 	}
 	if src.key == "one pass" && !hasOOM(events) {
-		if d := oomElsewhere(s, device); d >= 0 {
+		if d := oomElsewhere(s, device, k); d >= 0 {
 			p.CutElsewhere, p.CutDevice = true, d
 		}
 	}

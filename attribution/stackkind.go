@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/memscope/memscope/snapshot"
 )
@@ -99,6 +100,10 @@ type kindCache struct {
 	// only) and then grad_data, so its last allocating line is the
 	// gradient buffer's and any earlier one the parameters'.
 	gradBufLine int64
+	// oomDevices are the first two devices whose traces hold an OOM,
+	// found once (oomElsewhere).
+	oomOnce    sync.Once
+	oomDevices []int
 }
 
 // megatronBuffers is the file of Megatron's contiguous parameter and

@@ -64,7 +64,7 @@ func findSteps(s *snapshot.Snapshot, device int, events []snapshot.Event, ranges
 		}
 		return sp, stepSource{key: "pattern"}
 	}
-	if onePass(events, k, oomElsewhere(s, device) >= 0) {
+	if onePass(events, k, oomElsewhere(s, device, k) >= 0) {
 		return []span{{firstAlloc(events, 0, len(events)-1), len(events) - 1}}, stepSource{key: "one pass"}
 	}
 	return nil, stepSource{key: "none"}
@@ -248,10 +248,22 @@ func ownRange(name string) bool {
 // memory (-1: none): one process driving several GPUs (DataParallel's
 // replicas, a model split over devices by device_map="auto") stops at one
 // device's OOM, and every device's recording is then the same cut-short
-// pass.
-func oomElsewhere(s *snapshot.Snapshot, device int) int {
-	for d, evs := range s.Traces {
-		if d != device && hasOOM(evs) {
+// pass. The devices with an OOM are found once per snapshot (k's cache):
+// asked by every device, a scan of every trace would grow with the square
+// of the devices.
+func oomElsewhere(s *snapshot.Snapshot, device int, k *kinds) int {
+	k.oomOnce.Do(func() {
+		for d, evs := range s.Traces {
+			if hasOOM(evs) {
+				k.oomDevices = append(k.oomDevices, d)
+				if len(k.oomDevices) == 2 {
+					break // the first other than any one device is among these two
+				}
+			}
+		}
+	})
+	for _, d := range k.oomDevices {
+		if d != device {
 			return d
 		}
 	}
