@@ -1,6 +1,10 @@
 package attribution
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/memscope/memscope/snapshot"
+)
 
 // Diff compares two analyses device by device (device d of A with device d
 // of B, or the sole device of each when each has one): what grew at the
@@ -20,10 +24,14 @@ type DeviceDiff struct {
 	PeakA, PeakB                 Numbers
 	ReservedPeakA, ReservedPeakB int64
 	EndA, EndB                   Numbers
-	Sites                        []Delta // at the peak, by site label, largest change first
-	Categories                   []Delta // at the peak
-	Phases                       []Delta // each phase name's highest peak over the steps
-	OnlyA, OnlyB                 bool    // the device is in one snapshot only
+	// Sites are the bytes at the peak by the frame that allocated them
+	// (a library site's frame, not the user's line that called it: a fix
+	// edits the calling script, and its sites must still pair), largest
+	// change first; each row names its callers on either side.
+	Sites        []Delta
+	Categories   []Delta // at the peak
+	Phases       []Delta // each phase name's highest peak over the steps
+	OnlyA, OnlyB bool    // the device is in one snapshot only
 }
 
 // Delta is one row of a diff.
@@ -32,6 +40,14 @@ type Delta struct {
 	A      int64  `json:"a"`
 	B      int64  `json:"b"`
 	Change int64  `json:"change"` // B − A
+	// CallerA and CallerB are, for a row of sites, the user's line that
+	// called the allocating library frame in A and in B (the one holding
+	// the most bytes where there are several: CallersA and CallersB count
+	// them); empty where the side has no caller.
+	CallerA  string `json:"caller_a,omitempty"`
+	CallerB  string `json:"caller_b,omitempty"`
+	CallersA int    `json:"callers_a,omitempty"`
+	CallersB int    `json:"callers_b,omitempty"`
 }
 
 // Compare diffs a against b.
@@ -70,10 +86,11 @@ func Compare(a, b *Analysis) *Diff {
 func compareDevices(a, b *Device) DeviceDiff {
 	dd := DeviceDiff{OnlyA: b == nil, OnlyB: a == nil}
 	var sa, sb, ca, cb, pa, pb map[string]int64
+	var fa, fb map[string]map[string]int64
 	if a != nil {
 		dd.Device, dd.DeviceB = a.Device, a.Device
 		dd.PeakA, dd.EndA, dd.ReservedPeakA = a.Peak.Numbers, a.End.Numbers, a.Timeline.PeakReserved.Bytes
-		sa, ca, pa = a.groups()
+		sa, fa, ca, pa = a.groups()
 	}
 	if b != nil {
 		dd.DeviceB = b.Device
@@ -81,18 +98,34 @@ func compareDevices(a, b *Device) DeviceDiff {
 			dd.Device = b.Device
 		}
 		dd.PeakB, dd.EndB, dd.ReservedPeakB = b.Peak.Numbers, b.End.Numbers, b.Timeline.PeakReserved.Bytes
-		sb, cb, pb = b.groups()
+		sb, fb, cb, pb = b.groups()
 	}
 	dd.Sites, dd.Categories, dd.Phases = Deltas(sa, sb), Deltas(ca, cb), Deltas(pa, pb)
+	for i := range dd.Sites {
+		r := &dd.Sites[i]
+		r.CallerA, r.CallersA = topCaller(fa[r.Name])
+		r.CallerB, r.CallersB = topCaller(fb[r.Name])
+	}
 	return dd
 }
 
-// groups returns the peak's bytes by site label and by category, and each
-// phase name's highest peak.
-func (d *Device) groups() (sites, cats, phases map[string]int64) {
-	sites, cats, phases = map[string]int64{}, map[string]int64{}, map[string]int64{}
+// groups returns the peak's bytes by allocating frame (SiteKey) with each
+// frame's bytes by caller, by category, and each phase name's highest
+// peak.
+func (d *Device) groups() (sites map[string]int64, callers map[string]map[string]int64, cats, phases map[string]int64) {
+	sites, callers, cats, phases = map[string]int64{}, map[string]map[string]int64{}, map[string]int64{}, map[string]int64{}
+	st := d.an.Snapshot.Stacks
 	for _, s := range d.Peak.Sites {
-		sites[s.Label] += s.Bytes
+		k := SiteKey(st, s.Site)
+		sites[k] += s.Bytes
+		if s.Site.HasCaller {
+			c := callers[k]
+			if c == nil {
+				c = map[string]int64{}
+				callers[k] = c
+			}
+			c[FrameLabel(st.Frame(s.Site.Caller))] += s.Bytes
+		}
 	}
 	for c := Category(0); c < NumCategories; c++ {
 		if d.Peak.Categories[c].Count > 0 {
@@ -102,7 +135,7 @@ func (d *Device) groups() (sites, cats, phases map[string]int64) {
 	for _, ph := range d.Phases.List {
 		phases[ph.Name] = max(phases[ph.Name], ph.Peak.Allocated)
 	}
-	return sites, cats, phases
+	return sites, callers, cats, phases
 }
 
 // Deltas pairs the values of a and b by name, largest |change| first.
@@ -126,6 +159,26 @@ func Deltas(a, b map[string]int64) []Delta {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// SiteKey names the frame that allocated for a site: its Label without the
+// caller, so a library frame reached from two scripts (or two lines of
+// one) is one site. Diffs key sites by it.
+func SiteKey(st *snapshot.Stacks, s Site) string {
+	s.Caller, s.HasCaller = 0, false
+	return s.Label(st)
+}
+
+// topCaller returns the caller holding the most bytes (the first by name
+// of equals) and how many callers there are.
+func topCaller(by map[string]int64) (string, int) {
+	top, most := "", int64(-1)
+	for c, n := range by {
+		if n > most || n == most && c < top {
+			top, most = c, n
+		}
+	}
+	return top, len(by)
 }
 
 func abs(n int64) int64 {

@@ -370,7 +370,7 @@ func diffText(w io.Writer, nameA, nameB string, d *attribution.Diff, top int) er
 		tw.Flush()
 		deltaText(ew, "phases (highest peak of each)", dd.Phases, top)
 		deltaText(ew, "categories at the peak", dd.Categories, top)
-		deltaText(ew, "sites at the peak", dd.Sites, top)
+		deltaText(ew, "sites at the peak (by the frame that allocated)", dd.Sites, top)
 	}
 	return ew.err
 }
@@ -386,9 +386,36 @@ func deltaText(ew *errWriter, title string, rows []attribution.Delta, top int) {
 		if i == top {
 			break
 		}
-		fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", units.Bytes(r.A), units.Bytes(r.B), signed(r.Change), clip(r.Name, 60))
+		fprintf(tw, "  %10s\t%10s\t%11s\t%s\n", units.Bytes(r.A), units.Bytes(r.B), signed(r.Change), clip(r.Name, 72))
+		if c := callersText(r); c != "" {
+			fprintf(tw, "  \t\t\t  %s\n", c)
+		}
 	}
 	tw.Flush()
+}
+
+// callersText names a site row's callers: "called from train.py:202 fwd"
+// when both sides called from the same line, else each side's, marked A
+// and B; "" when neither has one.
+func callersText(r attribution.Delta) string {
+	side := func(c string, n int) string {
+		s := clip(c, 60)
+		if n > 1 {
+			s += fmt.Sprintf(" and %d more", n-1)
+		}
+		return s
+	}
+	switch {
+	case r.CallerA == "" && r.CallerB == "":
+		return ""
+	case r.CallerA == r.CallerB && r.CallersA == r.CallersB:
+		return "called from " + side(r.CallerA, r.CallersA)
+	case r.CallerA == "":
+		return "called from " + side(r.CallerB, r.CallersB) + " (B)"
+	case r.CallerB == "":
+		return "called from " + side(r.CallerA, r.CallersA) + " (A)"
+	}
+	return "called from " + side(r.CallerA, r.CallersA) + " (A), " + side(r.CallerB, r.CallersB) + " (B)"
 }
 
 // opBytesText writes the live bytes of a moment by operator (from a joined

@@ -32,3 +32,23 @@ func TestDiffSoleDevices(t *testing.T) {
 		t.Errorf("diff JSON = %+v, want device 0, device_b 3, B's peak 6 MiB", j)
 	}
 }
+
+// TestCallersText: a diff's site row says who called the allocating frame
+// once when both runs called it from the same line, each side's otherwise.
+func TestCallersText(t *testing.T) {
+	for _, tc := range []struct {
+		r    attribution.Delta
+		want string
+	}{
+		{attribution.Delta{Name: "f.py:1 g"}, ""},
+		{attribution.Delta{CallerA: "train.py:9 main", CallerB: "train.py:9 main", CallersA: 1, CallersB: 1}, "called from train.py:9 main"},
+		{attribution.Delta{CallerA: "train.py:202 fwd", CallerB: "train_ckpt.py:52 fwd", CallersA: 1, CallersB: 3},
+			"called from train.py:202 fwd (A), train_ckpt.py:52 fwd and 2 more (B)"},
+		{attribution.Delta{CallerB: "train_ckpt.py:52 fwd", CallersB: 1}, "called from train_ckpt.py:52 fwd (B)"},
+		{attribution.Delta{CallerA: "train.py:202 fwd", CallersA: 1}, "called from train.py:202 fwd (A)"},
+	} {
+		if got := callersText(tc.r); got != tc.want {
+			t.Errorf("callersText(%+v) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}

@@ -454,6 +454,29 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestCompareFix: serve's Compare pairs sites by the frame that allocated,
+// as diff does: the chunked-loss run calls the model from another line of
+// the script (train.py:115, not :113), and its forward frames are still one
+// row each, both callers named, with no row naming a caller.
+func TestCompareFix(t *testing.T) {
+	a, b := "../fixtures/advise/train-none/snapshot.pickle", "../fixtures/advise/train-chunked-loss/snapshot.pickle"
+	var c Compare
+	get(t, newServer(t, a, b), "/api/compare?a=0&b=1", &c)
+	const script = "<repo>/capture/advise/train.py:"
+	var paired int
+	for _, r := range c.Sites {
+		if strings.Contains(r.Name, "called from") {
+			t.Errorf("site row %q names its caller", r.Name)
+		}
+		if r.CallerA == script+"113 main" && r.CallerB == script+"115 main" && r.A > 0 && r.B > 0 {
+			paired++
+		}
+	}
+	if paired < 4 {
+		t.Errorf("%d site rows pair the forward's frames called from train.py:113 in A and :115 in B, want at least 4: %+v", paired, c.Sites)
+	}
+}
+
 // TestSettings: /api/settings on the variable-length what-if workload
 // says expandable segments lower the reserved peak to what torch reserved
 // when the same run was made with them (within the 1% the model's

@@ -550,7 +550,17 @@ async function loadCompare() {
   g.fillStyle = '#1565c0'; g.fillText('A ' + c.source_a, L + 6, T + 24);
   g.fillStyle = '#c62828'; g.fillText('B ' + c.source_b, L + 6, T + 38);
   cv.dataset.slots = String(c.aligned.length);
-  const d = (rows) => table(['', 'A', 'B', 'B − A'], rows.map((r) => [esc(r.name), fmtBytes(r.a), fmtBytes(r.b), fmtBytes(r.change)]));
+  // A site row is the frame that allocated; the user's lines that called it, A's and B's, below.
+  const callers = (r) => {
+    const side = (c, n) => esc(c) + (n > 1 ? ' and ' + (n - 1) + ' more' : '');
+    if (!r.caller_a && !r.caller_b) return '';
+    if (r.caller_a === r.caller_b && r.callers_a === r.callers_b) return '<br><span class="muted">called from ' + side(r.caller_a, r.callers_a) + '</span>';
+    const parts = [];
+    if (r.caller_a) parts.push(side(r.caller_a, r.callers_a) + ' (A)');
+    if (r.caller_b) parts.push(side(r.caller_b, r.callers_b) + ' (B)');
+    return '<br><span class="muted">called from ' + parts.join(', ') + '</span>';
+  };
+  const d = (rows) => table(['', 'A', 'B', 'B − A'], rows.map((r) => [esc(r.name) + callers(r), fmtBytes(r.a), fmtBytes(r.b), fmtBytes(r.change)]));
   $('c-body').innerHTML = table(['', 'A', 'B'], [['allocated at the peak', fmtBytes(c.peak_a.allocated), fmtBytes(c.peak_b.allocated)],
     ['reserved peak', fmtBytes(c.reserved_peak[0]), fmtBytes(c.reserved_peak[1])], ['allocated at the end', fmtBytes(c.end_a.allocated), fmtBytes(c.end_b.allocated)]]) +
     (c.truncated ? '<div class="muted">the first slots only</div>' : '') +
