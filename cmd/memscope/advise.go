@@ -1,13 +1,10 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
 
@@ -54,28 +51,19 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 	// Advise names no sites, so it takes no --focus or --ignore.
 	o := analysisOptions{top: -1, allocSizes: true}
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	fs.IntVar(&o.device, "device", -1, "advise on CUDA device `N` only; -1 for every device")
+	deviceFlag(fs, &o.device, "advise on CUDA device `N` only; -1 for every device")
 	memoryFlag(fs)
-	deviceMemory := fs.String("device-memory", "", "hold each fix against a device of `SIZE` or a GPU name: "+strings.Join(budget.GPUNames(), ", "))
+	var gpu budget.GPU
+	gpuFlag(fs, &gpu, "hold each fix against a device of `SIZE` or a GPU name: ")
 	ranks := fs.Int64("ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	chunks := fs.Int64("loss-chunks", 8, "slices `N` of the chunked cross-entropy suggested")
 	return func(cc *cmdContext, paths []string) error {
-		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks, Settings: true}
+		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks, Settings: true, DeviceName: gpu.Name, DeviceMemory: gpu.Memory}
 		if *ranks < 2 {
 			return usageErrorf("--ranks %d: want 2 or more", *ranks)
 		}
 		if *chunks < 2 {
 			return usageErrorf("--loss-chunks %d: want 2 or more", *chunks)
-		}
-		if *deviceMemory != "" {
-			if g, ok := budget.LookupGPU(*deviceMemory); ok {
-				opt.DeviceName, opt.DeviceMemory = g.Name, g.Memory
-			} else if n, err := units.ParseBytes(*deviceMemory); err == nil && n > 0 {
-				opt.DeviceMemory = n
-			} else {
-				return usageErrorf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
-					*deviceMemory, strings.Join(budget.GPUNames(), ", "))
-			}
 		}
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
 			r := &report.Advice{Source: path}

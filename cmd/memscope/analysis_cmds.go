@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -25,7 +24,7 @@ type analysisOptions struct {
 // list the largest sites.
 func (o *analysisOptions) define(fs *pflag.FlagSet, withTop bool) {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	fs.IntVar(&o.device, "device", -1, "analyse only CUDA device `N`; -1 for every device")
+	deviceFlag(fs, &o.device, "analyse only CUDA device `N`; -1 for every device")
 	o.top = -1
 	if withTop {
 		fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
@@ -217,41 +216,25 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 // checkOptions are the limits of 'memscope check'.
 type checkOptions struct {
 	analysisOptions
-	maxPeak, maxReserved, maxLeak string
-	maxFrag                       float64
-	allowOOM, allowUnjudged       bool
+	lim attribution.Limits
 }
 
 func checkFlags(fs *pflag.FlagSet) runFunc {
-	var o checkOptions
+	o := checkOptions{lim: attribution.NoLimits}
 	fs.BoolVar(&o.json, "json", false, "write the verdict as JSON")
-	fs.IntVar(&o.device, "device", -1, "check only CUDA device `N`; -1 for every device")
+	deviceFlag(fs, &o.device, "check only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
-	fs.StringVar(&o.maxPeak, "max-peak", "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
-	fs.StringVar(&o.maxReserved, "max-reserved", "", "fail when peak reserved exceeds `SIZE`")
-	fs.StringVar(&o.maxLeak, "max-leak", "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
-	fs.Float64Var(&o.maxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
-	fs.BoolVar(&o.allowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
-	fs.BoolVar(&o.allowUnjudged, "allow-unjudged", false, "pass a limit the recording cannot judge (--max-leak with too few steps or no allocation history, --max-frag with nothing reserved) instead of failing on it")
+	sizeFlag(fs, &o.lim.MaxPeak, "max-peak", false, "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
+	sizeFlag(fs, &o.lim.MaxReserved, "max-reserved", false, "", "fail when peak reserved exceeds `SIZE`")
+	sizeFlag(fs, &o.lim.MaxLeak, "max-leak", false, "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
+	fs.Float64Var(&o.lim.MaxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
+	fs.BoolVar(&o.lim.AllowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
+	fs.BoolVar(&o.lim.AllowUnjudged, "allow-unjudged", false, "pass a limit the recording cannot judge (--max-leak with too few steps or no allocation history, --max-frag with nothing reserved) instead of failing on it")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		if o.maxFrag > 1 {
-			return usageErrorf("--max-frag %g: a fraction of reserved memory, from 0 to 1 (0.25 for 25%%)", o.maxFrag)
-		}
-		lim := attribution.NoLimits
-		lim.MaxFrag, lim.AllowOOM, lim.AllowUnjudged = o.maxFrag, o.allowOOM, o.allowUnjudged
-		for _, v := range []struct {
-			flag, val string
-			dst       *int64
-		}{{"--max-peak", o.maxPeak, &lim.MaxPeak}, {"--max-reserved", o.maxReserved, &lim.MaxReserved}, {"--max-leak", o.maxLeak, &lim.MaxLeak}} {
-			if v.val == "" {
-				continue
-			}
-			n, err := units.ParseBytes(v.val)
-			if err != nil {
-				return usageErrorf("%s: %v", v.flag, err)
-			}
-			*v.dst = n
+		lim := o.lim
+		if lim.MaxFrag > 1 {
+			return usageErrorf("--max-frag %g: a fraction of reserved memory, from 0 to 1 (0.25 for 25%%)", lim.MaxFrag)
 		}
 		if !lim.Any() {
 			return usageErrorf("nothing to check: --allow-oom and no limit given; set --max-peak, --max-reserved, --max-leak or --max-frag")

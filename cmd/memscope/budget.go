@@ -11,7 +11,6 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
 
@@ -24,8 +23,7 @@ type budgetOptions struct {
 	precision, optimizer    string
 	optimizerImpl, ckpt     string
 	loss, mode              string
-	workspace, overhead     string
-	deviceMemory            string
+	gpu                     budget.GPU
 	ranks                   int64
 	snapshot, truth, runDir string
 	device                  int
@@ -58,14 +56,15 @@ func budgetFlags(fs *pflag.FlagSet) runFunc {
 	fs.Int64Var(&s.MaxTokens, "max-tokens", 0, "inference: `N` tokens in the KV cache over all sequences (default: batch × seq)")
 	fs.Int64Var(&s.Accumulation, "accumulation", 1, "`N` micro-batches per optimizer step (gradients then live through the forward)")
 	fs.Int64Var(&s.ShardRanks, "shard-ranks", 1, "shard optimizer state over `N` data-parallel ranks (ZeRO-1)")
-	fs.StringVar(&o.workspace, "workspace", "", "cuBLAS workspace `SIZE` in the allocator (default: 32 MiB per matmul thread on Hopper, 8.1 MiB on older GPUs)")
-	fs.StringVar(&o.overhead, "overhead", "", "memory outside the allocator, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
-	fs.StringVar(&o.deviceMemory, "device-memory", "", "hold the budget against a device of `SIZE` or a GPU name: "+strings.Join(budget.GPUNames(), ", "))
+	s.Workspace, s.Outside = -1, -1
+	sizeFlag(fs, &s.Workspace, "workspace", false, "", "cuBLAS workspace `SIZE` in the allocator (default: 32 MiB per matmul thread on Hopper, 8.1 MiB on older GPUs)")
+	sizeFlag(fs, &s.Outside, "overhead", false, "", "memory outside the allocator, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
+	gpuFlag(fs, &o.gpu, "hold the budget against a device of `SIZE` or a GPU name: ")
 	fs.Int64Var(&o.ranks, "ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	fs.StringVar(&o.snapshot, "snapshot", "", "compare with the phases measured in `SNAP` (also the positional argument)")
 	fs.StringVar(&o.truth, "truth", "", "compare with the phase peaks torch measured, a capture's `truth.json`")
 	fs.StringVar(&o.runDir, "run", "", "compare with `DIR`'s snapshot.pickle and truth.json (a fixture, or harness.py scenario output)")
-	fs.IntVar(&o.device, "device", -1, "the snapshot's CUDA device `N` (default: the first with recorded events)")
+	deviceFlag(fs, &o.device, "the snapshot's CUDA device `N` (default: the first with recorded events)")
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	memoryFlag(fs)
 	return func(cc *cmdContext, args []string) error {
@@ -246,30 +245,9 @@ func (o *budgetOptions) resolveShape(fs *pflag.FlagSet, tr *budget.Truth) (budge
 	if s.Seq == 0 {
 		return s, budget.GPU{}, usageErrorf("--seq is required: the tokens per sequence")
 	}
-	var gpu budget.GPU
-	if o.deviceMemory != "" {
-		if g, ok := budget.LookupGPU(o.deviceMemory); ok {
-			gpu = g
-		} else if n, err := units.ParseBytes(o.deviceMemory); err == nil {
-			gpu = budget.GPU{Memory: n}
-		} else {
-			return s, gpu, usageErrorf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
-				o.deviceMemory, strings.Join(budget.GPUNames(), ", "))
-		}
-	}
-	s.Workspace, s.Outside = gpu.WorkspaceIn(s.Mode), -1
-	for _, v := range []struct {
-		flag, val string
-		dst       *int64
-	}{{"--workspace", o.workspace, &s.Workspace}, {"--overhead", o.overhead, &s.Outside}} {
-		if v.val == "" {
-			continue
-		}
-		n, err := units.ParseBytes(v.val)
-		if err != nil {
-			return s, gpu, usageErrorf("%s: %v", v.flag, err)
-		}
-		*v.dst = n
+	gpu := o.gpu
+	if s.Workspace < 0 { // not given
+		s.Workspace = gpu.WorkspaceIn(s.Mode)
 	}
 	if err := s.Check(); err != nil {
 		return s, gpu, usageErrorf("%v", err)

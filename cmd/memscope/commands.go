@@ -388,7 +388,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	var o summaryOptions
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
-	fs.IntVar(&o.device, "device", -1, "report only CUDA device `N`; -1 for every device")
+	deviceFlag(fs, &o.device, "report only CUDA device `N`; -1 for every device")
 	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
@@ -403,9 +403,6 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 		}
 		if o.top < 0 {
 			return usageErrorf("--top %d: want 0 or more", o.top)
-		}
-		if o.device < -1 {
-			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
 		}
 		return runSummary(cc, o, paths)
 	}

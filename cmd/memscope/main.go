@@ -9,18 +9,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 )
 
 func main() {
-	// A decoded snapshot is kept whole until the process exits, so garbage is
-	// a small part of the heap: collecting less often saves about a tenth of
-	// a 1 GB summary's time and did not raise its peak RSS (BENCHMARKS.md).
-	// GOGC, when set, still wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(300)
-	}
+	gcKeep()          // memlimit.go: the memory policy
 	holdMemory = true // memlimit.go
 	os.Exit(exitCode(profiled(func() error { return run(os.Args[1:], os.Stdout, os.Stderr) })))
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/budget"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ with the current output")
@@ -154,6 +156,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"summary", "a.pickle", "--top"}, []string{"memscope: summary: flag needs an argument: --top", "run 'memscope help summary' for its usage"}},
 		{[]string{"summary", "--top=-1", "a.pickle"}, []string{"memscope: summary: --top -1: want 0 or more", "run 'memscope help summary' for its usage"}},
 		{[]string{"summary", "--device=-2", "a.pickle"}, []string{"memscope: summary: --device -2: want a device number, or -1 for all", "run 'memscope help summary' for its usage"}},
+		// One --device rule for every command that takes it (peak and ops
+		// once read -3 as every device).
+		{[]string{"peak", "--device=-3", "a.pickle"}, []string{"memscope: peak: --device -3: want a device number, or -1 for all", "run 'memscope help peak' for its usage"}},
+		{[]string{"ops", "--device", "x", "t.json"}, []string{`memscope: ops: --device "x": want a device number, or -1 for all`, "run 'memscope help ops' for its usage"}},
+		{[]string{"whatif", "--device=-2", "a.pickle"}, []string{"memscope: whatif: --device -2: want a device number, or -1 for all", "run 'memscope help whatif' for its usage"}},
+		// Sizes: a positive one says what a size looks like; a limit gives
+		// the parser's reason.
+		{[]string{"summary", "--max-memory", "0", "a.pickle"}, []string{`memscope: summary: --max-memory "0": want a size such as 8GiB`, "run 'memscope help summary' for its usage"}},
+		{[]string{"whatif", "--memory-limit", "lots", "a.pickle"}, []string{`memscope: whatif: --memory-limit "lots": want a size such as 24GiB`, "run 'memscope help whatif' for its usage"}},
+		{[]string{"check", "--max-peak", "40G", "a.pickle"}, []string{`memscope: check: --max-peak: size "40G": ambiguous unit "G": write GiB (2^30) or GB (10^9)`, "run 'memscope help check' for its usage"}},
+		{[]string{"advise", "--device-memory", "0", "a.pickle"}, []string{`memscope: advise: --device-memory "0": neither a size (80GiB) nor a GPU this knows (` + strings.Join(budget.GPUNames(), ", ") + ")", "run 'memscope help advise' for its usage"}},
 		{[]string{"help", "summary", "extra"}, []string{`memscope: help: unexpected argument "extra"`, "run 'memscope help help' for its usage"}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 
@@ -9,7 +10,39 @@ import (
 	"github.com/memscope/memscope/trace"
 )
 
-// This file holds the process to the memory budget the decoders enforce.
+// This file is the process's memory policy, in one place: how often the
+// garbage collector runs, when it is made to run, and the soft memory
+// limit.
+//
+// A decoded snapshot is kept whole until the process exits, so garbage is a
+// small part of the heap: collecting less often (GOGC 300, gcKeep, set by
+// main) saved about a tenth of a 1 GB summary's time and did not raise its
+// peak RSS (BENCHMARKS.md). A command whose work makes garbage on top of
+// that heap (pprof building and encoding a profile; ranks reading one
+// snapshot after another) goes back to 100 (gcChurn): 300 would let the
+// garbage grow to three times the live heap. GOGC, when set, wins over both.
+// Where a large structure has just become garbage (the unpickler's memo
+// after a decode, a rank's snapshot once its numbers are read), collect
+// runs a collection so the next one reuses its memory.
+
+// gcKeep is the collector's pace for a heap that is mostly kept: main's.
+func gcKeep() { gcPercent(300) }
+
+// gcChurn is the pace for work that makes garbage on top of a kept heap.
+func gcChurn() { gcPercent(100) }
+
+func gcPercent(p int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(p)
+	}
+}
+
+// collect runs a collection now: what was just dropped is a large part
+// of the heap.
+func collect() { runtime.GC() }
+
+// The rest of this file holds the process to the memory budget the
+// decoders enforce.
 // The decoders count what they keep live against a budget (--max-memory,
 // or one proportional to each file's size); the garbage collector, left to
 // GOGC (300: see main), would let the heap grow to four times that before

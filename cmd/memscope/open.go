@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/memscope/memscope/attribution"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 	"github.com/spf13/pflag"
@@ -19,21 +17,15 @@ import (
 // memoryFlag defines --max-memory, which every command that reads
 // snapshots or traces takes; runCommand reads it into cmdContext.maxMemory.
 func memoryFlag(fs *pflag.FlagSet) {
-	fs.String("max-memory", "", "let decoding, and the whole process, use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to each file's size (a pipe's: to what was read)")
+	sizeFlag(fs, new(int64), "max-memory", true, "8GiB", "let decoding, and the whole process, use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to each file's size (a pipe's: to what was read)")
 }
 
-// parseMemoryFlag sets cc.maxMemory from fs's --max-memory, if it has one.
-func parseMemoryFlag(cc *cmdContext, fs *pflag.FlagSet) error {
-	f := fs.Lookup("max-memory")
-	if f == nil || f.Value.String() == "" {
-		return nil
+// memoryFlagOf is fs's --max-memory in bytes, 0 when not given.
+func memoryFlagOf(fs *pflag.FlagSet) int64 {
+	if f := fs.Lookup("max-memory"); f != nil {
+		return *f.Value.(*sizeValue).n
 	}
-	n, err := units.ParseBytes(f.Value.String())
-	if err != nil || n <= 0 {
-		return usageErrorf("--max-memory %q: want a size such as 8GiB", f.Value.String())
-	}
-	cc.maxMemory = n
-	return nil
+	return 0
 }
 
 // openProfile reads a torch.profiler trace or memory timeline for a
@@ -55,7 +47,7 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 	// snapshot) is garbage now; collecting it here lets the analysis reuse
 	// that memory instead of growing the process. The decoded entries hold
 	// no pointers, so this costs little.
-	runtime.GC()
+	collect()
 	if err != nil {
 		if s == nil {
 			return nil, badInput(err)

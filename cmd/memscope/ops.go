@@ -18,16 +18,14 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
 	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
 	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices, unless the trace has CPU memory only)")
-	device := fs.Int("device", -1, "list only GPU device `N`; -1 for every device")
+	device := new(int)
+	deviceFlag(fs, device, "list only GPU device `N`; -1 for every device")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		keys := map[string]trace.SortKey{"self": trace.BySelf, "alloc": trace.BySelfAlloc, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}
 		key, ok := keys[*sortBy]
 		if !ok {
 			return usageErrorf("--sort %q: want self, alloc, total, peak or net", *sortBy)
-		}
-		if *device < -1 {
-			return usageErrorf("--device %d: want a device number, or -1 for all", *device)
 		}
 		if *by != "op" && *by != "module" {
 			return usageErrorf("--by %q: want op or module", *by)

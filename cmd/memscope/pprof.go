@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,7 +12,7 @@ import (
 
 func pprofFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	fs.IntVar(&o.device, "device", -1, "profile CUDA device `N`; -1: the only device, or the first with recorded events")
+	deviceFlag(fs, &o.device, "profile CUDA device `N`; -1: the only device, or the first with recorded events")
 	filterFlags(fs, &o.focus, &o.ignore)
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE[:M], or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
@@ -35,13 +33,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		// Decoding ran under main's GC percent of 300, which suits a heap
-		// that is mostly the snapshot kept to the end. Building and encoding
-		// the profile makes garbage on top of it, which 300 would let grow
-		// to three times the live heap (BENCHMARKS.md); GOGC still wins.
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(100)
-		}
+		gcChurn() // building and encoding the profile makes garbage on top of the snapshot
 		d := an.Primary()
 		if d == nil {
 			return badInput(fmt.Errorf("%s: no device has segments or recorded events", snaps[0]))

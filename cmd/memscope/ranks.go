@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,10 +47,7 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		// Each worker's snapshot is garbage once its numbers are read: a
-		// collector that waits for the heap to triple (main's GC percent)
-		// would let the garbage of several ranks pile up.
-		debug.SetGCPercent(100)
+		gcChurn() // each worker's snapshot is garbage once its numbers are read
 		stats, skipped := readRanks(cc, inputs, o.jobs)
 		if len(stats) == 0 {
 			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))
@@ -275,7 +271,7 @@ func readRanks(cc *cmdContext, inputs []rankInput, jobs int) ([]attribution.Rank
 				}
 				st, err := readRank(&wcc, inputs[i])
 				results[i] = result{st, err}
-				runtime.GC() // the snapshot just read is garbage: free it before the next
+				collect() // the snapshot just read is garbage: free it before the next
 
 			}
 		}()

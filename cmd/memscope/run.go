@@ -74,7 +74,7 @@ func globalFlags(fs *pflag.FlagSet) (help, version *bool) {
 func runCommand(cc *cmdContext, c *command, args []string) error {
 	fs, runFn, showHelp := commandFlags(c)
 	if err := fs.Parse(args); err != nil {
-		return &usageError{cmd: c.name, msg: err.Error()}
+		return &usageError{cmd: c.name, msg: flagErrorOf(err)}
 	}
 	if *showHelp {
 		writeCommandHelp(cc.stdout, c)
@@ -83,9 +83,7 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 	if err := checkArgs(c.args, fs.Args()); err != nil {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
-	if err := parseMemoryFlag(cc, fs); err != nil {
-		return err
-	}
+	cc.maxMemory = memoryFlagOf(fs)
 	return runFn(cc, fs.Args())
 }
 

@@ -81,13 +81,10 @@ func serveFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.http, "http", "localhost:0", "listen on `HOST:PORT` (port 0: a free one); an address other than loopback needs the token printed in the URL")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator in the summary")
 	fs.StringVar(&o.run, "run", "", "serve the snapshots of the capture run directory `DIR` (and its trace.json.gz)")
-	fs.IntVar(&o.device, "device", -1, "serve only CUDA device `N`; -1 for every device")
+	deviceFlag(fs, &o.device, "serve only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		if o.device < -1 {
-			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
-		}
 		if _, _, err := net.SplitHostPort(o.http); err != nil {
 			return usageErrorf("--http %q: want HOST:PORT, such as localhost:8080 or localhost:0", o.http)
 		}

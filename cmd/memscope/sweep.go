@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/memscope/memscope/capture"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/sweep"
 	"github.com/spf13/pflag"
@@ -17,11 +16,10 @@ import (
 
 // sweepOptions are the flags of 'memscope sweep'.
 type sweepOptions struct {
-	cfg         capture.SweepConfig
-	snapshots   []string
-	memoryLimit string
-	noBisect    bool
-	json        bool
+	cfg       capture.SweepConfig
+	snapshots []string
+	noBisect  bool
+	json      bool
 	// workloadArgs are the workload flags the user set, passed on as given.
 	workloadFlags []string
 	fs            *pflag.FlagSet
@@ -60,7 +58,7 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&c.Warmup, "warmup", 1, "`N` warm-up steps per point, not measured")
 	fs.IntVar(&c.Steps, "steps", 3, "`N` measured steps per point")
 	fs.Float64Var(&c.MemoryFraction, "memory-fraction", 0, "cap each process at fraction `F` of the device (set_per_process_memory_fraction)")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "", "cap each process at `SIZE` (e.g. 24GiB), as a memory fraction")
+	sizeFlag(fs, &c.MemoryLimit, "memory-limit", true, "24GiB", "cap each process at `SIZE` (e.g. 24GiB), as a memory fraction")
 	fs.BoolVar(&o.noBisect, "no-bisect", false, "stop at the ladder's first OOM without bisecting")
 	fs.StringSliceVar(&o.snapshots, "snapshots", []string{"all"}, "`PRECISIONS` whose safe, largest-fit and first-fail points get snapshots: all, none, or a list")
 	fs.IntVar(&c.SnapshotSteps, "snapshot-steps", 0, "`N` measured steps at the snapshot points (0: as many as --steps, so that a late OOM recurs)")
@@ -92,13 +90,6 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 // check maps the options onto the sweep's configuration and checks it.
 func (o *sweepOptions) check() error {
 	c := &o.cfg
-	if o.memoryLimit != "" {
-		n, err := units.ParseBytes(o.memoryLimit)
-		if err != nil || n <= 0 {
-			return usageErrorf("--memory-limit %q: want a size such as 24GiB", o.memoryLimit)
-		}
-		c.MemoryLimit = n
-	}
 	c.Bisect = !o.noBisect
 	switch {
 	case len(o.snapshots) == 1 && o.snapshots[0] == "all":

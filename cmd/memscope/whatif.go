@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/allocator"
-	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -18,20 +17,17 @@ type whatifOptions struct {
 	json        bool
 	device      int
 	confs       []string
-	memoryLimit string
+	memoryLimit int64
 }
 
 func whatifFlags(fs *pflag.FlagSet) runFunc {
 	var o whatifOptions
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	fs.IntVar(&o.device, "device", -1, "model only CUDA device `N`; -1 for every device with recorded events")
+	deviceFlag(fs, &o.device, "model only CUDA device `N`; -1 for every device with recorded events")
 	fs.StringArrayVar(&o.confs, "conf", nil, "drive the recorded requests under the PYTORCH_CUDA_ALLOC_CONF `STRING` (e.g. expandable_segments:True); repeat for several, side by side")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "", "cap the process at `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction would, instead of the limit the recorded OOM shows")
+	sizeFlag(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "cap the process at `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction would, instead of the limit the recorded OOM shows")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		if o.device < -1 {
-			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
-		}
 		sets := make([]allocator.Settings, len(o.confs))
 		for i, c := range o.confs {
 			s, err := allocator.ParseConf(c)
@@ -40,14 +36,7 @@ func whatifFlags(fs *pflag.FlagSet) runFunc {
 			}
 			sets[i] = s
 		}
-		var limit int64
-		if o.memoryLimit != "" {
-			n, err := units.ParseBytes(o.memoryLimit)
-			if err != nil || n <= 0 {
-				return usageErrorf("--memory-limit %q: want a size such as 24GiB", o.memoryLimit)
-			}
-			limit = n
-		}
+		limit := o.memoryLimit
 		snaps, err := snapshotPaths(paths)
 		if err != nil {
 			return err

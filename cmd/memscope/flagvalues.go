@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// This file holds the typed flag values: a CUDA device, a size, a device's
+// memory (a size or a GPU name). Each checks its value as pflag sets it,
+// so a rule is written once, and says what was wrong in its own words:
+// runCommand reports a flagError's message as it is, without pflag's
+// "invalid argument" frame.
+
+// flagError is a flag value a typed value refused.
+type flagError struct{ msg string }
+
+func (e *flagError) Error() string { return e.msg }
+
+// flagErrorOf returns the message of the flagError pflag's parse error
+// wraps, or the parse error's own.
+func flagErrorOf(err error) string {
+	if fe, ok := errors.AsType[*flagError](err); ok {
+		return fe.msg
+	}
+	return err.Error()
+}
+
+// deviceValue is --device: a CUDA device number, or -1, which each command
+// gives its meaning in its usage (every device; every device with recorded
+// events; the first with recorded events).
+type deviceValue struct{ n *int }
+
+// deviceFlag defines --device in fs, bound to dst, -1 by default.
+func deviceFlag(fs *pflag.FlagSet, dst *int, usage string) {
+	*dst = -1
+	fs.Var(deviceValue{dst}, "device", usage)
+}
+
+func (v deviceValue) String() string {
+	if v.n == nil {
+		return "-1"
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (deviceValue) Type() string { return "int" }
+
+func (v deviceValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return &flagError{fmt.Sprintf("--device %q: want a device number, or -1 for all", s)}
+	case n < -1:
+		return &flagError{fmt.Sprintf("--device %d: want a device number, or -1 for all", n)}
+	}
+	*v.n = n
+	return nil
+}
+
+// sizeValue is a flag holding a size in bytes (units.ParseBytes: 24GiB,
+// 1.5GB, 1073741824). A positive one refuses 0 and says what a size looks
+// like (example); another takes 0 and gives ParseBytes's reason.
+type sizeValue struct {
+	name, text, example string
+	n                   *int64
+	positive            bool
+}
+
+// sizeFlag defines the size flag name in fs, bound to dst (left as it is
+// until the flag is given).
+func sizeFlag(fs *pflag.FlagSet, dst *int64, name string, positive bool, example, usage string) {
+	fs.Var(&sizeValue{name: name, example: example, n: dst, positive: positive}, name, usage)
+}
+
+func (v *sizeValue) String() string { return v.text }
+func (*sizeValue) Type() string     { return "string" }
+
+func (v *sizeValue) Set(s string) error {
+	n, err := units.ParseBytes(s)
+	switch {
+	case v.positive && (err != nil || n <= 0):
+		return &flagError{fmt.Sprintf("--%s %q: want a size such as %s", v.name, s, v.example)}
+	case err != nil:
+		return &flagError{fmt.Sprintf("--%s: %v", v.name, err)}
+	}
+	v.text, *v.n = s, n
+	return nil
+}
+
+// gpuValue is --device-memory: a device of a size, or a GPU by name
+// (budget.LookupGPU), with its memory.
+type gpuValue struct {
+	text string
+	gpu  *budget.GPU
+}
+
+// gpuFlag defines --device-memory in fs, bound to dst (Memory 0 until
+// given).
+func gpuFlag(fs *pflag.FlagSet, dst *budget.GPU, usage string) {
+	fs.Var(&gpuValue{gpu: dst}, "device-memory", usage+strings.Join(budget.GPUNames(), ", "))
+}
+
+func (v *gpuValue) String() string { return v.text }
+func (*gpuValue) Type() string     { return "string" }
+
+func (v *gpuValue) Set(s string) error {
+	if g, ok := budget.LookupGPU(s); ok {
+		v.text, *v.gpu = s, g
+		return nil
+	}
+	if n, err := units.ParseBytes(s); err == nil && n > 0 {
+		v.text, *v.gpu = s, budget.GPU{Memory: n}
+		return nil
+	}
+	return &flagError{fmt.Sprintf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
+		s, strings.Join(budget.GPUNames(), ", "))}
+}
