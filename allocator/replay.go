@@ -11,9 +11,9 @@ import (
 	"github.com/memscope/memscope/snapshot"
 )
 
-// ErrNotReplayable is wrapped by the error Replay returns when a device's
-// trace cannot be replayed (no trace, a backend or state the model does
-// not cover); the message gives the reason.
+// ErrNotReplayable is what the error Replay returns is (a *RefusedError,
+// with the reason) when a device's trace cannot be replayed (no trace, a
+// backend or state the model does not cover).
 var ErrNotReplayable = errors.New("cannot replay the allocator")
 
 // ReplayOptions tune ReplayWith.
@@ -74,9 +74,7 @@ func runReplay(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, 
 // newReplayer makes the replay of device's trace, ready to check (the
 // model in the start state), or says why the trace cannot be replayed.
 func newReplayer(s *snapshot.Snapshot, device int, opt ReplayOptions) (*replayer, error) {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
-	}
+	refuse := func(format string, args ...any) error { return refusef(device, format, args...) }
 	if s.Legacy {
 		return nil, refuse("a torch ≤ 2.0 snapshot (block history, no trace)")
 	}

@@ -179,7 +179,7 @@ type OOMRequest struct {
 // trace whose allocs or frees were dropped (skip_actions).
 func WhatIf(s *snapshot.Snapshot, device int, set Settings, opt WhatIfOptions) (*Outcome, error) {
 	if set.Async {
-		return nil, fmt.Errorf("device %d: %w: backend cudaMallocAsync has no caching allocator", device, ErrNotReplayable)
+		return nil, refusef(device, "backend cudaMallocAsync has no caching allocator")
 	}
 	rc, err := NewRecording(s, device, opt)
 	if err != nil {
@@ -395,9 +395,7 @@ func (rc *Recording) whatIfOnce(set Settings, cached bool) (*Outcome, error) {
 // whatIf is WhatIf; with early the check may still be running.
 func (rc *Recording) whatIf(set Settings, early, cached bool) (*Outcome, error) {
 	s, device, opt, tl, r := rc.s, rc.device, rc.opt, rc.tl, rc.r
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("device %d: %w: %s", device, ErrNotReplayable, fmt.Sprintf(format, args...))
-	}
+	refuse := func(format string, args ...any) error { return refusef(device, format, args...) }
 	if set.Async {
 		return nil, refuse("backend cudaMallocAsync has no caching allocator")
 	}

@@ -15,27 +15,7 @@ import (
 // model against the recording) and under each setting asked for.
 type WhatIf struct {
 	Source  string
-	Devices []WhatIfDevice
-}
-
-// WhatIfDevice is one device's what-ifs.
-type WhatIfDevice struct {
-	Device int
-	// Refused says why the device's requests cannot be modelled ("" when
-	// they can); nothing else is set then.
-	Refused string
-	// Recorded is what the recording itself shows: its peak and end of
-	// reserved, and its first oom (event index, -1 for none).
-	RecordedPeak, RecordedEnd int64
-	RecordedOOM               int
-	// Runs are the what-ifs: the first under the recorded settings, then
-	// one per Confs entry, in order. Where the model matched every
-	// recorded decision the first is the recorded run as the replay
-	// checked it (allocator.Recording.Recorded), and Model the what-if
-	// under the recorded settings, run as the other settings' are.
-	Runs  []*allocator.Outcome
-	Model *allocator.Outcome
-	Confs []string // PYTORCH_CUDA_ALLOC_CONF of Runs[1:]
+	Devices []allocator.DeviceWhatIfs
 }
 
 func (*WhatIf) Kind() string { return "whatif" }

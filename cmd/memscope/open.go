@@ -75,11 +75,20 @@ func analyzeSnapshot(cc *cmdContext, path string, opt attribution.Options) (*att
 // checkAgainst holds the analysis options against the snapshot: see
 // analyzeSnapshot.
 func checkAgainst(cc *cmdContext, path string, s *snapshot.Snapshot, opt attribution.Options) error {
-	if opt.Device >= 0 && !slices.Contains(s.Devices(), opt.Device) {
-		return badInput(fmt.Errorf("--device %d: %s has no such device; it has %s", opt.Device, path, deviceList(s.Devices())))
+	if err := checkDevice(path, s, opt.Device); err != nil {
+		return err
 	}
 	if opt.Filter != nil && !opt.Filter.FocusMatches(s.Stacks) {
 		cc.warnf("%s: --focus %q matches no frame of user or library code; every site falls back to its innermost Python frame", path, opt.Filter.Focus)
+	}
+	return nil
+}
+
+// checkDevice is --device's rule against a snapshot: a device it does not
+// have is an error naming those it has (-1, for all, always holds).
+func checkDevice(path string, s *snapshot.Snapshot, device int) error {
+	if device >= 0 && !slices.Contains(s.Devices(), device) {
+		return badInput(fmt.Errorf("--device %d: %s has no such device; it has %s", device, path, deviceList(s.Devices())))
 	}
 	return nil
 }
