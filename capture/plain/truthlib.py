@@ -207,6 +207,19 @@ class Truth(object):
             f.write("\n")
 
 
+    def finish_stats(self, out):
+        """finish without a snapshot (nothing was recorded): the window,
+        memory_stats() at the end and the phases into OUT/truth.json."""
+        self.close()
+        s = self.stats()
+        self.t["memory_stats_end"] = dict(s)
+        self.t["script"] = harness.rewrite_path(self.script, neutral_rules())
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "truth.json"), "w") as f:
+            json.dump(self.t, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
 def neutral_rules():
     """This machine's prefixes → <repo>/, <site-packages>/, <python>/ and a
     neutral inductor cache folder."""
