@@ -121,7 +121,7 @@ func (r *Advice) writeText(w io.Writer) error {
 					of = o.Need
 				}
 				share = fmt.Sprintf("%.1f%%", 100*float64(h.Bytes)/float64(max(of, 1)))
-				blocks = fmt.Sprintf("%d block%s", h.Count, plural(h.Count))
+				blocks = nouns(h.Count, "block")
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", adviseTermNames[k], units.Bytes(h.Bytes), share, blocks, adviseTermNotes[k])
 		}
@@ -154,7 +154,7 @@ func (r *Advice) writeText(w io.Writer) error {
 		for i, f := range a.Fixes {
 			fw := adviceFixWords(f)
 			ew.printf("  %d. %s\n     targets %s: removes %s at %s (%s) → %s %s (%s)",
-				i+1, fw.name, adviseTermName(f.Term), units.Bytes(f.Removes), moment, fmt.Sprintf("%d block%s", f.Blocks, plural(f.Blocks)),
+				i+1, fw.name, adviseTermName(f.Term), units.Bytes(f.Removes), moment, nouns(f.Blocks, "block"),
 				peak, units.Bytes(f.NewPeak), signedPercent(f.NewPeak-ref, ref))
 			if f.NewPeakIndex != refIndex {
 				where := eventWhere(dv.Timeline, f.NewPeakIndex)

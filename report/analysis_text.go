@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -30,26 +31,74 @@ func phasesText(w io.Writer, d *attribution.Device) error {
 		fprintf(tw, "%s\t", n)
 	}
 	fprintf(tw, "after\tpeak in\t\n")
-	for _, r := range t.Rows {
-		fprintf(tw, "%d\t%s\t", r.Step, units.Bytes(r.Floor))
+	runs := stepRuns(t.Rows)
+	for _, run := range runs {
+		fprintf(tw, "%s\t", run.steps())
+		for _, c := range run.cells {
+			fprintf(tw, "%s\t", c)
+		}
+		fprintf(tw, "\n")
+	}
+	tw.Flush()
+	if t.PeakStep >= 0 {
+		ew.printf("* the device's peak: step %d %s\n", t.PeakStep, t.PeakPhase)
+	}
+	if n, steps := collapsed(runs); n > 0 {
+		ew.printf("%s that print alike, shown as one row a run (%s; --json has each step)\n", nouns(steps, "step"), nouns(n, "run"))
+	}
+	return ew.err
+}
+
+// stepRun is consecutive steps whose rows print the same, the device's
+// peak never among them but alone.
+type stepRun struct {
+	first, last int      // step numbers
+	cells       []string // the row's cells after the step
+}
+
+func (r stepRun) steps() string {
+	if r.first == r.last {
+		return fmt.Sprint(r.first)
+	}
+	return fmt.Sprintf("%d–%d", r.first, r.last)
+}
+
+// stepRuns folds a step table's rows into runs of consecutive steps whose
+// cells print alike: 60 identical steps are one row, "1–60".
+func stepRuns(rows []attribution.StepRow) []stepRun {
+	var out []stepRun
+	for _, r := range rows {
+		cells := []string{units.Bytes(r.Floor)}
 		for _, v := range r.Peaks {
 			if v >= 0 {
-				fprintf(tw, "%s\t", units.Bytes(v))
+				cells = append(cells, units.Bytes(v))
 			} else {
-				fprintf(tw, "-\t")
+				cells = append(cells, "-")
 			}
 		}
 		mark := ""
 		if r.HoldsPeak {
 			mark = " *"
 		}
-		fprintf(tw, "%s\t%s%s\t\n", units.Bytes(r.After), r.PeakIn, mark)
+		cells = append(cells, units.Bytes(r.After), r.PeakIn+mark)
+		if n := len(out); n > 0 && !r.HoldsPeak && slices.Equal(out[n-1].cells, cells) && out[n-1].last == r.Step-1 {
+			out[n-1].last = r.Step
+			continue
+		}
+		out = append(out, stepRun{first: r.Step, last: r.Step, cells: cells})
 	}
-	tw.Flush()
-	if t.PeakStep >= 0 {
-		ew.printf("* the device's peak: step %d %s\n", t.PeakStep, t.PeakPhase)
+	return out
+}
+
+// collapsed counts the runs of more than one step and the steps in them.
+func collapsed(runs []stepRun) (n, steps int) {
+	for _, r := range runs {
+		if r.last > r.first {
+			n++
+			steps += r.last - r.first + 1
+		}
 	}
-	return ew.err
+	return n, steps
 }
 
 // joinWindowsText says why a join found nothing when the trace and the
@@ -125,7 +174,7 @@ func momentText(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 	if len(m.Streams) > 1 {
 		ew.printf("\nby stream and pool:\n")
 		for _, s := range m.Streams {
-			ew.printf("  %12s  stream %d, pool (%d,%d) (%d blocks)\n", units.Bytes(s.Bytes.Bytes), s.Stream, s.Pool.A, s.Pool.B, s.Count)
+			ew.printf("  %12s  stream %d, pool (%d,%d) (%s)\n", units.Bytes(s.Bytes.Bytes), s.Stream, s.Pool.A, s.Pool.B, nouns(s.Count, "block"))
 		}
 	}
 	return ew.err
@@ -169,7 +218,7 @@ func categoriesText(ew *errWriter, cats [attribution.NumCategories]attribution.B
 		if total > 0 {
 			share = 100 * float64(cats[c].Bytes) / float64(total)
 		}
-		ew.printf("  %12s %5.1f%%  %-16s (%d blocks)\n", units.Bytes(cats[c].Bytes), share, c, cats[c].Count)
+		ew.printf("  %12s %5.1f%%  %-16s (%s)\n", units.Bytes(cats[c].Bytes), share, c, nouns(cats[c].Count, "block"))
 	}
 }
 
@@ -192,7 +241,7 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 		treeText(ew, an, c, depth+1, total)
 	}
 	if n.Root && n.Folded > 0 {
-		ew.printf("  (%d native frames of C++ and CPython folded)\n", n.Folded)
+		ew.printf("  (%s of C++ and CPython folded)\n", nouns(n.Folded, "native frame"))
 	}
 }
 
@@ -210,9 +259,9 @@ func leakText(w io.Writer, an *attribution.Analysis, d *attribution.Device) erro
 		ew.printf("no verdict: %s\n", leakReasonText(l))
 		return ew.err
 	case l.Found:
-		ew.printf("LEAK: the floor grows by %s per step over %d steady steps\n", units.Bytes(l.GrowthPerStep), len(l.Steps))
+		ew.printf("LEAK: the floor grows by %s per step over %s\n", units.Bytes(l.GrowthPerStep), nouns(len(l.Steps), "steady step"))
 	default:
-		ew.printf("no leak: the floor does not grow step over step (%d steady steps)\n", len(l.Steps))
+		ew.printf("no leak: the floor does not grow step over step (%s)\n", nouns(len(l.Steps), "steady step"))
 	}
 	ew.printf("\nfloor after each steady step (allocated):\n")
 	for i, s := range l.Steps {
@@ -270,7 +319,7 @@ func fragText(w io.Writer, d *attribution.Device) error {
 			ew.printf("\nfree holes at %s by size:\n", f.Label)
 			for _, b := range f.Histogram {
 				if b.Count > 0 {
-					ew.printf("  %10s – %-10s %5d holes %12s\n", units.Bytes(b.Min), units.Bytes(b.Max), b.Count, units.Bytes(b.Bytes))
+					ew.printf("  %10s – %-10s %5d %-5s %12s\n", units.Bytes(b.Min), units.Bytes(b.Max), b.Count, pluralNoun(b.Count, "hole"), units.Bytes(b.Bytes))
 				}
 			}
 		}
@@ -336,7 +385,7 @@ func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
 		ew.printf("    %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
 	}
 	if folded > 0 {
-		ew.printf("    (%d frames of torch, training loops, the standard library and C++ folded)\n", folded)
+		ew.printf("    (%s of torch, training loops, the standard library and C++ folded)\n", nouns(folded, "frame"))
 	}
 }
 

@@ -99,7 +99,7 @@ var partWords = [budget.NumPartKinds]partWord{
 	budget.PartWorkspaces: {named("cuBLAS workspaces (in the allocator)"), func(o budget.Operands) string {
 		threads := "2 threads (forward, autograd)"
 		if o.Count != 2 {
-			threads = fmt.Sprintf("%d thread%s", o.Count, plural(int(o.Count)))
+			threads = nouns(int(o.Count), "thread")
 		}
 		return threads + "; set with --workspace"
 	}},

@@ -64,7 +64,7 @@ func breachText(b attribution.Breach) string {
 		kind := oomKindText(o.Verdict.Kind)
 		events := "an out-of-memory event"
 		if b.OOMs > 1 {
-			events = fmt.Sprintf("%d out-of-memory events", b.OOMs)
+			events = nouns(b.OOMs, "out-of-memory event")
 		}
 		return head + fmt.Sprintf("%s recorded (the first at event %d: a %s request from %s failed, %s); --allow-oom accepts it",
 			events, o.Index, units.Bytes(o.Request), o.SiteLabel, kind)

@@ -179,7 +179,7 @@ func dash(n int) string {
 // the phases' highest peaks.
 func captureSection(a *sweep.RunSummary) extraSection {
 	s := extraSection{ID: "run", Title: "Capture run"}
-	s.Intro = fmt.Sprintf("%s: %d rank%s reported.", clip(a.Dir, 120), len(a.Ranks), plural(len(a.Ranks)))
+	s.Intro = fmt.Sprintf("%s: %s reported.", clip(a.Dir, 120), nouns(len(a.Ranks), "rank"))
 	if a.Run != nil {
 		s.Intro += fmt.Sprintf(" Command: %s; exit status %d after %.1f s.", clip(strings.Join(a.Run.Command, " "), 200), a.Run.ExitCode, a.Run.WallS)
 	}

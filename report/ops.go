@@ -17,8 +17,8 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int, cpuOnly bool) e
 	if !tb.Recorded.TotalAllocated {
 		from = "running sum of Bytes from the trace's start; no Total Allocated recorded"
 	}
-	ew.printf("%s, %s: %d memory events, peak allocated %s (%s)\n",
-		name, tb.Device, tb.Events, units.Bytes(tb.Peak.Allocated), from)
+	ew.printf("%s, %s: %s, peak allocated %s (%s)\n",
+		name, tb.Device, nouns(tb.Events, "memory event"), units.Bytes(tb.Peak.Allocated), from)
 	if cpuOnly {
 		ew.printf("CPU memory only: no [memory] event of the trace is on a GPU (a model run on the CPU); these are host memory figures\n")
 	}
@@ -28,9 +28,9 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int, cpuOnly bool) e
 	}
 	switch {
 	case tb.ByModule && tb.Unattributed > 0:
-		ew.printf("%d events outside any nn.Module call, left out\n", tb.Unattributed)
+		ew.printf("%s outside any nn.Module call, left out\n", nouns(tb.Unattributed, "event"))
 	case !tb.ByModule && tb.NoOp+tb.Unattributed > 0:
-		ew.printf("%d events outside any op charged to their Python function, %d to none\n", tb.NoOp, tb.Unattributed)
+		ew.printf("%s outside any op charged to their Python function, %d to none\n", nouns(tb.NoOp, "event"), tb.Unattributed)
 	}
 	live := tb.Recorded.Addr
 	if !live {
@@ -49,7 +49,7 @@ func opsText(w io.Writer, name string, tb *trace.Table, top int, cpuOnly bool) e
 	}
 	tw.Flush()
 	if top >= 0 && len(tb.Rows) > top {
-		ew.printf("(%d more rows; --top to see them)\n", len(tb.Rows)-top)
+		ew.printf("(%d more %s; --top to see them)\n", len(tb.Rows)-top, pluralNoun(len(tb.Rows)-top, "row"))
 	}
 	if types := tb.ModuleTypes(); len(types) > 0 && len(types) < countModules(tb) {
 		ew.printf("\nby module type (the sums over its instances):\n")

@@ -19,7 +19,7 @@ func runText(w io.Writer, a *sweep.RunSummary) error {
 		if a.Run.Signal != "" {
 			ew.printf(" (%s)", a.Run.Signal)
 		}
-		ew.printf(", %.1f s, %d process%s", a.Run.WallS, len(a.Ranks)+len(a.Missing), plurales(len(a.Ranks)+len(a.Missing)))
+		ew.printf(", %.1f s, %s", a.Run.WallS, nouns(len(a.Ranks)+len(a.Missing), "process"))
 	}
 	ew.printf("\n")
 	if len(a.Ranks) == 0 {
@@ -27,7 +27,7 @@ func runText(w io.Writer, a *sweep.RunSummary) error {
 	}
 	if len(a.Ranks) > 0 {
 		r0 := a.Ranks[0]
-		ew.printf("  %s (%s), torch %s; %d step%s", r0.DeviceName, units.Bytes(r0.DeviceTotal), r0.Torch, r0.Steps, plural(r0.Steps))
+		ew.printf("  %s (%s), torch %s; %s", r0.DeviceName, units.Bytes(r0.DeviceTotal), r0.Torch, nouns(r0.Steps, "step"))
 		if len(r0.MeasureSteps) == 2 {
 			ew.printf(", phase peaks measured on steps %d-%d", r0.MeasureSteps[0], r0.MeasureSteps[1])
 		}

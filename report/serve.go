@@ -21,8 +21,8 @@ func (p ServeProgress) Reading(path string, size int64) {
 // Analysed says a snapshot is ready, with its devices and events and how
 // long decoding, analysing and indexing took.
 func (p ServeProgress) Analysed(path string, devices, events int, took time.Duration) {
-	fmt.Fprintf(p.W, "memscope: serve: %s: %d device%s, %d events, ready in %s\n", textsafe.Escape(path), devices, plural(devices),
-		events, took.Round(time.Millisecond))
+	fmt.Fprintf(p.W, "memscope: serve: %s: %s, %s, ready in %s\n", textsafe.Escape(path), nouns(devices, "device"),
+		nouns(events, "event"), took.Round(time.Millisecond))
 }
 
 // Listening says where the UI is and how to stop it; with token, that

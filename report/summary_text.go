@@ -41,10 +41,10 @@ func summaryText(w io.Writer, sum *attribution.Summary, opt summaryTextOptions) 
 }
 
 func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSummary, opt summaryTextOptions) {
-	ew.printf("\ndevice %d: %d event%s, %d segments, %d blocks (%d active)",
-		d.Device, d.Events, plural(d.Events), d.Segments, d.Blocks, d.ActiveBlocks)
+	ew.printf("\ndevice %d: %s, %s, %s (%d active)",
+		d.Device, nouns(d.Events, "event"), nouns(d.Segments, "segment"), nouns(d.Blocks, "block"), d.ActiveBlocks)
 	if d.OOMs > 0 {
-		ew.printf(", %d out-of-memory event%s", d.OOMs, plural(d.OOMs))
+		ew.printf(", %s", nouns(d.OOMs, "out-of-memory event"))
 	}
 	ew.printf("\n\n")
 
@@ -102,7 +102,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	}
 
 	if len(d.TopSites) > 0 {
-		ew.printf("\ntop sites live at peak (%d blocks, %s allocated):\n", d.LiveAtPeak, units.Bytes(d.AtPeak.Allocated))
+		ew.printf("\ntop sites live at peak (%s, %s allocated):\n", nouns(d.LiveAtPeak, "block"), units.Bytes(d.AtPeak.Allocated))
 		tw = newTable(ew, 0)
 		fprintf(tw, "  %10s\t%6s\t%6s\t%s\n", "allocated", "share", "blocks", siteHeading)
 		for _, s := range d.TopSites {
@@ -224,13 +224,6 @@ func (e *errWriter) printf(format string, args ...any) {
 	fmt.Fprintf(e, format, escapeArgs(args)...)
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 // wrap breaks s into lines of at most width columns at spaces, indenting
 // every line after the first with indent.
 func wrap(s string, width int, indent string) safeText {
@@ -301,13 +294,10 @@ func cutByText(device int) string {
 
 // stepsLine says how many steps were found and from what.
 func stepsLine(n int, from string) string {
-	switch n {
-	case 0:
+	if n == 0 {
 		return "no steps found: " + from
-	case 1:
-		return "1 step, from " + from
 	}
-	return fmt.Sprintf("%d steps, from %s", n, from)
+	return nouns(n, "step") + ", from " + from
 }
 
 // inferenceText says where an inference run's memory is: weights, the KV

@@ -27,14 +27,14 @@ func sweepText(w io.Writer, a *sweep.Analysis) error {
 	}
 	ew.printf("\n  %s, torch %s", cmpStr(r.Device.Name, "unknown device"), cmpStr(r.Torch, "?"))
 	if r.Nproc > 1 {
-		ew.printf(", %d processes per point (%s)", r.Nproc, r.Parallel)
+		ew.printf(", %s per point (%s)", nouns(r.Nproc, "process"), r.Parallel)
 	}
 	ew.printf("; memory limit %s", units.Bytes(r.MemoryLimit))
 	if r.MemoryFraction > 0 {
 		ew.printf(" (fraction %.4g of %s)", r.MemoryFraction, units.Bytes(r.Device.Total))
 	}
-	ew.printf("\n  each point a fresh process: %d warm-up step%s excluded, %d measured; peaks are torch's, per phase\n",
-		r.Warmup, plural(r.Warmup), r.Steps)
+	ew.printf("\n  each point a fresh process: %s excluded, %d measured; peaks are torch's, per phase\n",
+		nouns(r.Warmup, "warm-up step"), r.Steps)
 
 	ew.printf("\n")
 	tw := newTable(ew, tabwriter.AlignRight)
@@ -227,13 +227,6 @@ func cmpStr(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func plurales(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "es"
 }
 
 func toMap(files []string) map[string]string {

@@ -66,11 +66,11 @@ func fragKindText(v attribution.FragVerdict) string {
 		return fmt.Sprintf("healthy: %.1f%% of reserved is free (%s)", 100*v.Share, units.Bytes(v.Free))
 	case attribution.FragFragmented:
 		if v.Simulated {
-			return fmt.Sprintf("fragmented, by simulation: the same requests under %s reserve %s at their peak, %.0f%% less than the recorded %s; %s (%.0f%% of reserved) is free at the peak in %d holes, the largest %s; try PYTORCH_CUDA_ALLOC_CONF=%s",
-				v.Best, units.Bytes(v.BestPeak), -pctChange(v.BestPeak, v.Recorded), units.Bytes(v.Recorded), units.Bytes(v.Free), 100*v.Share, v.Holes, units.Bytes(v.Largest), v.Best)
+			return fmt.Sprintf("fragmented, by simulation: the same requests under %s reserve %s at their peak, %.0f%% less than the recorded %s; %s (%.0f%% of reserved) is free at the peak in %s, the largest %s; try PYTORCH_CUDA_ALLOC_CONF=%s",
+				v.Best, units.Bytes(v.BestPeak), -pctChange(v.BestPeak, v.Recorded), units.Bytes(v.Recorded), units.Bytes(v.Free), 100*v.Share, nouns(v.Holes, "hole"), units.Bytes(v.Largest), v.Best)
 		}
-		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %d holes, the largest %s; if allocations then fail or num_alloc_retries grows, try %s, or %s to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
-			units.Bytes(v.Free), 100*v.Share, v.Holes, units.Bytes(v.Largest), trySetting(v.Try, 0), trySetting(v.Try, 1))
+		return fmt.Sprintf("fragmented: %s (%.0f%% of reserved) is free in %s, the largest %s; if allocations then fail or num_alloc_retries grows, try %s, or %s to stop large blocks being split, or bucket sequence lengths so request sizes repeat",
+			units.Bytes(v.Free), 100*v.Share, nouns(v.Holes, "hole"), units.Bytes(v.Largest), trySetting(v.Try, 0), trySetting(v.Try, 1))
 	case attribution.FragCached:
 		return fmt.Sprintf("cached: %s (%.0f%% of reserved) is free but in large pieces (largest %s); it serves later requests, and %s can release it under pressure",
 			units.Bytes(v.Free), 100*v.Share, units.Bytes(v.Largest), trySetting(v.Try, 0))
