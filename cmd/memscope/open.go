@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 	"github.com/spf13/pflag"
@@ -109,37 +108,12 @@ func deviceList(devs []int) string {
 	return "devices " + strings.Join(parts, ", ")
 }
 
-// snapshotPaths expands the arguments of a command that reads snapshots:
-// a file stands for itself, a 'memscope capture' run directory for its
-// snapshot (snapshot.pickle, or every rank's snapshot.rankN.pickle). A
-// sweep run directory is refused with what to give instead.
+// snapshotPaths expands the arguments of a command that reads snapshots
+// (capture.SnapshotPaths: a capture run directory stands for its
+// snapshots).
 func snapshotPaths(args []string) ([]string, error) {
-	var out []string
-	for _, path := range args {
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		if !st.IsDir() {
-			out = append(out, path)
-			continue
-		}
-		if fileExists(filepath.Join(path, "results.json")) {
-			return nil, badInput(fmt.Errorf("%s is a sweep run: summarize it with memscope summary --run %s, or give its points' snapshots (%s)",
-				path, path, filepath.Join(path, "points", "*", "snapshot.pickle")))
-		}
-		if p := filepath.Join(path, "snapshot.pickle"); fileExists(p) {
-			out = append(out, p)
-			continue
-		}
-		ranks, _ := filepath.Glob(filepath.Join(path, "snapshot.rank*.pickle"))
-		if len(ranks) == 0 {
-			return nil, badInput(fmt.Errorf("%s: a directory with no snapshot.pickle or snapshot.rankN.pickle (memscope capture writes them): give a snapshot file", path))
-		}
-		sort.Strings(ranks)
-		out = append(out, ranks...)
-	}
-	return out, nil
+	paths, err := capture.SnapshotPaths(args)
+	return paths, badInput(err)
 }
 
 // salvageNote is the one line that says a snapshot was cut short: the

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/report"
 )
 
 // TestRanksFIFO: a named pipe among the rank files of a directory, or
 // matched by ranks' own pattern, is skipped with why and never opened (no
 // process writes to it: an open would wait forever); the other ranks are
-// read. Named on its own, ranks waits pipeWait for a writer and then
+// read. Named on its own, ranks waits attribution.PipeWait for a writer and then
 // skips it saying so.
 func TestRanksFIFO(t *testing.T) {
 	dir := rankSet(t, 3, -1)
@@ -34,9 +35,9 @@ func TestRanksFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(other, "rank3.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := pipeWait
-	pipeWait = 200 * time.Millisecond
-	defer func() { pipeWait = old }()
+	old := attribution.PipeWait
+	attribution.PipeWait = 200 * time.Millisecond
+	defer func() { attribution.PipeWait = old }()
 	for _, c := range []struct {
 		name  string
 		args  []string

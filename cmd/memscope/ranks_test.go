@@ -249,7 +249,7 @@ func FuzzRanksSummary(f *testing.F) {
 		if err := os.WriteFile(path, doc, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ranks, err := summaryRanks(path)
+		ranks, err := attribution.SummaryRanks(path)
 		if err != nil {
 			return
 		}
