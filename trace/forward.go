@@ -197,7 +197,13 @@ func (t *Trace) isBackwardNode(id OpID) bool {
 // Label names an op for people: its name, and for an op that runs in
 // backward, the forward op and module it is the backward of, e.g.
 // "aten::mm (backward of aten::linear in nn.Module: Linear_3)".
-func (t *Trace) Label(id OpID) string {
+func (t *Trace) Label(id OpID) string { return t.label(id, true) }
+
+// OpLabel is Label without the module instance: "aten::mm (backward of
+// aten::linear)", one name for the backward of every Linear's forward.
+func (t *Trace) OpLabel(id OpID) string { return t.label(id, false) }
+
+func (t *Trace) label(id OpID, module bool) string {
 	if id == NoOp {
 		return "(no op)"
 	}
@@ -207,7 +213,7 @@ func (t *Trace) Label(id OpID) string {
 		return name
 	}
 	s := name + " (backward of " + t.OpName(f)
-	if m := t.moduleAround(f); m != NoPy {
+	if m := t.moduleAround(f); module && m != NoPy {
 		s += " in " + t.Str(t.PyFuncs[m].Name)
 	}
 	return s + ")"

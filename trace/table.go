@@ -103,18 +103,46 @@ func (tb *Table) Sort(key SortKey) {
 	})
 }
 
+// OpRows says how OpTable names the rows of ops that run in backward.
+type OpRows uint8
+
+const (
+	// MergeBackward: with their forward namesakes, by operator name.
+	MergeBackward OpRows = iota
+	// BackwardByOp: rows of their own, one per operator and the forward
+	// op it is the backward of (OpLabel): "aten::mm (backward of
+	// aten::linear)".
+	BackwardByOp
+	// BackwardByInstance: one per module instance too (Label): "aten::mm
+	// (backward of aten::linear in nn.Module: Linear_3)".
+	BackwardByInstance
+)
+
 // OpTable aggregates the device's memory events per operator name with the
 // thread-aware attribution (MemEvent.Op, else MemEvent.Py). With
 // splitBackward, ops that run in backward get their own rows, named by
 // Label: "aten::mm (backward of aten::linear in nn.Module: Linear_3)".
 // Rows are sorted BySelf.
 func (t *Trace) OpTable(dev Device, splitBackward bool) *Table {
+	if splitBackward {
+		return t.OpTableRows(dev, BackwardByInstance)
+	}
+	return t.OpTableRows(dev, MergeBackward)
+}
+
+// OpTableRows is OpTable with the backward ops' rows named as rows says.
+func (t *Trace) OpTableRows(dev Device, rows OpRows) *Table {
 	agg := newAggregator()
 	opRows := make([]*Stats, len(t.Ops))
 	for i := range t.Ops {
-		name := t.OpName(OpID(i))
-		if splitBackward {
+		var name string
+		switch rows {
+		case BackwardByOp:
+			name = t.OpLabel(OpID(i))
+		case BackwardByInstance:
 			name = t.Label(OpID(i))
+		default:
+			name = t.OpName(OpID(i))
 		}
 		opRows[i] = agg.row(name, t.Ops[i].Kind.String())
 		opRows[i].Calls++

@@ -53,7 +53,7 @@ func bruteFill(t *Trace, dev Device, row func(name, kind string) *Stats, chain f
 	}
 }
 
-func bruteTables(t *Trace, dev Device, split bool) (ops, mods map[[2]string]*Stats) {
+func bruteTables(t *Trace, dev Device, rows OpRows) (ops, mods map[[2]string]*Stats) {
 	ops, mods = map[[2]string]*Stats{}, map[[2]string]*Stats{}
 	get := func(m map[[2]string]*Stats) func(name, kind string) *Stats {
 		return func(name, kind string) *Stats {
@@ -65,8 +65,17 @@ func bruteTables(t *Trace, dev Device, split bool) (ops, mods map[[2]string]*Sta
 		}
 	}
 	name := func(id OpID) string {
-		if split {
+		switch rows {
+		case BackwardByInstance:
 			return t.Label(id)
+		case BackwardByOp:
+			// The instance's label less its module: the op's own rows
+			// are the sums of its instances'.
+			l := t.Label(id)
+			if i := strings.LastIndex(l, " in "); i >= 0 && strings.HasSuffix(l, ")") && strings.Contains(l, " (backward of ") {
+				return l[:i] + ")"
+			}
+			return l
 		}
 		return t.OpName(id)
 	}
@@ -139,10 +148,10 @@ func TestTablesByChain(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for _, dev := range tr.Devices() {
-			for _, split := range []bool{false, true} {
-				ops, mods := bruteTables(tr, dev, split)
-				compareRows(t, fmt.Sprintf("%s %s OpTable(split=%v)", name, dev, split), tr.OpTable(dev, split), ops)
-				if !split {
+			for _, rows := range []OpRows{MergeBackward, BackwardByOp, BackwardByInstance} {
+				ops, mods := bruteTables(tr, dev, rows)
+				compareRows(t, fmt.Sprintf("%s %s OpTableRows(%d)", name, dev, rows), tr.OpTableRows(dev, rows), ops)
+				if rows == MergeBackward {
 					compareRows(t, fmt.Sprintf("%s %s ModuleTable", name, dev), tr.ModuleTable(dev), mods)
 				}
 			}
@@ -192,5 +201,35 @@ func TestModuleTypes(t *testing.T) {
 		if got := ModuleType(in); got != want {
 			t.Errorf("ModuleType(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOpTableByOp: the default ops table names a backward row by operator
+// and forward op, not by module instance: on the Llama trace the
+// instances' rows (one per Linear and RMSNorm) fold into fewer rows, none
+// naming a module, with the same self bytes in all.
+func TestOpTableByOp(t *testing.T) {
+	tr, err := Open(filepath.Join(fixtureDir, "trace.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOp, byInst := tr.OpTableRows(cuda0, BackwardByOp), tr.OpTableRows(cuda0, BackwardByInstance)
+	var selfOp, selfInst int64
+	for _, r := range byOp.Rows {
+		selfOp += r.SelfAlloc
+		if strings.Contains(r.Name, " in nn.Module: ") {
+			t.Errorf("OpTableRows(BackwardByOp) row %q names a module instance", r.Name)
+		}
+	}
+	inst := 0
+	for _, r := range byInst.Rows {
+		selfInst += r.SelfAlloc
+		if strings.Contains(r.Name, " in nn.Module: ") {
+			inst++
+		}
+	}
+	if inst == 0 || len(byOp.Rows) >= len(byInst.Rows) || selfOp != selfInst {
+		t.Errorf("by op: %d rows, %d B self; by instance: %d rows (%d naming a module), %d B; want fewer rows by op, the same bytes",
+			len(byOp.Rows), selfOp, len(byInst.Rows), inst, selfInst)
 	}
 }

@@ -73,10 +73,22 @@ func TestFocusMatchingNothing(t *testing.T) {
 }
 
 // TestOpsNamesStayDistinct: backward rows whose labels share a long start
-// still read apart once clipped, and every row of the ops table is shown
-// with a distinct name.
+// (--per-instance: one per module instance) still read apart once
+// clipped, and every row of the ops table is shown with a distinct name.
+// By default the instances are one row per operator and forward op.
 func TestOpsNamesStayDistinct(t *testing.T) {
-	r := runMemscope("ops", "--top", "-1", "../../fixtures/llama-profiled/trace.json.gz")
+	const tr = "../../fixtures/llama-profiled/trace.json.gz"
+	def := runMemscope("ops", "--top", "-1", tr)
+	if def.err != nil {
+		t.Fatal(def.err)
+	}
+	if strings.Contains(def.stdout, " in nn.Module: ") || !strings.Contains(def.stdout, "aten::mm (backward of aten::mm)") {
+		t.Errorf("ops by default: backward rows should be one per operator (aten::mm (backward of aten::mm)), not per module instance:\n%s", def.stdout)
+	}
+	if r := runMemscope("ops", "--per-instance", "--no-backward-labels", tr); r.code != 2 {
+		t.Errorf("ops --per-instance --no-backward-labels: exit %d, want 2", r.code)
+	}
+	r := runMemscope("ops", "--top", "-1", "--per-instance", tr)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

@@ -17,6 +17,7 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 	by := fs.String("by", "op", "group by `WHAT`: op, or module (nn.Module)")
 	top := fs.Int("top", 30, "print the first `N` rows (-1: all)")
 	noSplit := fs.Bool("no-backward-labels", false, "merge backward ops with their forward namesakes instead of labelling them \"(backward of …)\"")
+	perInstance := fs.Bool("per-instance", false, "one backward row per module instance (\"(backward of aten::linear in nn.Module: Linear_3)\") instead of one per operator")
 	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices, unless the trace has CPU memory only)")
 	device := new(int)
 	deviceFlag(fs, device, "list only GPU device `N`; -1 for every device")
@@ -26,6 +27,9 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		key, ok := keys[*sortBy]
 		if !ok {
 			return usageErrorf("--sort %q: want self, alloc, total, peak or net", *sortBy)
+		}
+		if *noSplit && *perInstance {
+			return usageErrorf("--per-instance splits backward rows by module instance and --no-backward-labels merges them: give one")
 		}
 		if *by != "op" && *by != "module" {
 			return usageErrorf("--by %q: want op or module", *by)
@@ -71,7 +75,14 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 				if *by == "module" {
 					tb = tr.ModuleTable(dev)
 				} else {
-					tb = tr.OpTable(dev, !*noSplit)
+					rows := trace.BackwardByOp
+					switch {
+					case *noSplit:
+						rows = trace.MergeBackward
+					case *perInstance:
+						rows = trace.BackwardByInstance
+					}
+					tb = tr.OpTableRows(dev, rows)
 				}
 				tb.Sort(key)
 				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top, CPUOnly: cpuOnly}); err != nil {
