@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -13,44 +12,6 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
 )
-
-// EChartsVersion is the npm echarts build the report is made for: the one
-// go-echarts v2.7.2 targets (its README and docs name v5.4.3). A local copy
-// is found by 'memscope report' (--echarts, MEMSCOPE_ECHARTS, the cache
-// EChartsCacheDir, or EChartsFile in a node_modules nearby) and inlined;
-// without one the page loads exactly this version from EChartsURL.
-const EChartsVersion = "5.4.3"
-
-// EChartsFile is where the build lies under an npm prefix (the directory
-// holding node_modules).
-const EChartsFile = "node_modules/echarts/dist/echarts.min.js"
-
-// EChartsCacheDir is the npm prefix, under the user's cache directory
-// (${XDG_CACHE_HOME:-$HOME/.cache} on Linux), that .ci/run fills and
-// EChartsInstallAt's command fills: one install serves every directory.
-const EChartsCacheDir = "memscope/echarts-" + EChartsVersion
-
-// EChartsCacheInstall is the npm command that fills the usual cache, for
-// docs and pages (messages name the user's own).
-const EChartsCacheInstall = "npm install --prefix ~/.cache/" + EChartsCacheDir + EChartsInstallArgs
-
-// EChartsInstallArgs follow the prefix in the npm command, as in .ci/run:
-// no package.json written, no audit.
-const EChartsInstallArgs = " --no-save --no-audit --no-fund echarts@" + EChartsVersion
-
-// EChartsInstallAt is the npm command that puts the pinned build under
-// the prefix dir, where it is dir/EChartsFile.
-func EChartsInstallAt(dir string) string {
-	return "npm install --prefix " + dir + EChartsInstallArgs
-}
-
-// EChartsURL is where a page without an inlined library loads it from.
-const EChartsURL = "https://cdn.jsdelivr.net/npm/echarts@" + EChartsVersion + "/dist/echarts.min.js"
-
-// EChartsInstall is the command that puts the pinned build in the
-// node_modules of the directory it runs in, where 'memscope report' run
-// from there or below looks for it.
-const EChartsInstall = "npm install --no-save echarts@" + EChartsVersion
 
 //go:embed html
 var htmlFS embed.FS
@@ -84,12 +45,6 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 type HTMLOptions struct {
 	Title   string // the page's title; "" names the snapshots
 	Version string // memscope's version, for the footer
-	// ECharts is the echarts.min.js build to inline (see CheckECharts);
-	// nil makes the page load EChartsURL and say that it needs network.
-	ECharts []byte
-	// EChartsFrom says where ECharts was read from, for the footer.
-	EChartsFrom string
-
 	// Run is a capture run directory (--run): a sweep's curves and tables,
 	// or a capture's per-rank table and chart; nil leaves it out.
 	Run *RunView
@@ -109,29 +64,13 @@ type HTMLOptions struct {
 	// and checked like the rest.
 }
 
-// CheckECharts reports whether lib looks like the pinned echarts build and
-// can be inlined in a <script> element.
-func CheckECharts(lib []byte) error {
-	if !bytes.Contains(lib, []byte(`version="`+EChartsVersion+`"`)) {
-		return fmt.Errorf("not echarts %s (npm echarts/dist/echarts.min.js; install it with %s)", EChartsVersion, EChartsCacheInstall)
-	}
-	low := bytes.ToLower(lib)
-	if bytes.Contains(low, []byte("</script")) || bytes.Contains(low, []byte("<!--")) {
-		return fmt.Errorf("it holds </script or <!--, so it cannot be inlined in a page")
-	}
-	return nil
-}
-
 // page is what the template renders.
 type page struct {
 	Title          string
 	Version        string
 	EChartsVersion string
-	EChartsURL     string
-	EChartsInstall string
-	CacheInstall   string // EChartsCacheInstall
-	EChartsFrom    string
-	Library        template.JS // the inlined echarts build; "" to load EChartsURL
+	Library        template.JS // the vendored echarts build, inlined
+	Notice         string      // its NOTICE, for the footer
 	CSS            template.CSS
 	Early, Glue    template.JS
 	// Lead holds the sections shown before the snapshots (a run
@@ -175,17 +114,11 @@ const maxLabel = 240
 // and their lists are already bounded (attribution.ViewOptionsFor), so the
 // page's size does not grow with the input's. Charts are ECharts options
 // built with go-echarts and stored as JSON in the page; a small script
-// initialises them.
+// initialises them with the vendored ECharts build, inlined, so that the
+// page loads nothing from the network.
 func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	p := &page{Title: opt.Title, Version: opt.Version, EChartsVersion: EChartsVersion,
-		EChartsURL: EChartsURL, EChartsInstall: EChartsInstall, CacheInstall: EChartsCacheInstall,
-		EChartsFrom: clip(opt.EChartsFrom, maxLabel)}
-	if opt.ECharts != nil {
-		if err := CheckECharts(opt.ECharts); err != nil {
-			return fmt.Errorf("inlining echarts: %w", err)
-		}
-		p.Library = template.JS(opt.ECharts)
-	}
+		Library: template.JS(echartsLib), Notice: echartsNotice}
 	for _, name := range []string{"style.css", "early.js", "glue.js"} {
 		b, err := htmlFS.ReadFile("html/" + name)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,9 +23,9 @@ import (
 )
 
 // The browser test opens reports in headless Chromium (Debian's chromium,
-// which .ci/run installs with the pinned echarts build) with the library
-// inlined and the network cut off. Locally it skips when either is
-// missing; under CI (CI=true) it fails instead.
+// which .ci/run installs) with the network cut off: every page inlines the
+// vendored echarts build. Locally it skips when chromium is missing; under
+// CI (CI=true) it fails instead.
 //
 // MEMSCOPE_SCREENSHOTS=DIR keeps the screenshots in DIR (docs/ holds the
 // ones the README shows):
@@ -48,31 +47,6 @@ func chromiumPath(t *testing.T) string {
 	}
 	needBrowser(t, "no chromium on PATH (apt-get install chromium)")
 	return ""
-}
-
-// echartsBuild reads the pinned echarts build: $MEMSCOPE_ECHARTS, else
-// the cache .ci/run fills, else node_modules/echarts/dist/echarts.min.js
-// at the repository root.
-func echartsBuild(t *testing.T) []byte {
-	t.Helper()
-	path := os.Getenv("MEMSCOPE_ECHARTS")
-	if cache, err := os.UserCacheDir(); path == "" && err == nil {
-		path = filepath.Join(cache, EChartsCacheDir, filepath.FromSlash(EChartsFile))
-		if _, err := os.Stat(path); err != nil {
-			path = ""
-		}
-	}
-	if path == "" {
-		path = filepath.Join("..", filepath.FromSlash(EChartsFile))
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		needBrowser(t, "no echarts build (%v; run %q or set MEMSCOPE_ECHARTS)", err, EChartsInstall)
-	}
-	if err := CheckECharts(b); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return b
 }
 
 // runChromium runs a headless Chromium with a fresh profile, the network
@@ -98,13 +72,12 @@ func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr strin
 }
 
 var (
-	statusRE    = regexp.MustCompile(`<output id="memscope-status"([^>]*)>([^<]*)</output>`)
-	attrRE      = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
-	scriptSrcRE = regexp.MustCompile(`<script[^>]*\ssrc=`)
-	consoleRE   = regexp.MustCompile(`:CONSOLE[:(]\d+\)?\] "(.*)", source: `)
+	statusRE  = regexp.MustCompile(`<output id="memscope-status"([^>]*)>([^<]*)</output>`)
+	attrRE    = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+	consoleRE = regexp.MustCompile(`:CONSOLE[:(]\d+\)?\] "(.*)", source: `)
 )
 
-// TestChromium opens, with the library inlined, the report of a training
+// TestChromium opens the report of a training
 // run (llama-bf16), of the OOM run, of a two-rank capture (both ranks'
 // snapshots and the run's table), of a profiled run with its
 // export_memory_timeline file, and of a batch-size sweep (the sweep-llama
@@ -113,9 +86,8 @@ var (
 // then it takes a screenshot.
 func TestChromium(t *testing.T) {
 	bin := chromiumPath(t)
-	lib := echartsBuild(t)
 	shots := os.Getenv("MEMSCOPE_SCREENSHOTS")
-	opt := HTMLOptions{Version: "test", ECharts: lib, EChartsFrom: "the test"}
+	opt := HTMLOptions{Version: "test"}
 	fixture := func(name string) func(t *testing.T) string {
 		return func(t *testing.T) string {
 			_, v := fixtureView(t, name)
@@ -165,7 +137,7 @@ func TestChromium(t *testing.T) {
 				t.Fatal(err)
 			}
 			attr := openInChromium(t, bin, file, page)
-			t.Logf("%s: page %d bytes without the library, %s charts drawn in %s ms", name, len(page)-len(lib), attr["charts"], attr["render-ms"])
+			t.Logf("%s: page %d bytes without the library, %s charts drawn in %s ms", name, len(page)-EChartsSize(), attr["charts"], attr["render-ms"])
 
 			png := filepath.Join(dir, name+".png")
 			if shots != "" {
@@ -287,16 +259,16 @@ func screenshot(t *testing.T, bin, file, png string) {
 	}
 }
 
-// TestChromiumOffline builds memscope and runs 'memscope report --offline'
-// as a user would, from an empty directory with the pinned build only in
-// the cache that .ci/run fills (XDG_CACHE_HOME, no MEMSCOPE_ECHARTS), on
-// a page with every kind of chart: two snapshots (a training run and an
-// OOM), a sweep run and an export_memory_timeline file. The page must not
-// name the CDN nor load any script, and with the network cut off every
-// chart must draw, with nothing on the console.
+// TestChromiumOffline builds memscope and runs 'memscope report' as a user
+// would on a machine with no npm, no cache and no network: from an empty
+// directory, with an empty home and cache and nothing on PATH, on a page
+// with every kind of chart: two snapshots (a training run and an OOM), a
+// sweep run and an export_memory_timeline file. The page must load no
+// script and name no CDN, and with the network cut off every chart must
+// draw, with nothing on the console. --offline (kept for older scripts)
+// writes the same page.
 func TestChromiumOffline(t *testing.T) {
 	bin := chromiumPath(t)
-	lib := echartsBuild(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		needBrowser(t, "no go command to build memscope: %v", err)
@@ -306,64 +278,52 @@ func TestChromiumOffline(t *testing.T) {
 	if b, err := exec.Command(goTool, "build", "-o", exe, "../cmd/memscope").CombinedOutput(); err != nil {
 		t.Fatalf("go build ../cmd/memscope: %v\n%s", err, b)
 	}
-	cache := filepath.Join(dir, "cache")
-	built := filepath.Join(cache, EChartsCacheDir, filepath.FromSlash(EChartsFile))
-	if err := os.MkdirAll(filepath.Dir(built), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(built, lib, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	fixtures, err := filepath.Abs("../fixtures")
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
+	home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
+	for _, d := range []string{home, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := func(file string, flags ...string) (page, stderr string) {
+		args := append([]string{"report", "-o", file}, flags...)
+		args = append(args, "--run", filepath.Join(fixtures, "sweep-llama"),
+			"--trace", filepath.Join(fixtures, "llama-profiled", "memory_timeline.json"),
+			filepath.Join(fixtures, "llama-bf16", "snapshot.pickle"), filepath.Join(fixtures, "oom", "snapshot.pickle"))
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = work
+		cmd.Env = []string{"HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "PATH=" + filepath.Join(dir, "empty")}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("memscope %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), string(out)
 	}
 	file := filepath.Join(work, "offline.html")
-	cmd := exec.Command(exe, "report", "--offline", "-o", file,
-		"--run", filepath.Join(fixtures, "sweep-llama"),
-		"--trace", filepath.Join(fixtures, "llama-profiled", "memory_timeline.json"),
-		filepath.Join(fixtures, "llama-bf16", "snapshot.pickle"), filepath.Join(fixtures, "oom", "snapshot.pickle"))
-	cmd.Dir = work
-	cmd.Env = append(withoutEnv(os.Environ(), "MEMSCOPE_ECHARTS", "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+cache)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("memscope report --offline: %v\n%s", err, out)
+	page, stderr := report(file)
+	if want := "with ECharts " + EChartsVersion + " inlined: it works offline"; !strings.Contains(stderr, want) {
+		t.Errorf("memscope report said %q, want %q", stderr, want)
 	}
-	if want := "inlined from " + built + ": it works offline"; !strings.Contains(string(out), want) {
-		t.Errorf("memscope report --offline said %q, want %q", out, want)
+	if m := networkRE.FindString(page); m != "" {
+		t.Errorf("the page holds %q: it must load nothing from the network", m)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	if strings.Contains(page, EChartsURL) || strings.Contains(page, "cdn.jsdelivr.net") || scriptSrcRE.MatchString(page) ||
-		strings.Contains(page, "needs network access") {
-		t.Errorf("the --offline page names the CDN, loads a script or says it needs network")
+	if again, _ := report(filepath.Join(work, "again.html"), "--offline"); again != page {
+		t.Errorf("memscope report --offline wrote another page than memscope report (%d bytes, %d)", len(again), len(page))
 	}
 	attr := openInChromium(t, bin, file, page)
-	t.Logf("report --offline: page %d bytes without the library, %s charts drawn in %s ms", len(page)-len(lib), attr["charts"], attr["render-ms"])
+	t.Logf("report: page %d bytes, %d without the library, %s charts drawn in %s ms", len(page), len(page)-EChartsSize(), attr["charts"], attr["render-ms"])
 	png := filepath.Join(dir, "offline.png")
 	if shots := os.Getenv("MEMSCOPE_SCREENSHOTS"); shots != "" {
 		png = filepath.Join(shots, "report-offline.png")
 	}
 	screenshot(t, bin, file, png)
-}
-
-// withoutEnv is env less the variables named.
-func withoutEnv(env []string, names ...string) []string {
-	var out []string
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(names, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func tail(s string) string {

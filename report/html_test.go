@@ -2,9 +2,12 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -253,23 +256,57 @@ func checkTreeSums(t *testing.T, n map[string]any) {
 	}
 }
 
-// TestHTMLLibrary: with the library the page inlines it and loads nothing;
-// without it the page references the pinned version and says so.
+// networkRE finds what would make a page need the network: a script
+// loaded from elsewhere, a CDN, the old note saying so.
+var networkRE = regexp.MustCompile(`<script[^>]*\ssrc=|https?://cdn|cdn\.jsdelivr|needs network`)
+
+// TestHTMLLibrary: every page inlines the vendored build, whole, in one
+// script element before the glue, loads no script from anywhere, and
+// carries ECharts' NOTICE.
 func TestHTMLLibrary(t *testing.T) {
 	_, v := fixtureView(t, "mlp-adamw")
-	fake := []byte(`/* echarts */ t.version="` + EChartsVersion + `";`)
-	page := renderHTML(t, []*attribution.View{v}, HTMLOptions{ECharts: fake})
-	if !strings.Contains(page, string(fake)) || strings.Contains(page, EChartsURL) || strings.Contains(page, "needs network") {
-		t.Errorf("page with the library: inlined %v, references %s %v, network note %v; want true, false, false",
-			strings.Contains(page, string(fake)), EChartsURL, strings.Contains(page, EChartsURL), strings.Contains(page, "needs network"))
+	page := renderHTML(t, []*attribution.View{v}, HTMLOptions{})
+	lib := `<script data-echarts="` + EChartsVersion + `">` + echartsLib + `</script>`
+	if n := strings.Count(page, lib); n != 1 {
+		t.Errorf("the page holds the vendored echarts build %d times in a <script data-echarts> element, want 1", n)
 	}
-	page = renderHTML(t, []*attribution.View{v}, HTMLOptions{})
-	if !strings.Contains(page, `src="`+EChartsURL+`"`) || !strings.Contains(page, "needs network access") || !strings.Contains(page, EChartsInstall) {
-		t.Errorf("page without the library does not load %s with a note saying to run %q", EChartsURL, EChartsInstall)
+	if i, j := strings.Index(page, lib), strings.LastIndex(page, `<script>`); i < 0 || j < i {
+		t.Errorf("the library (at byte %d) does not come before the glue (at byte %d)", i, j)
 	}
-	for _, bad := range [][]byte{[]byte(`t.version="5.4.2"`), []byte(`t.version="` + EChartsVersion + `";"</script>"`)} {
-		if err := CheckECharts(bad); err == nil {
-			t.Errorf("CheckECharts(%q) = nil, want an error", bad)
+	if m := networkRE.FindString(page); m != "" {
+		t.Errorf("the page holds %q: it must load nothing from the network", m)
+	}
+	if notice := strings.Join(strings.Fields(echartsNotice), " "); !strings.Contains(strings.Join(strings.Fields(html.UnescapeString(page)), " "), notice) {
+		t.Errorf("the page does not carry ECharts' NOTICE %q", notice)
+	}
+}
+
+// TestEChartsVendored: the embedded build is npm echarts@5.4.3's
+// dist/echarts.min.js, byte for byte (report/echarts/README.md), the
+// version EChartsVersion names, and can sit inside a <script> element;
+// its LICENSE and NOTICE lie beside it.
+func TestEChartsVendored(t *testing.T) {
+	sum := sha256.Sum256([]byte(echartsLib))
+	if got := hex.EncodeToString(sum[:]); got != echartsSHA256 {
+		t.Errorf("echarts/echarts.min.js sha256 = %s, want %s (npm echarts@%s)", got, echartsSHA256, EChartsVersion)
+	}
+	if !strings.Contains(echartsLib, `version="`+EChartsVersion+`"`) {
+		t.Errorf("echarts/echarts.min.js does not say version %q", EChartsVersion)
+	}
+	low := strings.ToLower(echartsLib)
+	for _, bad := range []string{"</script", "<!--"} {
+		if strings.Contains(low, bad) {
+			t.Errorf("echarts/echarts.min.js holds %q: it cannot be inlined in a <script> element", bad)
+		}
+	}
+	for file, want := range map[string]string{
+		"echarts/LICENSE":    "Version 2.0, January 2004",
+		"echarts/LICENSE-d3": "Copyright 2010-2016 Mike Bostock",
+		"echarts/NOTICE":     "Copyright 2017-2023 The Apache Software Foundation",
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v; want a file holding %q", file, err, want)
 		}
 	}
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -38,25 +34,14 @@ The page stays under 3 MB (without the charting library) whatever the
 input: timelines are downsampled so that every peak and valley is kept, and
 every list is cut to its largest entries.
 
-Charts use ECharts ` + report.EChartsVersion + `. When memscope finds that build locally it is
-inlined and the page works offline. It looks, in order, at --echarts PATH;
-$MEMSCOPE_ECHARTS; the cache
-DIR=${XDG_CACHE_HOME:-$HOME/.cache}/` + report.EChartsCacheDir + `,
-which .ci/run fills, as does
-  npm install --prefix DIR` + report.EChartsInstallArgs + `
-(the file is DIR/` + report.EChartsFile + `);
-then ` + report.EChartsFile + ` in the working
-directory and each directory above it; then next to the memscope
-executable. Otherwise the page loads it from
-` + report.EChartsURL + `
-and says so at the top, and memscope prints the npm command in one line;
-with --offline, memscope fails instead (exit 2) and writes no page.`
+Charts are drawn by ECharts ` + report.EChartsVersion + ` (Apache-2.0), which memscope carries
+and inlines in every page (about 1 MB): the page loads nothing from the
+network and works offline, on any machine.`
 
 // reportOptions are the flags of 'memscope report'.
 type reportOptions struct {
 	out           string
 	title         string
-	echarts       string
 	offline       bool
 	trace         string
 	run           string
@@ -69,8 +54,8 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	var o reportOptions
 	fs.StringVarP(&o.out, "output", "o", "report.html", "write the page to `FILE`")
 	fs.StringVar(&o.title, "title", "", "the page's `TITLE` (default: the snapshots' names)")
-	fs.StringVar(&o.echarts, "echarts", "", "inline the echarts.min.js build at `PATH` (default: $MEMSCOPE_ECHARTS, the cache, a node_modules nearby)")
-	fs.BoolVar(&o.offline, "offline", false, "fail rather than write a page that loads ECharts from the network")
+	// --offline once refused a page that would load ECharts from a CDN.
+	fs.BoolVar(&o.offline, "offline", false, "changes nothing: every page works offline (kept for older scripts)")
 	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
 	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz), or the chart of an export_memory_timeline file")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
@@ -95,14 +80,6 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	filter, err := attribution.NewFilter(o.ignore, o.focus)
 	if err != nil {
 		return usageErrorf("%v", err)
-	}
-	lib, from, err := findECharts(cc, o.echarts, localECharts())
-	if err != nil {
-		return err
-	}
-	if lib == nil && o.offline {
-		return fmt.Errorf("--offline: no echarts %s build found, so the page would load it from the network; %s",
-			report.EChartsVersion, echartsHint())
 	}
 	paths, err = snapshotPaths(paths)
 	if err != nil {
@@ -141,7 +118,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	for _, an := range analyses {
 		views = append(views, attribution.NewView(an, vo))
 	}
-	opt := report.HTMLOptions{Title: o.title, Version: version(), ECharts: lib, EChartsFrom: from}
+	opt := report.HTMLOptions{Title: o.title, Version: version()}
 	if o.run != "" {
 		if opt.Run, err = runView(o.run); err != nil {
 			return err
@@ -156,121 +133,9 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	if err != nil {
 		return err
 	}
-	how := "inlined from " + from + ": it works offline"
-	if lib == nil {
-		how = "loaded from " + report.EChartsURL + ": the charts need network; " + echartsHint()
-	} else {
-		n -= int64(len(lib))
-	}
-	fmt.Fprintf(cc.stderr, "wrote %s: %s without the ECharts library, which is %s\n", o.out, units.Bytes(n), how)
+	fmt.Fprintf(cc.stderr, "wrote %s: %s without the ECharts library, %s with ECharts %s inlined: it works offline\n",
+		o.out, units.Bytes(n-int64(report.EChartsSize())), units.Bytes(n), report.EChartsVersion)
 	return nil
-}
-
-// echartsPlace is a place report looks for the echarts build: how names
-// it in messages ("" for a place found by looking, which is quietly
-// skipped when it holds no file).
-type echartsPlace struct{ path, how string }
-
-// localECharts lists where report looks for the build when --echarts is
-// not given: $MEMSCOPE_ECHARTS, the user's cache, node_modules in the
-// working directory and each one above it, node_modules next to the
-// executable.
-func localECharts() []echartsPlace {
-	cache, _ := os.UserCacheDir()
-	wd, _ := os.Getwd()
-	exe, _ := os.Executable()
-	return echartsPlaces(os.Getenv("MEMSCOPE_ECHARTS"), cache, wd, exe)
-}
-
-// echartsPlaces is localECharts for the given environment; empty
-// arguments add no place.
-func echartsPlaces(env, cacheDir, wd, exe string) []echartsPlace {
-	var out []echartsPlace
-	add := func(path, how string) {
-		for _, p := range out {
-			if p.path == path {
-				return
-			}
-		}
-		out = append(out, echartsPlace{path, how})
-	}
-	if env != "" {
-		add(env, "$MEMSCOPE_ECHARTS")
-	}
-	file := filepath.FromSlash(report.EChartsFile)
-	if cacheDir != "" {
-		add(filepath.Join(cacheDir, filepath.FromSlash(report.EChartsCacheDir), file), "")
-	}
-	if wd != "" {
-		for dir := filepath.Clean(wd); ; {
-			add(filepath.Join(dir, file), "")
-			up := filepath.Dir(dir)
-			if up == dir {
-				break
-			}
-			dir = up
-		}
-	}
-	if exe != "" {
-		add(filepath.Join(filepath.Dir(exe), file), "")
-	}
-	return out
-}
-
-// echartsHint says in one clause how to get the build where report finds
-// it: the npm command that fills the cache, or $MEMSCOPE_ECHARTS.
-func echartsHint() string {
-	dir := "~/.cache/" + report.EChartsCacheDir
-	if cache, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(cache, filepath.FromSlash(report.EChartsCacheDir))
-	}
-	return fmt.Sprintf("to inline it, run '%s' or set MEMSCOPE_ECHARTS to an echarts.min.js of version %s",
-		report.EChartsInstallAt(dir), report.EChartsVersion)
-}
-
-// findECharts returns the pinned echarts build to inline and where it came
-// from: the --echarts flag, else the first usable file of places. A flag
-// that names an unusable file is an error; an unusable file found in
-// places is a warning and the next place is tried; with none, the page
-// references the library instead (nil).
-func findECharts(cc *cmdContext, flag string, places []echartsPlace) ([]byte, string, error) {
-	if flag != "" {
-		b, err := readECharts(flag)
-		if err != nil {
-			return nil, "", usageErrorf("--echarts: %v", err)
-		}
-		return b, flag, nil
-	}
-	for _, c := range places {
-		b, err := readECharts(c.path)
-		switch {
-		case err == nil:
-			return b, c.path, nil
-		case c.how == "" && errors.Is(err, fs.ErrNotExist):
-			// not installed here: nothing to say
-		default:
-			cc.warnf("%s%v; looking further", prefix(c.how), err)
-		}
-	}
-	return nil, "", nil
-}
-
-func prefix(how string) string {
-	if how == "" {
-		return ""
-	}
-	return how + ": "
-}
-
-func readECharts(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := report.CheckECharts(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
 }
 
 // runView reads a sweep or capture run directory.

@@ -277,8 +277,7 @@
   var charts = [], groups = {}, empty = [], drawn = [];
   var els = document.querySelectorAll(".chart[data-kind]");
   if (typeof echarts === "undefined") {
-    var msg = "The charts could not be drawn: the ECharts library did not load" +
-      (document.querySelector("script[src][data-echarts]") ? " (no network?)." : ".");
+    var msg = "The charts could not be drawn: the ECharts library did not load.";
     errors.push("echarts is not defined");
     var box = document.getElementById("memscope-load-error");
     box.textContent = msg;
