@@ -8,8 +8,8 @@ import (
 )
 
 // Need stops a test that lacks a tool or an input it cannot make itself
-// (python3, the go command, chromium, a committed
-// fixture): on a developer's machine it skips, saying what is missing;
+// (python3, the go command, chromium, a committed fixture): on a
+// developer's machine it skips, saying what is missing;
 // under CI (CI=true) it fails, since .ci/run installs every tool and the
 // checkout holds every fixture, so that nothing is quietly left untested
 // there.
