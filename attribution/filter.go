@@ -182,6 +182,10 @@ func (f *Filter) inFocus(fr *snapshot.Frame) bool {
 	return key != fr.Filename && f.Focus.MatchString(key)
 }
 
+// IsPython reports whether fr is a Python frame, not a native one (see
+// isPython): what summary --stacks prints by default.
+func IsPython(fr *snapshot.Frame) bool { return isPython(fr) }
+
 // isPython reports whether fr is a Python frame: a line number, and a file
 // that is Python source (".py", any case: Windows paths) or a name Python
 // gives code with no file, "<…>" ("<string>", "<stdin>", "<frozen runpy>",

@@ -16,12 +16,15 @@ import (
 type Summary struct {
 	Sum    *attribution.Summary
 	Stacks bool // text: print each top site's full stack
+	// AllFrames, with Stacks, prints native frames too (C++, CPython,
+	// libc), not only counts them.
+	AllFrames bool
 }
 
 func (*Summary) Kind() string { return "summary" }
 
 func (r *Summary) writeText(w io.Writer) error {
-	return summaryText(w, r.Sum, summaryTextOptions{Stacks: r.Stacks})
+	return summaryText(w, r.Sum, summaryTextOptions{Stacks: r.Stacks, AllFrames: r.AllFrames})
 }
 
 func (r *Summary) fileEntry() any { return summaryFile(r.Sum) }

@@ -14,7 +14,8 @@ import (
 
 // summaryTextOptions tune summaryText.
 type summaryTextOptions struct {
-	Stacks bool // print each top site's full stack
+	Stacks    bool // print each top site's stack
+	AllFrames bool // native frames too, not only their count
 }
 
 // summaryText writes sum as aligned text, fitting 100 columns.
@@ -116,10 +117,7 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 			}
 			if opt.Stacks {
 				tw.Flush()
-				for _, fid := range sum.Stacks.Stack(s.Stack) {
-					fr := sum.Stacks.Frame(fid)
-					ew.printf("        %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
-				}
+				siteStackText(ew, sum.Stacks, s.Stack, opt.AllFrames)
 			}
 		}
 		tw.Flush()
@@ -180,6 +178,25 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 
 // clip shortens s to n runes, keeping its end (the informative part of a
 // path) behind "…".
+// siteStackText writes a site's stack, innermost first: its Python frames
+// (the user's, libraries', torch's), then one line counting the native
+// frames left out (C++, CPython's interpreter, libc: a stacks="all"
+// recording), unless all is set.
+func siteStackText(ew *errWriter, st *snapshot.Stacks, id snapshot.StackID, all bool) {
+	native := 0
+	for _, fid := range st.Stack(id) {
+		fr := st.Frame(fid)
+		if !all && !attribution.IsPython(fr) {
+			native++
+			continue
+		}
+		ew.printf("        %s\n", clip(attribution.FrameLabel(fr), 90))
+	}
+	if native > 0 {
+		ew.printf("        (%s of C++, CPython and libc not shown; --all-frames prints them)\n", nouns(native, "native frame"))
+	}
+}
+
 // siteHeading heads the site column of a text table.
 const siteHeading = "site (innermost user or library frame)"
 

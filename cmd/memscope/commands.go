@@ -382,6 +382,8 @@ type summaryOptions struct {
 	// focus and ignore choose the frames sites are charged to
 	// (attribution.NewFilter).
 	focus, ignore string
+	// allFrames prints the stacks' native frames (C++, CPython, libc) too.
+	allFrames bool
 }
 
 func summaryFlags(fs *pflag.FlagSet) runFunc {
@@ -389,7 +391,8 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
 	deviceFlag(fs, &o.device, "report only CUDA device `N`; -1 for every device")
-	fs.BoolVar(&o.stacks, "stacks", false, "print the full stack of each top site (JSON always has it)")
+	fs.BoolVar(&o.stacks, "stacks", false, "print the Python stack of each top site, native frames counted (JSON always has every frame)")
+	fs.BoolVar(&o.allFrames, "all-frames", false, "with --stacks, print the native frames too (C++, CPython, libc: a stacks=\"all\" recording)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
 	filterFlags(fs, &o.focus, &o.ignore)

@@ -48,7 +48,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 			sum.JoinTimeline(opts.trace, tl)
 		}
 		addDeviceUsed(sum, path)
-		if err := rw.Write(&report.Summary{Sum: sum, Stacks: opts.stacks}); err != nil {
+		if err := rw.Write(&report.Summary{Sum: sum, Stacks: opts.stacks, AllFrames: opts.allFrames}); err != nil {
 			return err
 		}
 	}
