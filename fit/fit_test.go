@@ -1,0 +1,250 @@
+package fit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/allocator"
+	"github.com/memscope/memscope/internal/truth"
+	"github.com/memscope/memscope/snapshot"
+)
+
+// fitMisses are the measured frontiers the model misses, with the cause;
+// each is off by one batch at most.
+var fitMisses = map[string]string{
+	// At batch 45 torch's run survived 67 failed cuDNN workspace requests
+	// (num_ooms 67) and completed with 0.2% of the cap to spare; the
+	// model's reserved at 45 is 0.2% below torch's and one forward
+	// request fails.
+	"conv cap4096MiB": "at the cap's edge: 0.2% of reserved",
+	// At batch 25 the model reaches exactly the cap (1,610,612,736 B) and
+	// serves every request; torch's reserved at 24 was 0.8% above the
+	// model's, and at 25 it failed in the first prefill.
+	"gen cap1536MiB": "at the cap's edge: 0.8% of reserved",
+}
+
+type fitCase struct {
+	name    string
+	batches []int
+	caps    []string
+}
+
+var fitCases = []fitCase{
+	{"lm", []int{1, 2, 4}, []string{"cap6144MiB", "cap12288MiB", "cap6144MiB-expandable"}},
+	{"conv", []int{2, 4, 8}, []string{"cap4096MiB", "cap8192MiB"}},
+	{"gen", []int{1, 2, 4}, []string{"cap1536MiB", "cap3072MiB"}},
+}
+
+func openInputs(t testing.TB, name string, batches []int) []Input {
+	t.Helper()
+	var ins []Input
+	for _, b := range batches {
+		p := filepath.Join("../fixtures", "fit-"+name, fmt.Sprintf("b%d", b), "snapshot.pickle.gz")
+		s, err := snapshot.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, Input{Path: p, Snap: s, Batch: b})
+	}
+	return ins
+}
+
+// runPeaks is torch's peak allocated and reserved over a fitwork.py run
+// (the max of its phases, which partition the run) and whether it ran
+// out of memory.
+func runPeaks(tr *truth.File) (alloc, reserved int64, oom bool) {
+	for _, ph := range tr.Phases {
+		alloc = max(alloc, ph.PeakAllocated)
+		reserved = max(reserved, ph.PeakReserved)
+	}
+	return alloc, reserved, tr.OOM != nil
+}
+
+func readFrontier(t *testing.T, dir string) (largest, first int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "frontier.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		n, _ := strconv.Atoi(v)
+		switch k {
+		case "largest_fit":
+			largest = n
+		case "first_fail":
+			first = n
+		}
+	}
+	return largest, first
+}
+
+// TestFitFrontier: three workloads of different kinds (a Llama with
+// AdamW under autocast, resnet50 with SGD, a generate() server), each
+// recorded at three small batches, fitted and searched for the largest
+// batch that fits under the caps torch's frontier was measured at (one
+// fresh process per batch, fixtures/fit-*/capN). The predicted largest
+// batch is torch's, or fitMisses says why it is one off; at torch's
+// largest batch the model's peak allocated is within 1% of torch's and
+// its peak reserved within 3%; every batch torch ran in the search is
+// called as torch had it (fits or OOM) except at a listed miss's edge.
+func TestFitFrontier(t *testing.T) {
+	for _, c := range fitCases {
+		ins := openInputs(t, c.name, c.batches)
+		for _, capDir := range c.caps {
+			key := c.name + " " + capDir
+			dir := filepath.Join("../fixtures", "fit-"+c.name, capDir)
+			largest, first := readFrontier(t, dir)
+			at, err := truth.Read(filepath.Join(dir, fmt.Sprintf("b%d", largest), "truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := New(ins, 0, Options{DeviceTotal: at.DeviceTotal, MemoryFraction: at.CapFraction})
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			set, err := allocator.ParseConf(at.AllocConf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := m.Frontier(set, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cause, miss := fitMisses[key]
+			t.Logf("%-26s predicted %d, torch %d (first fail %d)", key, f.LargestFit, largest, first)
+			switch {
+			case f.LargestFit == largest && miss:
+				t.Errorf("%s: predicted torch's frontier %d, but listed as a miss (%s)", key, largest, cause)
+			case f.LargestFit != largest && !miss:
+				t.Errorf("%s: predicted largest batch %d, torch's is %d", key, f.LargestFit, largest)
+			case f.LargestFit != largest && (f.LargestFit-largest > 1 || largest-f.LargestFit > 1):
+				t.Errorf("%s: predicted largest batch %d, more than one off torch's %d", key, f.LargestFit, largest)
+			}
+			p, err := m.At(largest, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ta, tres, _ := runPeaks(at)
+			ea, er := pct(p.PeakAllocated, ta), pct(p.PeakReserved, tres)
+			t.Logf("%-26s at %d: allocated %d vs torch %d (%+.2f%%), reserved %d vs %d (%+.2f%%)", key, largest, p.PeakAllocated, ta, ea, p.PeakReserved, tres, er)
+			if ea < -1 || ea > 1 {
+				t.Errorf("%s at batch %d: peak allocated %d, torch's %d (%+.2f%%, want within 1%%)", key, largest, p.PeakAllocated, ta, ea)
+			}
+			if er < -3 || er > 3 {
+				t.Errorf("%s at batch %d: peak reserved %d, torch's %d (%+.2f%%, want within 3%%)", key, largest, p.PeakReserved, tres, er)
+			}
+			// Every batch torch ran under this cap, called as torch had it.
+			runs, _ := filepath.Glob(filepath.Join(dir, "b*", "truth.json"))
+			for _, r := range runs {
+				tr, err := truth.Read(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _, oom := runPeaks(tr)
+				n := int(tr.Batch)
+				p, err := m.At(n, set)
+				if err != nil {
+					t.Fatal(err)
+				}
+				edge := miss && (n == largest || n == f.LargestFit || n == largest+1)
+				if p.Fits == oom && !edge {
+					t.Errorf("%s batch %d: model fits %v, torch ran out of memory %v", key, n, p.Fits, oom)
+				}
+			}
+		}
+	}
+}
+
+func pct(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a-b) / float64(b)
+}
+
+// TestFitRecordedBatches: at each recorded batch, with no cap, the
+// synthesized run is the template's program at that batch: its peak
+// allocated is torch's within 1% (resnet50 at batch 2 runs cuDNN
+// algorithms of its own, whose requests the template lacks: −0.9%) and
+// the Llama's, whose requests are all exact lines, to the byte at batch 2.
+func TestFitRecordedBatches(t *testing.T) {
+	for _, c := range fitCases {
+		ins := openInputs(t, c.name, c.batches)
+		m, err := New(ins, 0, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range c.batches {
+			tr, err := truth.Read(filepath.Join("../fixtures", "fit-"+c.name, fmt.Sprintf("b%d", b), "truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := m.At(b, m.RecordedSettings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ta, _, _ := runPeaks(tr)
+			if e := pct(p.PeakAllocated, ta); e < -1 || e > 1 || c.name == "lm" && b == 2 && p.PeakAllocated != ta {
+				t.Errorf("%s at recorded batch %d: peak allocated %d, torch's %d (%+.3f%%)", c.name, b, p.PeakAllocated, ta, e)
+			}
+		}
+	}
+}
+
+// TestFitSizeKinds: the Llama's requests at batches 2 and 4 are the same
+// program's (the same stacks in the same order); batch 1 takes other
+// paths in 81 requests, which the alignment leaves out. Every request is
+// then an exact line (constant or linear in the batch), and the per-sample
+// bytes of the largest scaling stack is the logits' fp32 copy: 512 tokens
+// × 32,000 × 4 B.
+func TestFitSizeKinds(t *testing.T) {
+	m, err := New(openInputs(t, "lm", []int{1, 2, 4}), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kinds[SizeIrregular] != 0 || m.Kinds[SizeUnpaired] != 0 || m.Kinds[SizeQuadratic] != 0 {
+		t.Errorf("kinds %v: want only constant and linear requests", m.Kinds)
+	}
+	if got := m.Kinds[SizeConstant] + m.Kinds[SizeLinear]; got != 3045 {
+		t.Errorf("%d requests, the template has 3045 allocs", got)
+	}
+	if m.OnlyOthers[0] != 0 {
+		t.Errorf("batch 1 has %d requests batch 4 lacks", m.OnlyOthers[0])
+	}
+}
+
+func TestBatchFromName(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"fixtures/fit-lm/b4/snapshot.pickle", 4}, {"run_bs16.pickle", 16}, {"batch-32/snap.pickle", 32}, {"snapshot.pickle", 0}, {"b8/bs16.pickle", 0}, {"llama3b.pickle", 0}} {
+		if got := BatchFromName(c.path); got != c.want {
+			t.Errorf("BatchFromName(%q) = %d, want %d", c.path, got, c.want)
+		}
+	}
+}
+
+// TestFitRefuses: one recording, two at one batch, and two different
+// programs are refused with the reason.
+func TestFitRefuses(t *testing.T) {
+	lm := openInputs(t, "lm", []int{2})
+	conv := openInputs(t, "conv", []int{4})
+	for _, c := range []struct {
+		ins  []Input
+		want string
+	}{
+		{lm, "two or more recordings"},
+		{[]Input{lm[0], {Path: "x", Snap: lm[0].Snap, Batch: 2}}, "both recorded at batch 2"},
+		{[]Input{lm[0], conv[0]}, "not recordings of one program"},
+	} {
+		_, err := New(c.ins, 0, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New: %v, want an error saying %q", err, c.want)
+		}
+	}
+}
