@@ -137,6 +137,9 @@ type Outcome struct {
 	// Zero, and false, otherwise.
 	PeakReservedLow, PeakReservedHigh int64
 	OOMUncertain                      bool
+	// Survived counts the requests WhatIfSized marked as survivable that
+	// could not be served (torch counts each in num_ooms).
+	Survived int
 	// Unmatched counts frees of blocks the what-if did not hold (a
 	// damaged start state): they are skipped.
 	Unmatched int
@@ -357,13 +360,26 @@ func NewRecording(s *snapshot.Snapshot, device int, opt WhatIfOptions) (*Recordi
 // recording's failed cudaMallocs, which the check finds, it runs as if
 // there were none and is run again if the check finds one.
 func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
-	out, err := rc.whatIfOnce(set, true)
+	return rc.WhatIfSized(set, nil)
+}
+
+// WhatIfSized is WhatIf with the requests' sizes changed: sizes[i], where
+// it is not 0, is asked for at the alloc at event i instead of the
+// recorded size (the same program at another batch, say: package fit);
+// a negative one asks for −sizes[i] and marks a request the program
+// survives failing (a library's try-allocation with a fallback, as
+// cuDNN's workspaces): its failure is counted (Outcome.Survived), not an
+// OOM, and the run goes on without the block.
+// Everything else is the recording's: the order of requests and frees,
+// their streams and pools, the empty_cache() calls and deferred frees.
+func (rc *Recording) WhatIfSized(set Settings, sizes []int64) (*Outcome, error) {
+	out, err := rc.whatIfOnce(set, true, sizes)
 	if err != nil || !out.StartPlaced || out.Stopped >= 0 {
 		return out, err // a what-if stopped early (WhatIfOptions.Stop) has no bound to give
 	}
 	// A start state re-made under set: the bound, from the same start
 	// with none of its cached memory kept, and with all of it kept on top.
-	low, err := rc.whatIfOnce(set, false)
+	low, err := rc.whatIfOnce(set, false, sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -377,23 +393,23 @@ func (rc *Recording) WhatIf(set Settings) (*Outcome, error) {
 
 // whatIfOnce is WhatIf with a re-made start state's cached memory kept
 // (cached) or not.
-func (rc *Recording) whatIfOnce(set Settings, cached bool) (*Outcome, error) {
+func (rc *Recording) whatIfOnce(set Settings, cached bool, sizes []int64) (*Outcome, error) {
 	p := rc.r.prog
 	select {
 	case <-p.done:
-		return rc.whatIf(set, false, cached)
+		return rc.whatIf(set, false, cached, sizes)
 	default:
 	}
-	out, err := rc.whatIf(set, true, cached)
+	out, err := rc.whatIf(set, true, cached, sizes)
 	<-p.done
 	if err == nil && out.speculated && (out.aborted || rc.r.dev.limit > 0) {
-		return rc.whatIf(set, false, cached)
+		return rc.whatIf(set, false, cached, sizes)
 	}
 	return out, err
 }
 
 // whatIf is WhatIf; with early the check may still be running.
-func (rc *Recording) whatIf(set Settings, early, cached bool) (*Outcome, error) {
+func (rc *Recording) whatIf(set Settings, early, cached bool, sizes []int64) (*Outcome, error) {
 	s, device, opt, tl, r := rc.s, rc.device, rc.opt, rc.tl, rc.r
 	refuse := func(format string, args ...any) error { return refusef(device, format, args...) }
 	if set.Async {
@@ -408,7 +424,7 @@ func (rc *Recording) whatIf(set Settings, early, cached bool) (*Outcome, error) 
 	if set.MemoryLimit == 0 {
 		set.MemoryLimit = opt.MemoryLimit
 	}
-	w := &whatIf{evs: s.Traces[device], rec: r, early: early, stopInexact: opt.StopInexact,
+	w := &whatIf{evs: s.Traces[device], rec: r, early: early, stopInexact: opt.StopInexact, sizes: sizes,
 		out: &Outcome{Device: device, Settings: set, Replay: r.rep, PeakReservedAt: -1, Stopped: -1}}
 	w.capacity(tl, opt)
 	w.dev = &capacityDevice{capacity: w.out.Capacity, next: 1 << 62}
@@ -618,6 +634,9 @@ type whatIf struct {
 
 	allocated int64 // allocated_bytes
 	segs      int   // cudaMalloc'd segments
+
+	sizes   []int64        // Recording.WhatIfSized's sizes by event, nil for the recorded ones
+	skipped map[int32]bool // slots of survived requests (WhatIfSized's optional ones) not yet freed
 }
 
 func (w *whatIf) run() {
@@ -759,8 +778,26 @@ func (w *whatIf) request(i int) {
 	if ev.Action == snapshot.ActionOOM {
 		size = w.oomRequest(i)
 	}
+	optional := false
+	if ev.Action != snapshot.ActionOOM && i < len(w.sizes) && w.sizes[i] != 0 {
+		size = w.sizes[i]
+		if size < 0 {
+			size, optional = -size, true
+		}
+	}
 	b := w.a.malloc(size, ev.Stream, w.rec.pools.of(i, ev))
 	w.account()
+	if b == nil && optional {
+		// A request the program survives failing (WhatIfSized): torch
+		// released the cache and raised, the caller caught it.
+		o.Survived++
+		if w.skipped == nil {
+			w.skipped = map[int32]bool{}
+		}
+		w.skipped[w.slots.at(i)] = true
+		w.flushHeld()
+		return
+	}
 	if b == nil {
 		o.OOM = &WhatIfOOM{Index: i, Size: w.a.set.RoundSize(size), Stream: ev.Stream, Reserved: w.a.Reserved}
 		return
@@ -818,6 +855,9 @@ func (w *whatIf) free(i int) {
 		b = w.blocks[k]
 	}
 	if b == nil || !b.allocated {
+		if b == nil && w.skipped[w.slots.at(i)] {
+			return // a request that failed and was survived
+		}
 		w.out.Unmatched++
 		return
 	}
@@ -833,6 +873,10 @@ func (w *whatIf) complete(i int) {
 		b, w.blocks[k] = w.blocks[k], nil
 	}
 	if b == nil {
+		if k := w.slots.at(i); w.skipped[k] {
+			delete(w.skipped, k)
+			return
+		}
 		w.out.Unmatched++
 		return
 	}
