@@ -70,14 +70,17 @@ func TestCompareNotes(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cs   []Comparison
+		ms   []Measured
 		want []Note
 	}{
-		{"none", nil, []Note{{Kind: NoteNoMatch}}},
-		{"all off", []Comparison{{Within: false}, {Within: false}}, []Note{{Kind: NoteAllOff}}},
-		{"one within", []Comparison{{Within: false}, {Within: true}}, nil},
+		{"none", nil, nil, []Note{{Kind: NoteNoMatch}}},
+		{"none matches", nil, []Measured{{Phase: "run", Step: -1}, {Phase: "generate", Step: 0}, {Phase: "generate", Step: 1}},
+			[]Note{{Kind: NoteNoMatch, Phase: "run, generate"}}},
+		{"all off", []Comparison{{Within: false}, {Within: false}}, nil, []Note{{Kind: NoteAllOff}}},
+		{"one within", []Comparison{{Within: false}, {Within: true}}, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := CompareNotes(c.cs); !reflect.DeepEqual(got, c.want) {
+			if got := CompareNotes(c.cs, c.ms); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("CompareNotes(%+v) = %+v, want %+v", c.cs, got, c.want)
 			}
 		})

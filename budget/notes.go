@@ -1,5 +1,10 @@
 package budget
 
+import (
+	"slices"
+	"strings"
+)
+
 // NoteKind says what a Note is about; package report words each kind.
 type NoteKind int
 
@@ -15,7 +20,8 @@ const (
 	// NoteReplayDiffers: at Step's Phase the snapshot's replay peaks at
 	// Replayed bytes and torch at Torch; torch's number is used.
 	NoteReplayDiffers
-	// NoteNoMatch: no measured phase has a predicted one's name.
+	// NoteNoMatch: no measured phase has a predicted one's name; Phase
+	// lists the measured phases' names ("" when nothing was measured).
 	NoteNoMatch
 	// NoteAllOff: every compared phase is off by more than Tolerance.
 	NoteAllOff
@@ -31,11 +37,18 @@ type Note struct {
 	Torch    int64
 }
 
-// CompareNotes says what is wrong with a comparison as a whole: nothing
-// compared (NoteNoMatch), or no phase within Tolerance (NoteAllOff).
-func CompareNotes(cs []Comparison) []Note {
+// CompareNotes says what is wrong with the comparison cs of the measured
+// phases ms as a whole: nothing compared (NoteNoMatch, naming what was
+// measured), or no phase within Tolerance (NoteAllOff).
+func CompareNotes(cs []Comparison, ms []Measured) []Note {
 	if len(cs) == 0 {
-		return []Note{{Kind: NoteNoMatch}}
+		var names []string
+		for _, m := range ms {
+			if !slices.Contains(names, m.Phase) {
+				names = append(names, m.Phase)
+			}
+		}
+		return []Note{{Kind: NoteNoMatch, Phase: strings.Join(names, ", ")}}
 	}
 	for _, c := range cs {
 		if c.Within {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
@@ -73,7 +74,11 @@ func (r *Budget) noteText(n budget.Note) string {
 		return fmt.Sprintf("step %d %s: the snapshot's replay gives %s, torch %s; using torch's",
 			n.Step, n.Phase, units.Bytes(n.Replayed), units.Bytes(n.Torch))
 	case budget.NoteNoMatch:
-		return "no measured phase matches a predicted one (forward, backward, optimizer)"
+		const head = "no measured phase matches a predicted one (forward, backward, optimizer): "
+		if n.Phase != "" {
+			return head + strings.Join(r.sources(), ", ") + " measured " + n.Phase
+		}
+		return head + strings.Join(r.sources(), ", ") + " holds no phase of a steady step (the setup outside steps and step 0, where the optimizer makes its state, are not compared)"
 	case budget.NoteAllOff:
 		return fmt.Sprintf("every phase is off by more than %.0f%%: check that the capture ran this model and shape", 100*budget.Tolerance)
 	}

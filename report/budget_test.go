@@ -37,7 +37,8 @@ func TestBudgetNoteWords(t *testing.T) {
 		{budget.Note{Kind: budget.NoteOnlyStepZero}, "run/snapshot.pickle: only step 0 was recorded; the optimizer creates its state there, so it is not a steady step"},
 		{budget.Note{Kind: budget.NoteReplayDiffers, Step: 2, Phase: "backward", Replayed: 3 << 20, Torch: 5 << 30},
 			"step 2 backward: the snapshot's replay gives 3.00 MiB, torch 5.00 GiB; using torch's"},
-		{budget.Note{Kind: budget.NoteNoMatch}, "no measured phase matches a predicted one (forward, backward, optimizer)"},
+		{budget.Note{Kind: budget.NoteNoMatch}, "no measured phase matches a predicted one (forward, backward, optimizer): run/snapshot.pickle, run/truth.json holds no phase of a steady step (the setup outside steps and step 0, where the optimizer makes its state, are not compared)"},
+		{budget.Note{Kind: budget.NoteNoMatch, Phase: "run, generate"}, "no measured phase matches a predicted one (forward, backward, optimizer): run/snapshot.pickle, run/truth.json measured run, generate"},
 		{budget.Note{Kind: budget.NoteAllOff}, "every phase is off by more than 15%: check that the capture ran this model and shape"},
 		{budget.Note{Kind: 99}, "note of kind 99"},
 	} {
@@ -265,5 +266,23 @@ func TestBudgetWordsFollowTheShape(t *testing.T) {
 	}
 	if got := m.name(budget.Operands{Count: 3}); got != "MLP intermediates: activation, up output, product" {
 		t.Errorf("gated MLP: %q", got)
+	}
+}
+
+// TestBudgetEmptyComparison: a predicted-vs-measured table with no row
+// says why it is empty where the table would be, not only in the notes.
+func TestBudgetEmptyComparison(t *testing.T) {
+	note := budget.Note{Kind: budget.NoteNoMatch, Phase: "run"}
+	r := &Budget{Prediction: smallPrediction(t), Truth: "serve/truth.json", Notes: []budget.Note{note}}
+	var text bytes.Buffer
+	if err := Write(&text, Text, r); err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(text.String(), "predicted vs measured (allocated bytes; measured: serve/truth.json):\n")
+	if want := "  nothing to compare: " + r.noteText(note) + "\n"; !ok || table != want {
+		t.Errorf("the comparison reads %q, want %q", table, want)
+	}
+	if strings.Contains(table, "gap %") {
+		t.Errorf("an empty comparison prints the table's header:\n%s", table)
 	}
 }

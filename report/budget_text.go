@@ -103,7 +103,7 @@ func (r *Budget) writeText(w io.Writer) error {
 		ew.err = budgetBesideText(w, r)
 	}
 	if r.measured() {
-		budgetMeasuredText(ew, r.sources(), r.Measured)
+		budgetMeasuredText(ew, r, r.sources(), r.Measured)
 	}
 	return ew.err
 }
@@ -138,8 +138,18 @@ func budgetLayerText(ew *errWriter, p *budget.Prediction) {
 }
 
 // budgetMeasuredText prints predicted against measured, phase by phase.
-func budgetMeasuredText(ew *errWriter, sources []string, phases []budget.Comparison) {
+func budgetMeasuredText(ew *errWriter, r *Budget, sources []string, phases []budget.Comparison) {
 	ew.printf("\npredicted vs measured (allocated bytes; measured: %s):\n", strings.Join(sources, ", "))
+	if len(phases) == 0 {
+		var why string
+		for _, n := range r.Notes {
+			if n.Kind == budget.NoteNoMatch {
+				why = r.noteText(n)
+			}
+		}
+		ew.printf("  nothing to compare: %s\n", why)
+		return
+	}
 	ew.printf("  %-9s %4s %11s %11s %12s %7s\n", "phase", "step", "predicted", "measured", "gap", "gap %")
 	for _, c := range phases {
 		verdict := "within 15%"

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,9 +74,18 @@ func decodeProfileMode(r io.Reader, name string, limit int64, explicit bool, chu
 	return p, err
 }
 
+// ErrPickle is the error for a file that is a pickle, as CUDA allocator
+// snapshots are (torch.cuda.memory._dump_snapshot): not a profiler trace.
+var ErrPickle = errors.New("a pickle (a CUDA allocator snapshot, torch.cuda.memory._dump_snapshot), not a torch.profiler trace")
+
 // decodeBody tells a memory timeline from a trace and decodes it.
 func decodeBody(in io.Reader, gz bool, name string, chunk int) (Profile, error) {
 	br := bufio.NewReaderSize(in, 64<<10)
+	// Pickle protocols 2 to 5 start with PROTO (0x80) and the version: no
+	// JSON text does.
+	if b, _ := br.Peek(2); len(b) == 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5 {
+		return Profile{}, fmt.Errorf("decoding %s at byte 0: %w", name, ErrPickle)
+	}
 	if isMemoryTimeline(br) {
 		ct, err := decodeTimeline(br, gz, name)
 		return Profile{Timeline: ct}, err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,7 +141,7 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 			r.Notes = append(r.Notes, notes...)
 		}
 		r.Measured = budget.Compare(p, ms)
-		r.Notes = append(r.Notes, budget.CompareNotes(r.Measured)...)
+		r.Notes = append(r.Notes, budget.CompareNotes(r.Measured, ms)...)
 	}
 	return report.Write(cc.stdout, o.format(), r)
 }
@@ -161,9 +160,12 @@ func (o *budgetOptions) snapshotDevice(cc *cmdContext) (*attribution.Device, err
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDevice(o.snapshot, s, o.device); err != nil {
+		return nil, err
+	}
 	d := attribution.Analyze(s, attribution.Options{Device: o.device}).Primary()
 	if d == nil || o.device < 0 && len(d.Timeline.Events) == 0 {
-		return nil, badInput(errors.New(o.snapshot + ": no device has recorded events"))
+		return nil, badInput(fmt.Errorf("%s: no device has recorded events (it has %s, none with a trace); record with torch.cuda.memory._record_memory_history", o.snapshot, deviceList(s.Devices())))
 	}
 	return d, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +42,9 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		rw := report.NewWriter(cc.stdout, format)
 		for _, p := range paths {
 			prof, err := openProfile(cc, p)
+			if errors.Is(err, trace.ErrPickle) {
+				return badInput(fmt.Errorf("%w: ops reads profiler traces; memscope summary, peak, diff and pprof read snapshots", err))
+			}
 			if err != nil {
 				return badInput(err)
 			}
