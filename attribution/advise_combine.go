@@ -30,21 +30,6 @@ type AdviceCombination struct {
 	Limit *LimitFit
 }
 
-// alternatives reports whether fixes a and b are two ways of doing one
-// thing, so that applying both means nothing: the loss's two rewrites;
-// the moments in bf16, in 8 bits, on the CPU, or none.
-func alternatives(a, b budget.FixKind) bool {
-	loss := func(k budget.FixKind) bool { return k == budget.FixFusedLoss || k == budget.FixChunkedLoss }
-	moments := func(k budget.FixKind) bool {
-		switch k {
-		case budget.FixBF16Moments, budget.FixEightBitMoments, budget.FixOffloadOptimizer, budget.FixStatelessOptimizer:
-			return true
-		}
-		return false
-	}
-	return a != b && (loss(a) && loss(b) || moments(a) && moments(b))
-}
-
 // combination returns, when the device is given or the step ran out of
 // memory (o), and no fix alone fits (budget.Fits, LimitFits), the cheapest
 // run of fixes that does (see AdviceCombination); nil when neither is
@@ -64,7 +49,7 @@ func (st *adviseStep) combination(fixes []AdviceFix, dss [][]delta, opt AdviseOp
 	for i, f := range fixes {
 		alt := false
 		for _, k := range c.Kinds {
-			alt = alt || alternatives(k, f.Kind)
+			alt = alt || budget.Alternatives(k, f.Kind)
 		}
 		if alt {
 			continue

@@ -3,7 +3,11 @@
 // states, saved activations, logits and loss, KV cache and overhead, the peak
 // of each phase (forward, backward, optimizer) and which phase and term
 // should hold it, the headroom on a device, and ranked fixes with the peak
-// each would leave. Compare holds a prediction against measured phase peaks.
+// each would leave; when none fits the device alone, Combine applies them
+// in that order, each with those before it, until the run fits (the JSON
+// document's "combination": positions in "fixes", their names, the shape,
+// the new peak and its fit). Compare holds a prediction against measured
+// phase peaks.
 //
 // The model comes from a Hugging Face config.json (ParseConfig, LoadConfig)
 // or is filled in by hand; the run shape (micro-batch, sequence length,

@@ -15,6 +15,9 @@ type Budget struct {
 	Prediction *budget.Prediction
 	Fit        *budget.Fit // nil: no device to hold it against
 	Fixes      []budget.Fix
+	// Combination is, when no fix alone fits the device, the cheapest run
+	// of them that does (budget.Combine); nil otherwise.
+	Combination *budget.Combination
 	// ConfigWarnings are LoadConfig's guesses about the config, shown
 	// first; Notes the typed findings of the model's resolution and the
 	// measurement, worded here.
@@ -152,6 +155,28 @@ type BudgetFitJSON struct {
 	Verdict         string  `json:"verdict"` // fits, tight, does not fit
 }
 
+// BudgetCombinationJSON is a run of predicted fixes applied together
+// (budget.Combination), as advise's combination is of measured ones.
+type BudgetCombinationJSON struct {
+	Fixes    []int          `json:"fixes"` // positions in fixes, from 0
+	Names    []string       `json:"names"`
+	Shape    budget.Shape   `json:"shape"`
+	NewPeak  int64          `json:"new_peak"`
+	NewPhase string         `json:"new_phase"`
+	Fit      *BudgetFitJSON `json:"fit"`
+}
+
+func budgetCombinationJSON(fixes []budget.Fix, c *budget.Combination) *BudgetCombinationJSON {
+	if c == nil {
+		return nil
+	}
+	j := &BudgetCombinationJSON{Fixes: c.Fixes, Names: []string{}, Shape: c.Shape, NewPeak: c.NewPeak, NewPhase: c.NewPhase, Fit: budgetFitJSON(&c.Fit)}
+	for _, i := range c.Fixes {
+		j.Names = append(j.Names, budgetFixText(fixes[i]).name)
+	}
+	return j
+}
+
 func budgetFitJSON(f *budget.Fit) *BudgetFitJSON {
 	if f == nil {
 		return nil
@@ -175,7 +200,10 @@ type BudgetJSON struct {
 	Warnings []string            `json:"warnings"`
 	Fit      *BudgetFitJSON      `json:"fit,omitempty"`
 	Fixes    []BudgetFixJSON     `json:"fixes"`
-	Measured *BudgetMeasuredJSON `json:"measured,omitempty"`
+	// Combination is, when no fix alone fits the device, the cheapest
+	// run of fixes that does, or all of them with their miss.
+	Combination *BudgetCombinationJSON `json:"combination,omitempty"`
+	Measured    *BudgetMeasuredJSON    `json:"measured,omitempty"`
 	// SnapshotFixes are advise's fixes of the snapshot's training peak,
 	// as 'memscope advise' writes them; absent without a snapshot, or
 	// when advise finds none (no backward, or no fix lowers the peak).
@@ -299,7 +327,7 @@ func (r *Budget) document() any {
 		Layer: BudgetLayerJSON{Parts: budgetPartsJSON(l.Parts), Full: l.Full, PerToken: l.PerToken, Saved: l.Saved,
 			Rule: l.Rule, RuleText: ruleText(l.RuleOps)},
 		Phases: budgetPhasesJSON(p.Phases), Peak: p.Peak, Outside: p.Outside, Warnings: budgetWarnings(p),
-		Fit: budgetFitJSON(r.Fit), Fixes: budgetFixesJSON(r.Fixes), Notes: r.notes()}
+		Fit: budgetFitJSON(r.Fit), Fixes: budgetFixesJSON(r.Fixes), Combination: budgetCombinationJSON(r.Fixes, r.Combination), Notes: r.notes()}
 	for _, t := range p.Terms {
 		res.Terms = append(res.Terms, BudgetTermJSON{Key: t.Key, Bytes: t.Bytes, Parts: budgetPartsJSON(t.Parts)})
 	}

@@ -98,6 +98,9 @@ func (r *Budget) writeText(w io.Writer) error {
 			ew.printf("  %d. %s  [%s]\n     saves %s → %s in %s%s; targets %s\n     cost: %s\n",
 				i+1, fw.name, fw.change, units.Bytes(f.Saves), units.Bytes(f.NewPeak), f.NewPhase, fits, f.Term, fw.cost)
 		}
+		if c := r.Combination; c != nil {
+			ew.printf("\n%s\n  [%s]\n", budgetCombinationText(p, c), budgetCombinationFlags(r.Fixes, c))
+		}
 	}
 	if r.Advice != nil && ew.err == nil {
 		ew.err = budgetBesideText(w, r)
@@ -135,6 +138,33 @@ func budgetLayerText(ew *errWriter, p *budget.Prediction) {
 	if l.Saved != l.Full {
 		ew.printf("    kept per layer with %s checkpointing: %s\n", p.Shape.Checkpointing, units.Bytes(l.Saved))
 	}
+}
+
+// budgetCombinationText words a run of predicted fixes as advise words its
+// measured ones: "no single fix fits H100 (80.00 GiB): together, 1 + 3 →
+// new peak 61.20 GiB (−38.0%) in backward, needs 62.0 GiB, fits: …".
+func budgetCombinationText(p *budget.Prediction, c *budget.Combination) string {
+	nums := make([]string, len(c.Fixes))
+	for i, f := range c.Fixes {
+		nums[i] = fmt.Sprint(f + 1)
+	}
+	together := "together"
+	if c.Fit.Verdict == budget.DoesNotFit {
+		together = "not even all together"
+	}
+	return fmt.Sprintf("no single fix fits %s (%s): %s, %s → new peak %s (%s) in %s, needs %s, %s",
+		fitName(&c.Fit), units.Bytes(c.Fit.Memory), together, strings.Join(nums, " + "), units.Bytes(c.NewPeak),
+		signedPercent(c.NewPeak-p.PeakBytes(), p.PeakBytes()), c.NewPhase, units.Bytes(c.Fit.Need), budgetFitText(&c.Fit))
+}
+
+// budgetCombinationFlags is the memscope budget flags that model a run of
+// fixes: "--loss fused --checkpointing selective".
+func budgetCombinationFlags(fixes []budget.Fix, c *budget.Combination) string {
+	flags := make([]string, len(c.Fixes))
+	for i, f := range c.Fixes {
+		flags[i] = budgetFixText(fixes[f]).change
+	}
+	return strings.Join(flags, " ")
 }
 
 // budgetMeasuredText prints predicted against measured, phase by phase.

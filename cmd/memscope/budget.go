@@ -121,6 +121,9 @@ func runBudget(cc *cmdContext, fs *pflag.FlagSet, o *budgetOptions) error {
 		f := p.FitOn(tr.DeviceName, tr.DeviceTotal)
 		r.Fit = &f
 	}
+	if r.Fit != nil {
+		r.Combination = budget.Combine(p, r.Fixes, *r.Fit)
+	}
 	if o.snapshot != "" || tr != nil {
 		var ms []budget.Measured
 		if o.snapshot != "" {
