@@ -452,8 +452,18 @@ func (m *Model) group() {
 			g.PerSample += r.PerSample
 		}
 	}
+	byLabel := map[string]int{} // scaling groups of one label, merged
 	for _, k := range order {
 		g := *groups[k]
+		if g.Kind == SizeLinear || g.Kind == SizeQuadratic {
+			if j, ok := byLabel[g.Label]; ok {
+				m.Scaling[j].Count += g.Count
+				m.Scaling[j].Bytes += g.Bytes
+				m.Scaling[j].PerSample += g.PerSample
+				continue
+			}
+			byLabel[g.Label] = len(m.Scaling)
+		}
 		switch g.Kind {
 		case SizeIrregular:
 			m.Irregular = append(m.Irregular, g)

@@ -168,6 +168,13 @@ traces recorded with skip_actions are refused, with the reason.`,
 			flags: whatifFlags,
 		},
 		{
+			name:  "fit",
+			short: "the largest batch that fits a cap, from snapshots at two or more small batches",
+			args:  "SNAP SNAP...",
+			long:  fitLong,
+			flags: fitFlags,
+		},
+		{
 			name:  "ranks",
 			short: "a job's ranks compared: peaks, the median, outliers and what differs by site",
 			args:  "PATH...",

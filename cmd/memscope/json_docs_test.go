@@ -125,6 +125,8 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"ops":     {{"ops", profiled + "trace.json.gz"}, {"ops", "--by", "module", profiled + "trace.json.gz"}},
 		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}, {"advise", "--device-memory", "1.85GiB", adviseTrain}},
 		"whatif":  {{"whatif", "--conf", "expandable_segments:True", oomSnap}, {"whatif", "../../fixtures/advise/infer-static/snapshot.pickle"}},
+		"fit": {{"fit", "--memory-limit", "8GiB", "--conf", "expandable_segments:True", "../../fixtures/fit-conv/b2/snapshot.pickle.gz",
+			"../../fixtures/fit-conv/b4/snapshot.pickle.gz", "../../fixtures/fit-conv/b8/snapshot.pickle.gz"}},
 	}
 	kinds := make([]string, 0, len(runs))
 	for k := range runs {
@@ -187,6 +189,7 @@ func init() {
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 		report.AdviceFileJSON{}, report.AdviceInferenceJSON{}, report.AdviceSettingJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{}, report.AdviceOOMJSON{}, report.LimitJSON{}, report.LimitFitJSON{},
 		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
+		report.FitJSON{}, report.FitFrontierJSON{}, report.FitPointJSON{}, report.FitOOMJSON{}, report.FitCurveJSON{}, report.FitKindsJSON{}, report.FitGroupJSON{}, report.FitInputJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t

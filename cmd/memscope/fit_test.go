@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/memscope/memscope/report"
+)
+
+// TestFitCommand: 'memscope fit' on the Llama recorded at batches 1, 2 and
+// 4 (fixtures/fit-lm, batches read from the folder names) under the 6 GiB
+// cap torch's frontier was measured at: the largest batch that fits is
+// torch's, 10 (fixtures/fit-lm/cap6144MiB/frontier.txt), and 11 under
+// expandable segments (cap6144MiB-expandable); the run at the frontier
+// has torch's peaks to the byte (its truth.json: 5,694,898,176 B
+// allocated, 6,404,702,208 B reserved), and the next batch dies in step 1's
+// backward, as torch's did.
+func TestFitCommand(t *testing.T) {
+	dir := "../../fixtures/fit-lm/"
+	var doc report.ResultDoc[report.FitJSON]
+	runJSON(t, &doc, "fit", "--json", "--memory-limit", "6GiB", "--conf", "expandable_segments:True",
+		dir+"b1/snapshot.pickle.gz", dir+"b2/snapshot.pickle.gz", dir+"b4/snapshot.pickle.gz")
+	r := doc.Result
+	if len(r.Inputs) != 3 || r.Inputs[0].Batch != 1 || r.Inputs[2].Batch != 4 || r.Template != 2 {
+		t.Fatalf("inputs %+v, template %d", r.Inputs, r.Template)
+	}
+	if len(r.Frontiers) != 2 || r.Frontiers[0].LargestFit != 10 || r.Frontiers[1].LargestFit != 11 {
+		t.Fatalf("frontiers %+v: want 10 under the recorded settings and 11 under expandable segments", r.Frontiers)
+	}
+	var at *report.FitPointJSON
+	for i, p := range r.Frontiers[0].Points {
+		if p.Batch == 10 {
+			at = &r.Frontiers[0].Points[i]
+		}
+	}
+	if at == nil || at.PeakAllocated != 5694898176 || at.PeakReserved != 6404702208 {
+		t.Errorf("at batch 10: %+v, want torch's 5694898176 B allocated and 6404702208 B reserved", at)
+	}
+	ff := r.Frontiers[0].FirstFail
+	if ff == nil || ff.Batch != 11 || ff.OOM == nil || ff.OOM.Step != 1 || ff.OOM.Phase != "backward" {
+		t.Errorf("first fail %+v: want batch 11 out of memory in step 1's backward", ff)
+	}
+	if r.Capacity != 6<<30 || r.CapFrom != "--memory-limit" {
+		t.Errorf("capacity %d from %q", r.Capacity, r.CapFrom)
+	}
+}
+
+// TestFitUsage: fit's refusals name what is missing.
+func TestFitUsage(t *testing.T) {
+	snap := "../../fixtures/fit-lm/b2/snapshot.pickle.gz"
+	plain := "../../fixtures/mlp-adamw/snapshot.pickle"
+	if _, err := os.Stat(plain); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fit", "--memory-limit", "6GiB", snap}, "missing SNAP argument"},
+		{[]string{"fit", snap, "../../fixtures/fit-lm/b4/snapshot.pickle.gz"}, "--memory-limit SIZE or --device-memory GPU"},
+		{[]string{"fit", "--memory-limit", "6GiB", "--batches", "1", snap, plain}, "--batches names 1 batches for 2 files"},
+		{[]string{"fit", "--memory-limit", "6GiB", snap, plain}, "none in its name"},
+	} {
+		r := runMemscope(c.args...)
+		if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+			t.Errorf("%v: %v; want an error saying %q", c.args, r.err, c.want)
+		}
+	}
+}

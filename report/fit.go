@@ -1,0 +1,240 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/memscope/memscope/fit"
+	"github.com/memscope/memscope/internal/units"
+)
+
+// Fit is 'memscope fit”s result: the job's requests fitted to the batch
+// and the largest batch that fits under each setting.
+type Fit struct {
+	Result *fit.Result
+	// CapFrom says where the cap came from ("--memory-limit", or a GPU's
+	// name less the overhead).
+	CapFrom string
+	// Top is how many stacks to list per kind (0: 5).
+	Top int
+}
+
+func (*Fit) Kind() string { return "fit" }
+
+func (r *Fit) writeText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	res := r.Result
+	m := res.Model
+	top := r.Top
+	if top <= 0 {
+		top = 5
+	}
+	ew.printf("recordings:\n")
+	for i, in := range m.Inputs {
+		mark := ""
+		if i == m.Template {
+			mark = "  (the template: its requests, in its order, at every batch)"
+		}
+		ew.printf("  batch %-5d %s%s\n", in.Batch, in.Path, mark)
+	}
+	n := len(m.Requests)
+	ew.printf("\n%s fitted: %d constant, %d linear in the batch, %d quadratic, %d irregular, %d in the template only\n",
+		nouns(n, "request"), m.Kinds[fit.SizeConstant], m.Kinds[fit.SizeLinear], m.Kinds[fit.SizeQuadratic], m.Kinds[fit.SizeIrregular], m.Kinds[fit.SizeUnpaired])
+	if len(m.Inputs) == 2 {
+		ew.printf("  two recordings: each size is the line through them; a third recording would check it\n")
+	}
+	for _, w := range m.Warnings {
+		ew.printf("  note: %s\n", w)
+	}
+	if len(m.Scaling) > 0 {
+		ew.printf("\ngrows most per sample (summed over each stack's requests, live at once or not):\n")
+		for _, g := range m.Scaling[:min(top, len(m.Scaling))] {
+			ew.printf("  %10s/sample  %s (%s)\n", units.Bytes(g.PerSample), g.Label, nouns(g.Count, "request"))
+		}
+	}
+	named := func(title string, gs []fit.Group) {
+		if len(gs) == 0 {
+			return
+		}
+		ew.printf("\n%s:\n", title)
+		for _, g := range gs[:min(top, len(gs))] {
+			ew.printf("  %10s  %s (%s)\n", units.Bytes(g.Bytes), g.Label, nouns(g.Count, "request"))
+		}
+		if len(gs) > top {
+			ew.printf("  … %d more\n", len(gs)-top)
+		}
+	}
+	named("sizes that follow no exact line (extrapolated from the two largest batches)", m.Irregular)
+	named("requests only the template makes (kept at their recorded size)", m.Unpaired)
+
+	ew.printf("\ncap: %s", units.Bytes(res.Capacity))
+	if r.CapFrom != "" {
+		ew.printf(" (%s)", r.CapFrom)
+	}
+	ew.printf("\n")
+	for _, f := range res.Frontiers {
+		conf := f.Conf
+		if conf == "" {
+			conf = "recorded settings"
+		}
+		ew.printf("\n%s: ", conf)
+		switch {
+		case f.LargestFit == 0:
+			ew.printf("not even batch 1 fits")
+			if f.FirstFail != nil && f.FirstFail.OOM != nil {
+				ew.printf(": %s", oomAtText(f.FirstFail.OOM))
+			}
+			ew.printf("\n")
+		default:
+			ew.printf("largest batch that fits %d", f.LargestFit)
+			if f.FirstFail == nil {
+				ew.printf(" (the search's end: every batch up to %d fits)", f.Max)
+			}
+			ew.printf("\n  at %d: peak allocated %s, peak reserved %s, %s of the cap left", f.LargestFit,
+				units.Bytes(f.Fit.PeakAllocated), units.Bytes(f.Fit.PeakReserved), units.Bytes(f.Margin))
+			if f.Fit.Survived > 0 {
+				ew.printf("; %s failed and fell back (cuDNN's do)", nouns(f.Fit.Survived, "workspace request"))
+			}
+			ew.printf("\n")
+			if ff := f.FirstFail; ff != nil && ff.OOM != nil {
+				ew.printf("  at %d: out of memory, %s\n", ff.Batch, oomAtText(ff.OOM))
+			}
+		}
+		if c := f.Curve; c.Points >= 2 {
+			ew.printf("  curve (%s): allocated ≈ %s + %s/sample, reserved ≈ %s + %s/sample\n", nouns(c.Points, "run"),
+				units.Bytes(int64(c.AllocatedFixed)), units.Bytes(int64(c.AllocatedPerSample)),
+				units.Bytes(int64(c.ReservedFixed)), units.Bytes(int64(c.ReservedPerSample)))
+		}
+		ew.printf("  %7s  %14s  %14s  %s\n", "batch", "peak allocated", "peak reserved", "")
+		for _, p := range f.Points {
+			v := "fits"
+			if !p.Fits {
+				v = "OOM"
+			}
+			ew.printf("  %7d  %14s  %14s  %s\n", p.Batch, units.Bytes(p.PeakAllocated), units.Bytes(p.PeakReserved), v)
+		}
+	}
+	ew.printf("\nsame program, other sizes: each run is the template's requests at that batch through the allocator model\n")
+	return ew.err
+}
+
+func oomAtText(o *fit.OOMAt) string {
+	where := "before the first step"
+	if o.Step >= 0 {
+		where = fmt.Sprintf("step %d", o.Step)
+		if o.Phase != "" {
+			where += " " + o.Phase
+		}
+	} else if o.Phase != "" {
+		where = o.Phase
+	}
+	return fmt.Sprintf("%s, a request of %s at %s (reserved %s)", where, units.Bytes(o.Size), o.Site, units.Bytes(o.Reserved))
+}
+
+// FitJSON is the "result" of the fit document (docs/json.md).
+type FitJSON struct {
+	Inputs    []FitInputJSON    `json:"inputs"`
+	Template  int               `json:"template"`
+	Requests  FitKindsJSON      `json:"requests"`
+	Warnings  []string          `json:"warnings"`
+	Capacity  int64             `json:"capacity"`
+	CapFrom   string            `json:"capacity_from"`
+	Frontiers []FitFrontierJSON `json:"frontiers"`
+}
+
+type FitInputJSON struct {
+	Path  string `json:"path"`
+	Batch int    `json:"batch"`
+}
+
+type FitKindsJSON struct {
+	Constant   int            `json:"constant"`
+	Linear     int            `json:"linear"`
+	Quadratic  int            `json:"quadratic"`
+	Irregular  int            `json:"irregular"`
+	Unpaired   int            `json:"template_only"`
+	OnlyOthers []int          `json:"only_in_input"`
+	Groups     []FitGroupJSON `json:"named"`
+}
+
+type FitGroupJSON struct {
+	Kind      string `json:"kind"`
+	Site      string `json:"site"`
+	Count     int    `json:"count"`
+	Bytes     int64  `json:"bytes"`
+	PerSample int64  `json:"per_sample"`
+}
+
+type FitFrontierJSON struct {
+	Conf       string         `json:"conf"`
+	LargestFit int            `json:"largest_fit"`
+	Margin     int64          `json:"margin"`
+	FirstFail  *FitPointJSON  `json:"first_fail"`
+	Curve      FitCurveJSON   `json:"curve"`
+	Points     []FitPointJSON `json:"points"`
+}
+
+type FitCurveJSON struct {
+	AllocatedFixed     float64 `json:"allocated_fixed"`
+	AllocatedPerSample float64 `json:"allocated_per_sample"`
+	ReservedFixed      float64 `json:"reserved_fixed"`
+	ReservedPerSample  float64 `json:"reserved_per_sample"`
+	Points             int     `json:"points"`
+}
+
+type FitPointJSON struct {
+	Batch         int         `json:"batch"`
+	Fits          bool        `json:"fits"`
+	PeakAllocated int64       `json:"peak_allocated"`
+	PeakReserved  int64       `json:"peak_reserved"`
+	Survived      int         `json:"survived_workspace_failures"`
+	OOM           *FitOOMJSON `json:"oom"`
+}
+
+type FitOOMJSON struct {
+	Event    int    `json:"event"`
+	Step     int    `json:"step"`
+	Phase    string `json:"phase"`
+	Size     int64  `json:"size"`
+	Reserved int64  `json:"reserved"`
+	Site     string `json:"site"`
+}
+
+func fitPointJSON(p *fit.Point) FitPointJSON {
+	v := FitPointJSON{Batch: p.Batch, Fits: p.Fits, PeakAllocated: p.PeakAllocated, PeakReserved: p.PeakReserved, Survived: p.Survived}
+	if o := p.OOM; o != nil {
+		v.OOM = &FitOOMJSON{Event: o.Index, Step: o.Step, Phase: o.Phase, Size: o.Size, Reserved: o.Reserved, Site: o.Site}
+	}
+	return v
+}
+
+func (r *Fit) document() any {
+	res := r.Result
+	m := res.Model
+	v := FitJSON{Template: m.Template, Warnings: append([]string{}, m.Warnings...), Capacity: res.Capacity, CapFrom: r.CapFrom,
+		Inputs: []FitInputJSON{}, Frontiers: []FitFrontierJSON{}}
+	for _, in := range m.Inputs {
+		v.Inputs = append(v.Inputs, FitInputJSON{Path: in.Path, Batch: in.Batch})
+	}
+	v.Requests = FitKindsJSON{Constant: m.Kinds[fit.SizeConstant], Linear: m.Kinds[fit.SizeLinear], Quadratic: m.Kinds[fit.SizeQuadratic],
+		Irregular: m.Kinds[fit.SizeIrregular], Unpaired: m.Kinds[fit.SizeUnpaired], OnlyOthers: append([]int{}, m.OnlyOthers...), Groups: []FitGroupJSON{}}
+	for _, gs := range [][]fit.Group{m.Irregular, m.Unpaired} {
+		for _, g := range gs {
+			v.Requests.Groups = append(v.Requests.Groups, FitGroupJSON{Kind: g.Kind.String(), Site: g.Label, Count: g.Count, Bytes: g.Bytes, PerSample: g.PerSample})
+		}
+	}
+	for _, f := range res.Frontiers {
+		fj := FitFrontierJSON{Conf: f.Conf, LargestFit: f.LargestFit, Margin: f.Margin, Points: []FitPointJSON{},
+			Curve: FitCurveJSON{AllocatedFixed: f.Curve.AllocatedFixed, AllocatedPerSample: f.Curve.AllocatedPerSample,
+				ReservedFixed: f.Curve.ReservedFixed, ReservedPerSample: f.Curve.ReservedPerSample, Points: f.Curve.Points}}
+		if f.FirstFail != nil {
+			p := fitPointJSON(f.FirstFail)
+			fj.FirstFail = &p
+		}
+		for _, p := range f.Points {
+			fj.Points = append(fj.Points, fitPointJSON(p))
+		}
+		v.Frontiers = append(v.Frontiers, fj)
+	}
+	return ResultDoc[FitJSON]{Schema: Schema, Kind: "fit", Result: v}
+}
