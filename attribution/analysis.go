@@ -75,8 +75,10 @@ type Device struct {
 	series       *bucketer
 	seriesPoints int
 	churn        churn
-	pools        []poolRange     // end-state segments by address, for poolOf
-	small        map[uint64]bool // end-state segment address → small pool, for holes
+	// origins names the allocations with no Python frame (findOrigins).
+	origins *origins
+	pools   []poolRange     // end-state segments by address, for poolOf
+	small   map[uint64]bool // end-state segment address → small pool, for holes
 }
 
 // Analyze replays every device of s once and derives the analyses from it.
@@ -170,6 +172,7 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 	dev.class.noHistory = len(events) == 0 || t.OneEntry
 	dev.class.splitPreexisting(t.Initial, events)
 	dev.class.findKVCache()
+	dev.origins = dev.findOrigins()
 	<-warm
 
 	dev.Peak = dev.At(t.PeakAllocated.Index, "peak")
@@ -298,8 +301,8 @@ func (d *Device) At(index int, label string) *Moment {
 	sort.Slice(m.Streams, func(i, j int) bool { return m.Streams[i].Bytes.Bytes > m.Streams[j].Bytes.Bytes })
 	// Both skip the blocks pending free, as above: the live blocks are
 	// read in place, not copied (64 bytes a block, at every moment).
-	m.Sites = topSites(d.an.Snapshot.Stacks, m.Live, d.an.Filter, m.Allocated, allocated, d.beforeSite())
-	m.Tree = callTree(d.an.Snapshot.Stacks, m.Live)
+	m.Sites = topSites(d.an.Snapshot.Stacks, m.Live, d.an.Filter, m.Allocated, allocated, d.BlockSite)
+	m.Tree = d.callTree(m.Live)
 	return m
 }
 
@@ -408,7 +411,13 @@ func (d *Device) ParseMoment(spec string) (*Moment, error) {
 
 // Node is one frame of a call tree.
 type Node struct {
-	Frame    snapshot.FrameID
+	Frame snapshot.FrameID
+	// Label, when not empty, names a node of blocks that have no Python
+	// frame of their own, by their site (Device.SiteOfBlock): a child of
+	// the root ("parameters (allocated before recording began)", "(no
+	// Python frame: C++ or autograd engine)"), or for a backward block,
+	// of the forward allocation's innermost frame. Frame is unused then.
+	Label    string
 	Root     bool
 	Bytes    int64
 	Count    int
@@ -419,40 +428,58 @@ type Node struct {
 }
 
 // callTree builds the call tree of the blocks still allocated (pending
-// frees are skipped), outermost frame first; blocks with empty stacks hang
-// under a child with Root set. Blocks sharing a stack take one walk down
-// the tree. Native frames (C++ and CPython's own,
-// recorded with stacks="all") are folded: a Python frame's children are
-// the Python frames it called, through whatever native code.
-func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
+// frees are skipped), outermost frame first; blocks with no Python frame
+// hang from a node named by their site (Node.Label): at the root, or for a
+// block the backward made, under the frames of the forward allocation it
+// is the gradient of. So the root's children add up to every allocated
+// byte. Blocks sharing a stack and site take one walk down the tree.
+// Native frames (C++ and CPython's own, recorded with stacks="all") are
+// folded: a Python frame's children are the Python frames it called,
+// through whatever native code.
+func (d *Device) callTree(blocks []snapshot.LiveBlock) *Node {
+	st := d.an.Snapshot.Stacks
 	root := &Node{Root: true}
 	type sum struct {
 		bytes int64
 		count int
 	}
-	var stacks []snapshot.StackID
-	sums := map[snapshot.StackID]*sum{}
+	type group struct {
+		stack snapshot.StackID
+		label string // a site's label, for a block BlockSite names
+	}
+	var groups []group
+	sums := map[group]*sum{}
+	labels := map[Site]string{}
 	for i := range blocks {
 		b := &blocks[i]
 		if b.PendingFree {
 			continue
 		}
-		s := sums[b.Stack]
+		g := group{stack: b.Stack}
+		if site, ok := d.BlockSite(b); ok {
+			if g.label, ok = labels[site]; !ok {
+				g.label = site.Label(st)
+				labels[site] = g.label
+			}
+			g.stack, _ = d.BackwardOf(b) // 0 for all but a backward's block
+		}
+		s := sums[g]
 		if s == nil {
 			s = &sum{}
-			sums[b.Stack] = s
-			stacks = append(stacks, b.Stack)
+			sums[g] = s
+			groups = append(groups, g)
 		}
 		s.bytes += b.Size
 		s.count++
 	}
 	index := map[*Node]map[snapshot.FrameID]*Node{}
-	for _, id := range stacks {
-		s := sums[id]
+	leaves := map[*Node]map[string]*Node{}
+	for _, g := range groups {
+		s := sums[g]
 		n := root
 		n.Bytes += s.bytes
 		n.Count += s.count
-		frames := st.Stack(id)
+		frames := st.Stack(g.stack)
 		for k := len(frames) - 1; k >= 0; k-- {
 			if !isPython(st.Frame(frames[k])) {
 				root.Folded++
@@ -472,6 +499,24 @@ func callTree(st *snapshot.Stacks, blocks []snapshot.LiveBlock) *Node {
 			c.Bytes += s.bytes
 			c.Count += s.count
 			n = c
+		}
+		if g.label == "" && n == root {
+			g.label = Site{Kind: SiteNone}.Label(st) // a stack with no Python frame that BlockSite left
+		}
+		if g.label != "" {
+			kids := leaves[n]
+			if kids == nil {
+				kids = map[string]*Node{}
+				leaves[n] = kids
+			}
+			c := kids[g.label]
+			if c == nil {
+				c = &Node{Label: g.label}
+				kids[g.label] = c
+				n.Children = append(n.Children, c)
+			}
+			c.Bytes += s.bytes
+			c.Count += s.count
 		}
 	}
 	sortTree(root)

@@ -103,16 +103,6 @@ func (d *Device) segmentStream(addr uint64) int64 {
 // the peak, the end and each OOM.
 func (d *Device) FragmentationAt(m *Moment) *Fragmentation { return d.fragmentation(m) }
 
-// SiteOfBlock returns the site a live block is charged to, as the top
-// sites name it: a block live before recording with no stack is
-// "(allocated before recording began)".
-func (d *Device) SiteOfBlock(b *snapshot.LiveBlock) Site {
-	if b.AllocIndex < 0 && b.Stack == 0 {
-		return d.beforeSite()
-	}
-	return d.an.Filter.SiteOf(d.an.Snapshot.Stacks, b.Stack)
-}
-
 // DeathOf returns the event that ended b (its free_requested, or its
 // free_completed when no request was recorded), or -1 when it lives to the
 // end.

@@ -44,7 +44,10 @@ const (
 // frames that count only (user and library code: the filter's view, as
 // pprof shows it), outermost frame at the root's children. A block with no
 // such frame hangs from a node named by its site ("(allocated before
-// recording began)", "(no Python frame…)", or its innermost Python frame). The tree keeps at most maxNodes frame
+// recording began)", "(no Python frame…)", or its innermost Python frame),
+// and a backward block the autograd engine made under the frames of the
+// forward allocation it is the gradient of, as a node named by its site
+// ("… (backward, autograd)"). The tree keeps at most maxNodes frame
 // nodes, none smaller than minShare of the total; what is cut adds up in
 // one TreeSmaller node per parent, and bytes allocated by a frame that
 // also has children shown go to a TreeSelf child, so children always sum to
@@ -79,9 +82,14 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		return c
 	}
 	// Blocks sharing a stack take the same path: insert each stack once.
+	// A block whose site its stack does not decide (Device.BlockSite) is
+	// grouped by that site too; a backward block takes the path of the
+	// forward allocation it is the gradient of, under a node of its site.
 	type group struct {
-		stack  snapshot.StackID
-		before bool
+		stack    snapshot.StackID
+		site     Site
+		special  bool
+		backward bool
 	}
 	type sum struct{ bytes, count int64 }
 	var order []group
@@ -91,7 +99,13 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		if b.PendingFree {
 			continue
 		}
-		g := group{b.Stack, b.AllocIndex < 0 && b.Stack == 0}
+		g := group{stack: b.Stack}
+		if site, ok := d.BlockSite(b); ok {
+			g.site, g.special = site, true
+			if fwd, ok := d.BackwardOf(b); ok {
+				g.stack, g.backward = fwd, true
+			}
+		}
 		s := groups[g]
 		if s == nil {
 			s = &sum{}
@@ -114,11 +128,11 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		n := root
 		n.bytes += s.bytes
 		n.count += int(s.count)
-		if len(frames) == 0 {
-			site := tab.Site(g.stack)
-			if g.before {
-				site = d.beforeSite()
-			}
+		site := tab.Site(g.stack)
+		if g.special {
+			site = g.site
+		}
+		if len(frames) == 0 && !g.backward {
 			label := site.Label(st)
 			n = child(n, TreeSite, "site:"+label, label, label)
 		}
@@ -126,6 +140,10 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 			fr := st.Frame(frames[k])
 			n = child(n, TreeFrame, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, FileBase(fr.Filename), fr.Line),
 				fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name))
+		}
+		if g.backward {
+			label := site.Label(st)
+			n = child(n, TreeSite, "site:"+label, backwardName(site, st), label)
 		}
 		for c := n; c != root; c = c.parent {
 			c.bytes += s.bytes
@@ -264,4 +282,16 @@ func (d *Device) SegmentFills(m *Moment, maxShown int) SegmentFills {
 		out.Shown = []SegmentFill{}
 	}
 	return out
+}
+
+// backwardName is the short name of a backward site's node under its
+// forward frames: "backward (autograd)", with the node where recorded.
+func backwardName(s Site, st *snapshot.Stacks) string {
+	switch {
+	case s.HasNode:
+		return "backward (autograd: " + NodeName(st.Frame(s.Node).Name) + ")"
+	case s.Near:
+		return "backward's temporaries (autograd)"
+	}
+	return "backward (autograd)"
 }

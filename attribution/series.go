@@ -195,10 +195,12 @@ func newSiteSeries(d *Device, sites []SiteBytes) *siteSeries {
 	return sw
 }
 
-// siteOf returns the series of a block's site, as TopSites names sites.
+// siteOf returns the series of a block's site, as the moment's sites name
+// them (Device.SiteOfBlock); sites are cached by stack for the stacks
+// whose blocks share one.
 func (sw *siteSeries) siteOf(b *snapshot.LiveBlock) int {
-	if b.AllocIndex < 0 && b.Stack == 0 {
-		if k, ok := sw.siteIndex[sw.d.beforeSite()]; ok {
+	if site, ok := sw.d.BlockSite(b); ok {
+		if k, ok := sw.siteIndex[site]; ok {
 			return k
 		}
 		return sw.other

@@ -31,8 +31,21 @@ type Site struct {
 	Caller    snapshot.FrameID
 	HasCaller bool
 	// Kind says how Frame was chosen: SiteUser, SiteLibrary, SitePython,
-	// SiteNone, SiteBefore or SiteUnrecorded.
+	// SiteNone, SiteBefore, SiteUnrecorded, or SiteBackward (origins.go).
 	Kind string
+	// Of is, for a site of blocks with no frame of their own (SiteBefore,
+	// SiteNone, SiteUnrecorded), the category that says what they are
+	// (parameters, optimizer state, gradients), Unknown when none does;
+	// Workspace is set for cuBLAS's workspaces, told by their size; Node,
+	// with HasNode, is the autograd node's C++ frame (stacks="all"); Near
+	// marks a SiteBackward of blocks matched to no forward allocation,
+	// named by the backward running when they were made. See
+	// Device.SiteOfBlock.
+	Of        Category
+	Workspace bool
+	Near      bool
+	Node      snapshot.FrameID
+	HasNode   bool
 }
 
 // SiteTable is a filter's decisions about one stack table: each frame's
@@ -143,6 +156,9 @@ func (f *Filter) SiteOf(st *snapshot.Stacks, id snapshot.StackID) Site {
 // Label is a site's one-line name: "file:line function", and for a library
 // site with a caller "file:line function (called from file:line function)".
 func (s Site) Label(st *snapshot.Stacks) string {
+	if label, ok := s.originLabel(st); ok {
+		return label
+	}
 	switch s.Kind {
 	case SiteNone:
 		return "(no Python frame: C++ or autograd engine)"

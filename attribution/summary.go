@@ -86,6 +86,15 @@ type DeviceSummary struct {
 	Timeline *trace.Sample
 
 	Events, Segments, Blocks, ActiveBlocks, OOMs int
+	// TorchSegments, InactiveSplit and InactiveSplitBytes are the end
+	// state as torch.cuda.memory_stats() counts it (segment.all.current,
+	// inactive_split.all.current, inactive_split_bytes.all.current): the
+	// segments, expandable ones left out (torch counts a mapping, not a
+	// segment); the free blocks of segments split into several blocks and
+	// their bytes, expandable segments left out (their free pages can be
+	// unmapped). Every pool counts, private ones too.
+	TorchSegments, InactiveSplit int
+	InactiveSplitBytes           int64
 
 	// Warnings are the replay's; Lost what a wrapped ring buffer lost, to
 	// be said with the snapshot.WarnWrapped one (nil when not estimated).
@@ -135,9 +144,17 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 		seg := &s.Segments[i]
 		ds.Segments++
 		ds.Blocks += len(seg.Blocks)
+		if !seg.Expandable {
+			ds.TorchSegments++
+		}
+		split := !seg.Expandable && len(seg.Blocks) > 1
 		for j := range seg.Blocks {
-			if seg.Blocks[j].State.Active() {
+			b := &seg.Blocks[j]
+			if b.State.Active() {
 				ds.ActiveBlocks++
+			} else if split && b.State == snapshot.BlockInactive {
+				ds.InactiveSplit++
+				ds.InactiveSplitBytes += b.Size
 			}
 		}
 	}
@@ -223,9 +240,15 @@ func (d *Device) Findings() []Finding {
 
 // TopSites groups the allocated (not pending-free) blocks of live by site
 // and returns the top n by block bytes, with their share of total. Sites are
-// looked up per stack in the filter's table: no frame is matched here.
+// looked up per stack in the filter's table: no frame is matched here, and
+// a block with neither a stack nor an allocation in the trace is
+// "(allocated before recording began)". Device.At names each block as
+// Device.SiteOfBlock does.
 func TopSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int) []SiteBytes {
-	return topSites(st, live, f, total, n, Site{Kind: SiteBefore})
+	before := func(b *snapshot.LiveBlock) (Site, bool) {
+		return Site{Kind: SiteBefore}, b.AllocIndex < 0 && b.Stack == 0
+	}
+	return topSites(st, live, f, total, n, before)
 }
 
 // beforeSite is the site of blocks with neither an allocation in the trace
@@ -239,33 +262,48 @@ func (d *Device) beforeSite() Site {
 	return Site{Kind: SiteBefore}
 }
 
-// topSites is TopSites with the site of blocks that have no stack and no
-// allocation in the trace.
-func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int, beforeSite Site) []SiteBytes {
+// BlockSite is SiteOfBlock for the blocks whose site their stack does not
+// decide: those live before recording with no stack, and those of stacks
+// with no Python frame; ok is false for the others (a cache of sites by
+// stack may hold theirs).
+func (d *Device) BlockSite(b *snapshot.LiveBlock) (Site, bool) {
+	if b.AllocIndex < 0 && b.Stack == 0 || d.origins.tab.perBlock(b.Stack) {
+		return d.SiteOfBlock(b), true
+	}
+	return Site{}, false
+}
+
+// topSites is TopSites with perBlock naming the blocks whose site is not
+// their stack's (ok true).
+func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total int64, n int, perBlock func(*snapshot.LiveBlock) (Site, bool)) []SiteBytes {
 	type acc struct {
 		SiteBytes
 		largest int64
 	}
 	tab := f.For(st)
-	const before = -1
-	by := map[int32]*acc{}
+	by := map[int32]*acc{}     // by the stack's site index
+	special := map[Site]*acc{} // blocks perBlock names
+	var order []*acc
 	for i := range live {
 		b := &live[i]
 		if b.PendingFree {
 			continue
 		}
-		k := int32(before)
-		if b.AllocIndex >= 0 || b.Stack != 0 {
-			k = tab.siteIndex(b.Stack)
-		}
-		a := by[k]
-		if a == nil {
-			site := beforeSite
-			if k != before {
-				site = tab.Site(b.Stack)
+		var a *acc
+		if site, ok := perBlock(b); ok {
+			if a = special[site]; a == nil {
+				a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}
+				special[site] = a
+				order = append(order, a)
 			}
-			a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}
-			by[k] = a
+		} else {
+			k := tab.siteIndex(b.Stack)
+			if a = by[k]; a == nil {
+				site := tab.Site(b.Stack)
+				a = &acc{SiteBytes: SiteBytes{Site: site, Label: site.Label(st)}}
+				by[k] = a
+				order = append(order, a)
+			}
 		}
 		a.Bytes += b.Size
 		a.Requested += b.Requested
@@ -274,8 +312,8 @@ func topSites(st *snapshot.Stacks, live []snapshot.LiveBlock, f *Filter, total i
 			a.largest, a.Stack, a.FreeStack = b.Size, b.Stack, b.FreeStack
 		}
 	}
-	out := make([]SiteBytes, 0, len(by))
-	for _, a := range by {
+	out := make([]SiteBytes, 0, len(order))
+	for _, a := range order {
 		if total > 0 {
 			a.Share = float64(a.Bytes) / float64(total)
 		}

@@ -222,12 +222,25 @@ func categoriesText(ew *errWriter, cats [attribution.NumCategories]attribution.B
 	}
 }
 
+// treeText writes the call tree under n, nodes under 1% of total left
+// out. The root's lines account for every byte: the total first, and
+// after its children, what the children left out hold; blocks with no
+// Python frame are nodes named by their site (attribution.Node.Label),
+// "(allocated before recording began)" and the like where nothing names
+// them better.
 func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, depth int, total int64) {
+	share := func(b int64) float64 { return 100 * float64(b) / float64(max(total, 1)) }
+	if n.Root {
+		ew.printf("  %10s %5.1f%%  (all %s allocated)\n", units.Bytes(n.Bytes), share(n.Bytes), nouns(n.Count, "block"))
+	}
+	var cut int64
+	cutN := 0
 	for _, c := range n.Children {
 		if total > 0 && float64(c.Bytes) < 0.01*float64(total) {
+			cut += c.Bytes
+			cutN++
 			continue
 		}
-		fr := an.Snapshot.Stacks.Frame(c.Frame)
 		// The indent shows the depth up to treeIndent levels, then the
 		// depth is written; the frame's text is clipped from the left of
 		// its path, never the indent.
@@ -235,10 +248,18 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 		if depth > treeIndent {
 			indent += fmt.Sprintf("[%d] ", depth)
 		}
-		where := fmt.Sprintf(":%d %s", fr.Line, fr.Name)
-		file := clip(fr.Filename, max(12, 78-len(indent)-len(where)))
-		ew.printf("  %10s %5.1f%%  %s%s\n", units.Bytes(c.Bytes), 100*float64(c.Bytes)/float64(max(total, 1)), safeText(indent), clip(file+where, max(40, 78-len(indent))))
+		text := clip(c.Label, max(40, 78-len(indent)))
+		if c.Label == "" {
+			fr := an.Snapshot.Stacks.Frame(c.Frame)
+			where := fmt.Sprintf(":%d %s", fr.Line, fr.Name)
+			file := clip(fr.Filename, max(12, 78-len(indent)-len(where)))
+			text = clip(file+where, max(40, 78-len(indent)))
+		}
+		ew.printf("  %10s %5.1f%%  %s%s\n", units.Bytes(c.Bytes), share(c.Bytes), safeText(indent), text)
 		treeText(ew, an, c, depth+1, total)
+	}
+	if n.Root && cutN > 0 {
+		ew.printf("  %10s %5.1f%%  (%s under 1%% each, left out)\n", units.Bytes(cut), share(cut), nouns(cutN, "more node"))
 	}
 	if n.Root && n.Folded > 0 {
 		ew.printf("  (%s of C++ and CPython folded)\n", nouns(n.Folded, "native frame"))

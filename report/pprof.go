@@ -39,6 +39,7 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 			continue
 		}
 		phase, step, stack := "", -1, stackOf(lb.Stack)
+		named, isNamed := b.namedSite(d, lb)
 		switch {
 		case lb.AllocIndex >= 0:
 			phase, step = d.PhaseOf(lb.AllocIndex)
@@ -53,11 +54,18 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 				stack = siteOnly(siteBefore)
 			}
 		}
+		if isNamed {
+			stack = named
+		}
 		b.add(sampleKey{stack: stack, category: m.Category[i], phase: b.phase(phase), step: int32(b.steps.group(step)),
 			stream: lb.Stream, bytes: lb.Size}, [4]int64{lb.Size, 1, 0, 0})
 	}
 	for a := range allocs {
-		b.add(sampleKey{stack: stackOf(a.Stack), category: a.Category, phase: b.phase(a.Phase), step: int32(b.steps.group(a.Step)),
+		stack := stackOf(a.Stack)
+		if named, ok := b.namedSite(d, &snapshot.LiveBlock{Stack: a.Stack, AllocIndex: a.Index}); ok {
+			stack = named
+		}
+		b.add(sampleKey{stack: stack, category: a.Category, phase: b.phase(a.Phase), step: int32(b.steps.group(a.Step)),
 			stream: a.Stream, bytes: a.Size}, [4]int64{0, 0, a.Size, 1})
 	}
 	t := d.Timeline
@@ -78,10 +86,14 @@ func writePProf(w io.Writer, an *attribution.Analysis, d *attribution.Device, m 
 
 // sampleStack is where a sample is charged: a recorded stack, or, for a
 // block with none, the kind of site that stands for it (SiteBefore,
-// SiteUnrecorded).
+// SiteUnrecorded), or with siteNamed the site the analysis named it by
+// (attribution.Device.BlockSite): a synthetic leaf of that label, under
+// stack id when it is not 0 (the forward allocation a backward block is
+// the gradient of).
 type sampleStack struct {
 	id   snapshot.StackID
 	site siteKind
+	name int32 // with siteNamed: the label's index in pprofBuilder.names
 }
 
 // siteKind is a site kind of attribution's that a sample's stack can
@@ -92,6 +104,7 @@ const (
 	siteStack siteKind = iota
 	siteBefore
 	siteUnrecorded
+	siteNamed
 )
 
 func (k siteKind) String() string {
@@ -106,6 +119,31 @@ func (k siteKind) String() string {
 
 func stackOf(id snapshot.StackID) sampleStack { return sampleStack{id: id} }
 func siteOnly(kind siteKind) sampleStack      { return sampleStack{site: kind} }
+
+// namedSite returns where a block whose site its stack does not decide is
+// charged when the analysis named it (attribution.Site.Named): the
+// synthetic function of its label ("parameters (allocated before
+// recording began)", "…:389 __call__ (backward, autograd)"), under the
+// forward allocation's stack for a backward block. ok is false for the
+// other blocks.
+func (b *pprofBuilder) namedSite(d *attribution.Device, lb *snapshot.LiveBlock) (sampleStack, bool) {
+	site, ok := d.BlockSite(lb)
+	if !ok || !site.Named() {
+		return sampleStack{}, false
+	}
+	label := site.Label(b.an.Snapshot.Stacks)
+	i, ok := b.nameIDs[label]
+	if !ok {
+		i = int32(len(b.names))
+		b.nameIDs[label] = i
+		b.names = append(b.names, label)
+	}
+	fwd, _ := d.BackwardOf(lb)
+	if fwd != 0 && !b.an.Filter.Counts(b.an.Snapshot.Stacks.Frame(site.Frame)) {
+		fwd = 0 // a forward stack with no frame that counts: the label says all it has
+	}
+	return sampleStack{id: fwd, site: siteNamed, name: i}, true
+}
 
 // sampleKey is what makes a sample: numbers only, so the millions of
 // allocations of a large recording hash no string.
@@ -205,6 +243,8 @@ type pprofBuilder struct {
 	lines     []ppLine // location ID - 1 → its one line
 	stackLocs map[snapshot.StackID][]uint64
 	synthLocs map[string]uint64 // by function name
+	names     []string          // sampleStack.name → a named site's label
+	nameIDs   map[string]int32
 	labelSets map[labelKey]int32
 	numSets   map[[2]int64]int32
 	labelEnc  [][]byte // per label set: its Sample.label fields, encoded
@@ -242,6 +282,7 @@ func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder 
 		locs:      map[snapshot.FrameID]uint64{},
 		stackLocs: map[snapshot.StackID][]uint64{},
 		synthLocs: map[string]uint64{},
+		nameIDs:   map[string]int32{},
 		labelSets: map[labelKey]int32{},
 		numSets:   map[[2]int64]int32{},
 		phaseIDs:  map[string]int32{"": 0},
@@ -348,6 +389,23 @@ type labelKey struct {
 // where returns a sample's locations, leaf first: its stack's locations,
 // else the one synthetic location that names its site.
 func (b *pprofBuilder) where(stack sampleStack, phase string) []uint64 {
+	if stack.site == siteNamed {
+		name := textsafe.Escape(b.names[stack.name])
+		if stack.id == 0 {
+			return []uint64{b.synthetic(name)}
+		}
+		// A backward block's leaf is its forward site's line, named as
+		// the site is ("… (backward, autograd)"), under that
+		// allocation's frames.
+		fwd := b.locations(stack.id)
+		leaf := b.an.Snapshot.Stacks.Frame(b.an.Filter.SiteOf(b.an.Snapshot.Stacks, stack.id).Frame)
+		loc, ok := b.synthLocs[name]
+		if !ok {
+			loc = b.newLocation(name, textsafe.Escape(leaf.Filename), leaf.Line)
+			b.synthLocs[name] = loc
+		}
+		return append([]uint64{loc}, fwd...)
+	}
 	if stack.site != siteStack {
 		return []uint64{b.synthetic(syntheticSite(stack.site.String(), phase, b.an.Snapshot.Stacks))}
 	}

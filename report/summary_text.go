@@ -208,7 +208,7 @@ func siteLines(st *snapshot.Stacks, s attribution.SiteBytes, width int) []string
 		return []string{clip(s.Label, width)}
 	}
 	const from = "  called from "
-	return []string{clip(attribution.FrameLabel(st.Frame(s.Site.Frame)), width),
+	return []string{clip(attribution.SiteKey(st, s.Site), width),
 		from + clip(attribution.FrameLabel(st.Frame(s.Site.Caller)), width-len(from))}
 }
 

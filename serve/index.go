@@ -158,11 +158,14 @@ func newIndex(d *attribution.Device, stacks *snapshot.Stacks, ax axis) *index {
 	siteIndex := map[attribution.Site]int32{}
 	byStack := make([]int32, stacks.Len()) // stack → its site + 1; 0: not seen yet
 	siteOf := func(b *snapshot.LiveBlock) int32 {
-		cached := (b.AllocIndex >= 0 || b.Stack != 0) && int(b.Stack) < len(byStack)
+		s, perBlock := d.BlockSite(b) // a site its stack does not decide is never cached by stack
+		cached := !perBlock && int(b.Stack) < len(byStack)
 		if cached && byStack[b.Stack] > 0 {
 			return byStack[b.Stack] - 1
 		}
-		s := d.SiteOfBlock(b)
+		if !perBlock {
+			s = d.SiteOfBlock(b)
+		}
 		k, ok := siteIndex[s]
 		if !ok {
 			k = int32(len(x.sites))
