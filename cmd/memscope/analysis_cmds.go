@@ -126,7 +126,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 				r.JoinedBy = "timeline"
 			}
 			for _, d := range an.Devices {
-				m, err := d.ParseMoment(*at)
+				m, err := d.Moment(*at)
 				if err != nil {
 					return nil, usageErrorf("--at: %v", err)
 				}

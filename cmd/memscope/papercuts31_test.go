@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // TestPapercuts31: the messages issue 31 found unhelpful say what the user
@@ -37,6 +42,34 @@ func TestPapercuts31(t *testing.T) {
 		_, table, _ := strings.Cut(r.stdout, "predicted vs measured")
 		if !strings.Contains(table, "nothing to compare: no measured phase matches a predicted one (forward, backward, optimizer): "+tr+" holds no phase of a steady step") {
 			t.Errorf("budget --truth %s: the comparison reads %q, want it to say why it is empty", tr, table)
+		}
+	})
+	t.Run("peak --at beyond the recording", func(t *testing.T) {
+		// mlp-adamw's truth: steps 0 to 4 (and the setup, step -1).
+		last := -1
+		for _, p := range readFixtureTruth(t, "mlp-adamw").Phases {
+			last = max(last, p.Step)
+		}
+		s, err := snapshot.Open(mlpSnap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := attribution.Analyze(s, attribution.Options{Device: -1}).Devices[0].Timeline.Events
+		length := units.Duration(ev[len(ev)-1].TimeUS - ev[0].TimeUS)
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"peak", "--at", "step:9:forward"}, fmt.Sprintf(`moment "step:9:forward": no step 9: the steps are 0 to %d`, last)},
+			{[]string{"peak", "--at", "99s"}, `moment "99s": past the recording's end: it lasts ` + length},
+			{[]string{"pprof", "-o", t.TempDir() + "/p.pb.gz", "--at", "99s"}, `moment "99s": past the recording's end: it lasts ` + length},
+		} {
+			if r := runMemscope(append(tc.args, mlpSnap)...); r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, r.code, r.stderr, tc.want)
+			}
+		}
+		if r := runMemscope("peak", "--at", "step:4:forward", mlpSnap); r.code != 0 {
+			t.Errorf("peak --at step:4:forward: exit %d, %s", r.code, r.stderr)
 		}
 	})
 }

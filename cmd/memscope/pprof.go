@@ -38,7 +38,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if d == nil {
 			return badInput(fmt.Errorf("%s: no device has segments or recorded events", snaps[0]))
 		}
-		m, err := d.ParseMoment(*at)
+		m, err := d.Moment(*at)
 		if err != nil {
 			return usageErrorf("--at: %v", err)
 		}
