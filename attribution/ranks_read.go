@@ -30,6 +30,9 @@ type RankInput struct {
 	Rank       int            // -1: from the file's name
 	DeviceUsed int64          // the run's sampled device used, -1 when not known
 	Coords     map[string]int // the run's coordinates of the rank
+	// Retries and OOMs are the run's memory_stats() at the rank's exit
+	// (num_alloc_retries, num_ooms), -1 when not known.
+	Retries, OOMs int64
 	// Skip, when set, says why the input is not read (a named pipe found
 	// in a directory); Pipe: named on its own and not a regular file,
 	// waited for up to PipeWait.
@@ -95,7 +98,7 @@ func RankInputs(args []string) ([]RankInput, error) {
 	var out []RankInput
 	plain := func(paths ...string) {
 		for _, p := range paths {
-			out = append(out, RankInput{Path: p, Rank: -1, DeviceUsed: -1})
+			out = append(out, RankInput{Path: p, Rank: -1, DeviceUsed: -1, Retries: -1, OOMs: -1})
 		}
 	}
 	// found adds files ranks found itself (in a directory, or by its own
@@ -105,7 +108,7 @@ func RankInputs(args []string) ([]RankInput, error) {
 	found := func(paths ...string) {
 		for _, p := range paths {
 			if why := notRegular(p); why != "" {
-				out = append(out, RankInput{Path: p, Rank: -1, DeviceUsed: -1, Skip: why + ": not read when found in a directory or by a pattern (name it on its own to read it)"})
+				out = append(out, RankInput{Path: p, Rank: -1, DeviceUsed: -1, Retries: -1, OOMs: -1, Skip: why + ": not read when found in a directory or by a pattern (name it on its own to read it)"})
 				continue
 			}
 			plain(p)
@@ -128,7 +131,7 @@ func RankInputs(args []string) ([]RankInput, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
-			in := RankInput{Path: a, Rank: -1, DeviceUsed: -1}
+			in := RankInput{Path: a, Rank: -1, DeviceUsed: -1, Retries: -1, OOMs: -1}
 			if !st.Mode().IsRegular() {
 				in.Pipe = true
 			}
@@ -158,9 +161,65 @@ func RankInputs(args []string) ([]RankInput, error) {
 			return nil, fmt.Errorf("%s: no snapshot (*.pickle) or summary JSON (memscope summary --json) in it or one level down", a)
 		}
 		sort.Strings(files)
-		found(files...)
+		found(onceEach(files)...)
 	}
 	return out, nil
+}
+
+// onceEach drops from files each snapshot that a summary beside it (in
+// the same directory) describes: one whose source has the snapshot's
+// name, or that names the same rank. The summary stands for the rank: it
+// is a few KB where the snapshot is the whole recording.
+func onceEach(files []string) []string {
+	type key struct {
+		dir  string
+		name string // a file name, or "#N" for rank N
+	}
+	described := map[key]bool{}
+	for _, p := range files {
+		if !strings.HasSuffix(p, ".json") || notRegular(p) != "" { // a FIFO is never opened here
+			continue
+		}
+		dir := filepath.Dir(p)
+		if n := RankOf(p); n >= 0 {
+			described[key{dir, "#" + strconv.Itoa(n)}] = true
+		}
+		for _, src := range summarySources(p) {
+			described[key{dir, filepath.Base(src)}] = true
+		}
+	}
+	var out []string
+	for _, p := range files {
+		dir := filepath.Dir(p)
+		if !strings.HasSuffix(p, ".json") && (described[key{dir, filepath.Base(p)}] || RankOf(p) >= 0 && described[key{dir, "#" + strconv.Itoa(RankOf(p))}]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// summarySources are the snapshots a summary document describes (its
+// files' sources); none when it cannot be read.
+func summarySources(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var doc struct {
+		Files []struct {
+			Source string `json:"source"`
+		} `json:"files"`
+	}
+	if json.NewDecoder(io.LimitReader(f, maxSummaryJSON)).Decode(&doc) != nil {
+		return nil
+	}
+	var out []string
+	for _, file := range doc.Files {
+		out = append(out, file.Source)
+	}
+	return out
 }
 
 // runRanks reads a capture run directory's ranks: each one's summary
@@ -176,9 +235,15 @@ func runRanks(dir string) ([]RankInput, bool) {
 	}
 	var out []RankInput
 	for _, r := range rd.Ranks {
-		in := RankInput{Rank: r.Rank, DeviceUsed: -1, Coords: r.Coords}
+		in := RankInput{Rank: r.Rank, DeviceUsed: -1, Coords: r.Coords, Retries: -1, OOMs: -1}
 		if r.DeviceUsed > 0 {
 			in.DeviceUsed = r.DeviceUsed
+		}
+		if v, ok := r.MemoryStatsEnd["num_alloc_retries"]; ok && v >= 0 && v < 1<<53 {
+			in.Retries = int64(v)
+		}
+		if v, ok := r.MemoryStatsEnd["num_ooms"]; ok && v >= 0 && v < 1<<53 {
+			in.OOMs = int64(v)
 		}
 		if p := filepath.Join(dir, capture.RankFile("summary", ".json", r.Rank, r.World)); regularFile(p) {
 			in.Path = p
@@ -326,6 +391,12 @@ func readRank(in RankInput, open func(string) (*snapshot.Snapshot, error), decod
 		if out[0].Coords == nil {
 			out[0].Coords = in.Coords
 		}
+		if in.Retries >= 0 {
+			out[0].Retries = in.Retries
+		}
+		if in.OOMs >= 0 {
+			out[0].OOMs = max(out[0].OOMs, in.OOMs)
+		}
 	}
 	return out, nil
 }
@@ -360,6 +431,11 @@ type summaryDoc struct {
 			DeviceUsedPeak *int64 `json:"device_used_peak"`
 			PeakStep       *int   `json:"peak_step"`
 			PeakPhase      string `json:"peak_phase"`
+			OOMs           int64  `json:"ooms"`
+			Findings       []struct {
+				Kind    string `json:"kind"`
+				Problem bool   `json:"problem"`
+			} `json:"findings"`
 			TopSites       []struct {
 				Label string `json:"label"`
 				Bytes int64  `json:"bytes"`
@@ -429,7 +505,13 @@ func SummaryRanks(path string) ([]RankStats, error) {
 			rank = RankOf(file.Source)
 		}
 		r := RankStats{Name: name, Rank: rank, Device: d.Device, PeakAllocated: d.Peaks.Allocated.Bytes,
-			PeakReserved: d.Peaks.Reserved.Bytes, DeviceUsed: -1, PeakStep: -1, PeakPhase: d.PeakPhase, Sites: map[string]int64{}}
+			PeakReserved: d.Peaks.Reserved.Bytes, DeviceUsed: -1, PeakStep: -1, PeakPhase: d.PeakPhase, Retries: -1, OOMs: max(d.OOMs, 0),
+			Sites: map[string]int64{}}
+		for _, fd := range d.Findings {
+			if fd.Kind == FindingLeak.String() && fd.Problem {
+				r.LeakFound, r.Leak = true, -1 // a summary gives the finding, not its bytes
+			}
+		}
 		if d.DeviceUsedPeak != nil {
 			r.DeviceUsed = *d.DeviceUsedPeak
 		}

@@ -63,6 +63,9 @@ type CaptureRank struct {
 	DeviceUsed   int64             `json:"device_used_max"` // the driver's view, max sampled
 	OOM          []OOMEvent        `json:"oom"`
 	Files        map[string]string `json:"files"`
+	// MemoryStatsEnd is torch.cuda.memory_stats() at the process's exit
+	// (num_alloc_retries, num_ooms, …).
+	MemoryStatsEnd map[string]float64 `json:"memory_stats_end"`
 }
 
 // Exception is how a script ended when it raised.

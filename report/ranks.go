@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/textsafe"
@@ -35,15 +36,15 @@ func (r *Ranks) writeText(w io.Writer) error {
 		return ew.err
 	}
 	worst := f.Ranks[f.Worst]
-	ew.printf("%d ranks: median peak allocated %s (rank %s is typical), worst %s on rank %s (%s over the median); %d outliers\n",
-		len(f.Ranks), units.Bytes(f.MedianPeak), rankName(f.Ranks[f.Typical]), units.Bytes(worst.PeakAllocated),
-		rankName(worst), signedPercent(worst.PeakAllocated-f.MedianPeak, f.MedianPeak), len(f.Outliers))
+	ew.printf("%d ranks: median peak allocated %s (%s is typical), worst %s on %s (%s over the median); %d outliers\n",
+		len(f.Ranks), units.Bytes(f.MedianPeak), rankWho(f.Ranks[f.Typical]), units.Bytes(worst.PeakAllocated),
+		rankWho(worst), signedPercent(worst.PeakAllocated-f.MedianPeak, f.MedianPeak), len(f.Outliers))
 	for _, d := range f.Duplicates {
 		ew.printf("warning: %s: one rank counted more than once\n", textsafe.Escape(d))
 	}
 	for _, x := range f.Ranks {
 		for _, m := range x.Marks {
-			ew.printf("rank %s (%s) is marked %s: %s\n", rankName(x), textsafe.Escape(x.Name), m, markMeaning[m])
+			ew.printf("%s (%s) is marked %s: %s\n", rankWho(x), textsafe.Escape(x.Name), m, markMeaning[m])
 		}
 	}
 	ew.printf("\n")
@@ -73,8 +74,12 @@ func (r *Ranks) writeText(w io.Writer) error {
 	}
 	for _, o := range f.Outliers {
 		x := f.Ranks[o.Index]
-		ew.printf("\noutlier: rank %s, peak allocated %s, %s against the median (robust z %.1f); by site against rank %s:\n",
-			rankName(x), units.Bytes(x.PeakAllocated), signedPercent(x.PeakAllocated-f.MedianPeak, f.MedianPeak), o.Z, rankName(f.Ranks[f.Typical]))
+		var why []string
+		for _, s := range o.Signals {
+			why = append(why, signalText(x, s))
+		}
+		ew.printf("\noutlier: %s (robust z %.1f): %s; by site against %s:\n",
+			rankWho(x), o.Z, strings.Join(why, "; "), rankWho(f.Ranks[f.Typical]))
 		for k, d := range o.Sites {
 			if k == r.Top || d.Change == 0 {
 				break
@@ -87,8 +92,8 @@ func (r *Ranks) writeText(w io.Writer) error {
 		tw := newTable(ew, 0)
 		fmt.Fprintf(tw, "  coordinate\tranks\tmedian peak\tworst\n")
 		for _, g := range f.Groups {
-			fmt.Fprintf(tw, "  %s=%d\t%d\t%s\t%s (rank %s)\n", textsafe.Escape(g.Coord), g.Value, len(g.Ranks), units.Bytes(g.MedianPeak),
-				units.Bytes(f.Ranks[g.Worst].PeakAllocated), rankName(f.Ranks[g.Worst]))
+			fmt.Fprintf(tw, "  %s=%d\t%d\t%s\t%s (%s)\n", textsafe.Escape(g.Coord), g.Value, len(g.Ranks), units.Bytes(g.MedianPeak),
+				units.Bytes(f.Ranks[g.Worst].PeakAllocated), rankWho(f.Ranks[g.Worst]))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -133,15 +138,46 @@ func (r *Ranks) shown() []int {
 	return out
 }
 
+// rankName is a rank's number for the table's rank column ("—" when its
+// file names none: the file column names it), with its marks.
 func rankName(x attribution.RankStats) string {
-	n := "?"
+	n := "—"
 	if x.Rank >= 0 {
 		n = fmt.Sprint(x.Rank)
 	}
-	for _, m := range x.Marks {
-		n += " [" + m + "]"
+	return n + marks(x)
+}
+
+// rankWho names a rank in a sentence: "rank 3", or, when its file names
+// no rank, the file.
+func rankWho(x attribution.RankStats) string {
+	if x.Rank >= 0 {
+		return "rank " + rankName(x)
 	}
-	return n
+	return textsafe.Escape(x.Name) + marks(x)
+}
+
+func marks(x attribution.RankStats) string {
+	var b strings.Builder
+	for _, m := range x.Marks {
+		b.WriteString(" [" + m + "]")
+	}
+	return b.String()
+}
+
+// signalText says in words what one signal of outlier x is.
+func signalText(x attribution.RankStats, s attribution.RankSignal) string {
+	switch s.What {
+	case attribution.SignalLeakFound:
+		if s.Value == 0 {
+			return fmt.Sprintf("no leak, where the median rank has one (z %.1f)", s.Z)
+		}
+		return fmt.Sprintf("a leak found, none on the median rank (z %.1f)", s.Z)
+	case attribution.SignalRetries, attribution.SignalOOMs:
+		return fmt.Sprintf("%s %d, the median %d (z %.1f)", s.What, s.Value, s.Median, s.Z)
+	}
+	return fmt.Sprintf("%s %s, the median %s (%s, %s, z %.1f)", s.What, units.Bytes(s.Value), units.Bytes(s.Median),
+		signedBytes(s.Value-s.Median), signedPercent(s.Value-s.Median, s.Median), s.Z)
 }
 
 // markMeaning says what a rank's mark means for its numbers.
@@ -173,6 +209,10 @@ type RankJSON struct {
 	DeviceUsed    *int64         `json:"device_used_peak"`
 	PeakStep      *int           `json:"peak_step"`
 	PeakPhase     string         `json:"peak_phase"`
+	Retries       *int64         `json:"alloc_retries"`
+	OOMs          int64          `json:"ooms"`
+	LeakFound     bool           `json:"leak_found"`
+	LeakBytes     *int64         `json:"leak_bytes"`
 	Z             float64        `json:"z"`
 	Coords        map[string]int `json:"coords"`
 	Marks         []string       `json:"marks,omitempty"`
@@ -180,10 +220,20 @@ type RankJSON struct {
 
 // RankOutlierJSON is one outlier and its diff by site against the typical rank.
 type RankOutlierJSON struct {
-	Index int         `json:"index"`
-	Rank  int         `json:"rank"`
-	Z     float64     `json:"z"`
-	Sites []DeltaJSON `json:"sites"`
+	Index   int              `json:"index"`
+	Rank    int              `json:"rank"`
+	Z       float64          `json:"z"`
+	Signals []RankSignalJSON `json:"signals"`
+	Sites   []DeltaJSON      `json:"sites"`
+}
+
+// RankSignalJSON is one number an outlier stands out in, against the
+// fleet's median of it.
+type RankSignalJSON struct {
+	What   string  `json:"what"`
+	Value  int64   `json:"value"`
+	Median int64   `json:"median"`
+	Z      float64 `json:"z"`
 }
 
 // RankGroupJSON is the ranks of one value of a parallel coordinate.
@@ -209,7 +259,15 @@ func (r *Ranks) document() any {
 		Outliers: []RankOutlierJSON{}, Groups: []RankGroupJSON{}, Skipped: append([]string{}, r.Skipped...), Duplicates: f.Duplicates}
 	for i, x := range f.Ranks {
 		rj := RankJSON{Rank: x.Rank, File: x.Name, Device: x.Device, PeakAllocated: x.PeakAllocated, PeakReserved: x.PeakReserved,
-			PeakPhase: x.PeakPhase, Z: finite(f.Z[i]), Coords: map[string]int{}, Marks: x.Marks}
+			PeakPhase: x.PeakPhase, OOMs: x.OOMs, LeakFound: x.LeakFound, Z: finite(f.Z[i]), Coords: map[string]int{}, Marks: x.Marks}
+		if x.Retries >= 0 {
+			v := x.Retries
+			rj.Retries = &v
+		}
+		if x.LeakFound && x.Leak >= 0 {
+			v := x.Leak
+			rj.LeakBytes = &v
+		}
 		if x.DeviceUsed >= 0 {
 			v := x.DeviceUsed
 			rj.DeviceUsed = &v
@@ -224,7 +282,10 @@ func (r *Ranks) document() any {
 		j.Ranks = append(j.Ranks, rj)
 	}
 	for _, o := range f.Outliers {
-		oj := RankOutlierJSON{Index: o.Index, Rank: f.Ranks[o.Index].Rank, Z: finite(o.Z), Sites: []DeltaJSON{}}
+		oj := RankOutlierJSON{Index: o.Index, Rank: f.Ranks[o.Index].Rank, Z: finite(o.Z), Signals: []RankSignalJSON{}, Sites: []DeltaJSON{}}
+		for _, s := range o.Signals {
+			oj.Signals = append(oj.Signals, RankSignalJSON{What: s.What, Value: s.Value, Median: s.Median, Z: finite(s.Z)})
+		}
 		for k, d := range o.Sites {
 			if (r.Top > 0 && k == r.Top) || d.Change == 0 {
 				break

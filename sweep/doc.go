@@ -7,7 +7,9 @@
 // and the files and snapshot re-runs that do not agree with results.json.
 // Of two sweeps (Compare): each point's peak, each phase's and each fit's
 // term in both, as typed rows. Of a capture run (SummarizeRun): each
-// phase's highest peaks over the ranks and the worst rank.
+// phase's highest peaks over the ranks and the worst rank. The median and
+// the worst rank follow attribution.MedianWorst, the rule of 'memscope
+// ranks', so the two agree on one run.
 //
 // The data flow is one way: capture reads a run directory into
 // capture.Results or capture.RunDir; this package reduces them to values

@@ -1,8 +1,7 @@
 package sweep
 
 import (
-	"slices"
-
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 )
 
@@ -22,27 +21,17 @@ type RankSpread struct {
 // two reported.
 func WorstRank(ranks []capture.RankPeak) (RankSpread, bool) {
 	var peaks []int64
-	worst := -1
+	var which []int
 	for i, r := range ranks {
-		if r.Missing {
-			continue
-		}
-		peaks = append(peaks, r.Peak.Allocated)
-		if worst < 0 || r.Peak.Allocated > ranks[worst].Peak.Allocated {
-			worst = i
+		if !r.Missing {
+			peaks, which = append(peaks, r.Peak.Allocated), append(which, i)
 		}
 	}
 	if len(peaks) < 2 {
 		return RankSpread{}, false
 	}
-	slices.Sort(peaks)
-	m := len(peaks) / 2
-	median := peaks[m]
-	if len(peaks)%2 == 0 {
-		median = (peaks[m-1] + peaks[m]) / 2
-	}
-	s := RankSpread{Rank: ranks[worst].Rank, Peak: ranks[worst].Peak.Allocated, Median: median,
-		Ranks: len(peaks)}
+	median, worst := attribution.MedianWorst(peaks) // the rule memscope ranks uses
+	s := RankSpread{Rank: ranks[which[worst]].Rank, Peak: peaks[worst], Median: median, Ranks: len(peaks)}
 	s.Excess = s.Peak - median
 	if median > 0 {
 		s.ExcessFrac = float64(s.Excess) / float64(median)

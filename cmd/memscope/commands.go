@@ -182,11 +182,18 @@ traces recorded with skip_actions are refused, with the reason.`,
 capture run directory of snapshot.rankN.pickle, or a directory of them) or
 from the summaries each rank wrote (memscope summary --json, one file per
 rank or one with many): per rank the peak allocated and reserved, device
-used where recorded, and the step and phase of the peak; the median rank;
-the worst; outliers by a robust z-score of the peak (|z| > 3.5, from the
-median absolute deviation); and, for each outlier, what differs by site
-from the typical rank (the one nearest the median). The rank of a file is
-the N of "rankN" in its name or its directory's. A named pipe, device or
+used where recorded, and the step and phase of the peak; the median rank
+(the rule of summary --run: the mean of the middle two of an even count);
+the worst; outliers (|z| > 3.5) by a robust z-score of any of the allocated,
+reserved and device-used peaks, allocator retries, OOMs, the bytes kept
+from step to step (blocks of steady steps still live at the end: a young
+leak) and a leak finding, each spread from the median absolute deviation
+but at least 2% of the median, so that noise is no outlier; and, for each
+outlier, the numbers it stands out in and what differs by site from the
+typical rank (the one nearest the median). The rank of a file is the N of
+"rankN" in its name or its directory's; a file with none is named by its
+path. A rank's snapshot and its summary in one folder count once. A named
+pipe, device or
 socket found in a directory or by a glob is skipped with why, never
 opened (a FIFO no process writes to would wait forever); one named on its
 own is read once a process writes to it, skipped after 10 s without one.

@@ -328,3 +328,88 @@ func ranksJSON(t *testing.T, args ...string) report.RanksJSON {
 	}
 	return doc.Result
 }
+
+// TestRanksAgreesWithSummaryRun: on one capture run, ranks and summary
+// --run give the same median peak and the same worst rank with the same
+// peak (one median rule: the mean of the middle two of the fixture's two
+// ranks, 2.64 GiB, where ranks once said 2.51).
+func TestRanksAgreesWithSummaryRun(t *testing.T) {
+	const dir = "../../fixtures/capture-ddp"
+	rk := ranksJSON(t, dir)
+	r := runMemscope("summary", "--json", "--run", dir)
+	if r.code != 0 {
+		t.Fatalf("summary --run: exit %d: %v", r.code, r.err)
+	}
+	var run report.RunDoc
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+		t.Fatal(err)
+	}
+	sp := run.Spread
+	if sp == nil || len(rk.Ranks) != 2 {
+		t.Fatalf("summary --run worst rank %v, ranks %d; want both of 2 ranks", sp, len(rk.Ranks))
+	}
+	worst := rk.Ranks[rk.Worst]
+	if rk.MedianPeak != sp.Median || worst.Rank != sp.Rank || worst.PeakAllocated != sp.Peak {
+		t.Errorf("ranks: median %d, worst rank %d at %d; summary --run: median %d, worst rank %d at %d",
+			rk.MedianPeak, worst.Rank, worst.PeakAllocated, sp.Median, sp.Rank, sp.Peak)
+	}
+	if a, b := run.Ranks[0].Peak.Allocated, run.Ranks[1].Peak.Allocated; sp.Median != a+(b-a)/2 {
+		t.Errorf("median %d, want the mean of torch's two peaks %d and %d", sp.Median, a, b)
+	}
+}
+
+// TestRanksNamesAndCountsOnce: a folder holding each rank's snapshot and
+// its summary counts each rank once (from its summary); files whose names
+// give no rank are named by their file, never "rank ?".
+func TestRanksNamesAndCountsOnce(t *testing.T) {
+	snaps := rankSet(t, 3, 1)
+	dir := t.TempDir()
+	for i := range 3 {
+		sub := filepath.Join(dir, fmt.Sprintf("rank_%d", i))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(snaps, fmt.Sprintf("snapshot.rank%d.pickle", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := filepath.Join(sub, "snapshot.pickle")
+		if err := os.WriteFile(snap, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runMemscope("summary", "--json", snap)
+		if r.code != 0 {
+			t.Fatal(r.err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "summary.json"), []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ranksJSON(t, dir)
+	if len(got.Ranks) != 3 || len(got.Duplicates) != 0 {
+		t.Fatalf("%d ranks, duplicates %v; want 3, each once", len(got.Ranks), got.Duplicates)
+	}
+	for i, x := range got.Ranks {
+		if x.Rank != i || !strings.HasSuffix(x.File, "summary.json") {
+			t.Errorf("ranks[%d] = rank %d from %s, want rank %d from its summary", i, x.Rank, x.File, i)
+		}
+	}
+
+	plain := t.TempDir()
+	var names []string
+	for i, from := range []string{"rank_0", "rank_1", "rank_2"} {
+		b, err := os.ReadFile(filepath.Join(dir, from, "snapshot.pickle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Join(plain, string(rune('a'+i))+".pickle"))
+		if err := os.WriteFile(names[i], b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := runMemscope(append([]string{"ranks"}, names...)...)
+	if text.code != 0 || strings.Contains(text.stdout, "rank ?") || !strings.Contains(text.stdout, "outlier: "+names[1]+" ") ||
+		!strings.Contains(text.stdout, " on "+names[1]+" (") {
+		t.Errorf("ranks of files without a rank: exit %d, want the outlier and the worst named by its file %s, no \"rank ?\":\n%s", text.code, names[1], text.stdout)
+	}
+}
