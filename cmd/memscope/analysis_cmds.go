@@ -34,29 +34,11 @@ func (o *analysisOptions) define(fs *pflag.FlagSet, withTop bool) {
 }
 
 // filterFlags defines --focus and --ignore, which every command that
-// names sites takes: see sitesHelp.
+// names sites takes: see help/sites.txt.
 func filterFlags(fs *pflag.FlagSet, focus, ignore *string) {
 	fs.StringVar(focus, "focus", "", "count only frames whose file matches `REGEXP` when choosing sites (the rest fold as plumbing does)")
 	fs.StringVar(ignore, "ignore", "", "fold frames whose file matches `REGEXP` instead of the default plumbing (torch, the standard library, generated code, memscope's harness, the HF Trainer, accelerate, Lightning; C++ always folds)")
 }
-
-// sitesHelp explains, in the help of the commands that name sites, how a
-// site is chosen: attribution.Filter's rule.
-const sitesHelp = `A site is the frame an allocation is charged to: the innermost frame of its
-stack that is the user's code or library code, not plumbing. Plumbing folds
-away: C++ frames, torch (nn.Module's _call_impl, autograd, _dynamo,
-_functorch, utils/checkpoint.py, optim), inductor's generated code (the
-user's line torch records next is the site), kernel wrappers (einops,
-flash_attn, xformers), the standard library, frozen and generated modules,
-memscope's harness, and training loops (the HF Trainer's trainer*.py,
-transformers/utils, accelerate, Lightning). Every other module in
-site-packages is library code and is kept: the logits of a Hugging Face
-model are charged to its line in modeling_llama.py, shown with the user's
-line that called into the library ("called from train.py:40 main"). Files
-are matched with / separators, no drive letter, Windows paths in lower
-case, and everything up to site-packages/ written <site-packages>/.
---ignore REGEXP replaces the plumbing list; --focus REGEXP counts only the
-frames whose file matches.`
 
 // analyze opens and analyses one snapshot.
 func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Analysis, error) {

@@ -20,46 +20,6 @@ import (
 	"github.com/memscope/memscope/trace"
 )
 
-const serveLong = `Serve decodes and analyses the snapshots once and serves a web UI over
-them on --http (default localhost:0, a free port; the URL is printed), in
-the manner of 'go tool pprof -http'. It opens no browser: on a remote
-machine, give a fixed port (--http localhost:8080) and forward it
-(ssh -L 8080:localhost:8080 HOST). It runs until interrupted (Ctrl-C).
-Everything the page needs is in the binary: it works with no network.
-
-On a loopback address it answers only requests that name it as localhost
-or 127.0.0.1 (with its port) in their Host header, so a web page of
-another site cannot read it through DNS rebinding (403). Any other address
-(--http :8080, 0.0.0.0:8080, a LAN address) is reachable from other
-machines: serve then makes a random token and prints the URL with it once
-(http://HOST:PORT/?token=…), like Jupyter; a request without it gets 401.
-Opening that URL sets a cookie for the page's own requests; scripts send
-the token as ?token= or "Authorization: Bearer TOKEN". Every answer carries
-a Content-Security-Policy (nothing but the server's own script, style and
-API), X-Content-Type-Options: nosniff and X-Frame-Options: DENY.
-
-Pages: the timeline of allocated memory (over time, or in event order when
-the trace has no times) with the phases and steps shaded and every large
-allocation drawn as a band, stacked in allocation order like memory_viz's
-active-memory view (the smaller ones merged per site); hover shows an
-allocation's size, requested bytes, category, phase, step, site and stack,
-click pins its full stack (folded frames too) and lifetime, the wheel zooms
-and dragging pans, each view answered by the server at that level of
-detail. The allocator state at any moment (the peak, the end, each OOM, an
-event): each segment drawn with its blocks and holes, pools and streams,
-and the fragmentation numbers, with what other allocator settings would
-have reserved (on demand). The sites and call tree at a moment, searchable;
-the steps; the leak; the OOMs. With two snapshots (or devices), Compare
-puts them on one axis aligned by step and phase, with the diff at their
-peaks by site, category and phase. The page reads a JSON API
-(/api/summary, /api/timeline, /api/alloc, /api/moment, /api/sites,
-/api/steps, /api/leaks, /api/oom, /api/settings, /api/compare), which
-scripts may use too.
-
-With --run DIR it serves the snapshots of a 'memscope capture' run
-directory, joined with the run's profiler trace when it has one. Sites
-follow the rule of 'memscope help peak' (--focus, --ignore).`
-
 // serveOptions are the flags of 'memscope serve'.
 type serveOptions struct {
 	http, trace, run string
