@@ -123,24 +123,28 @@ func siteOnly(kind siteKind) sampleStack      { return sampleStack{site: kind} }
 // namedSite returns where a block whose site its stack does not decide is
 // charged when the analysis named it (attribution.Site.Named): the
 // synthetic function of its label ("parameters (allocated before
-// recording began)", "…:389 __call__ (backward, autograd)"), under the
-// forward allocation's stack for a backward block. ok is false for the
-// other blocks.
+// recording began)"); for a backward block, the label less its caller
+// ("…:389 __call__ (backward, autograd)") under the forward allocation's
+// frames, where they hold one that counts. ok is false for the other
+// blocks.
 func (b *pprofBuilder) namedSite(d *attribution.Device, lb *snapshot.LiveBlock) (sampleStack, bool) {
 	site, ok := d.BlockSite(lb)
 	if !ok || !site.Named() {
 		return sampleStack{}, false
 	}
+	fwd, _ := d.BackwardOf(lb)
+	if fwd != 0 && !b.an.Filter.Counts(b.an.Snapshot.Stacks.Frame(site.Frame)) {
+		fwd = 0 // a forward stack with no frame that counts: the label says all it has
+	}
 	label := site.Label(b.an.Snapshot.Stacks)
+	if fwd != 0 {
+		label = attribution.SiteKey(b.an.Snapshot.Stacks, site) // the caller is among the frames above
+	}
 	i, ok := b.nameIDs[label]
 	if !ok {
 		i = int32(len(b.names))
 		b.nameIDs[label] = i
 		b.names = append(b.names, label)
-	}
-	fwd, _ := d.BackwardOf(lb)
-	if fwd != 0 && !b.an.Filter.Counts(b.an.Snapshot.Stacks.Frame(site.Frame)) {
-		fwd = 0 // a forward stack with no frame that counts: the label says all it has
 	}
 	return sampleStack{id: fwd, site: siteNamed, name: i}, true
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	sg "github.com/memscope/memscope/internal/snapgen"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // stepsRun is a run of steps marked like the capture harness's: in each,
@@ -239,5 +241,65 @@ func TestPProfUnrecorded(t *testing.T) {
 	s := p.Sample[0]
 	if name := s.Location[0].Line[0].Function.Name; name != "(no history recorded)" || s.Value[0] != 3*mib {
 		t.Errorf("sample %q of %d bytes, want (no history recorded) of %d", name, s.Value[0], 3*mib)
+	}
+}
+
+// TestPProfNamedOrigins: on real snapshots made with the harness and
+// without it, the peak's profile holds every allocated byte, and at most
+// a tenth of them have a leaf with no named origin (the synthetic
+// functions "(allocated before recording began)", "(no Python frame…)",
+// "(no history recorded)"); the rest are frames, or blocks named by what
+// they are. A backward block's leaf is its forward site's line, named
+// "… (backward, autograd)", with that allocation's frames above it.
+func TestPProfNamedOrigins(t *testing.T) {
+	unnamed := map[string]bool{
+		attribution.Site{Kind: attribution.SiteBefore}.Label(nil):     true,
+		attribution.Site{Kind: attribution.SiteNone}.Label(nil):       true,
+		attribution.Site{Kind: attribution.SiteUnrecorded}.Label(nil): true,
+		"(no Python frame: autograd engine, backward)":                true,
+	}
+	for _, path := range []string{"llama-wide/snapshot.pickle", "llama-ckpt/snapshot.pickle", "advise/train-none/snapshot.pickle",
+		"plain-trainer-late/snapshot.pickle", "plain-checkpointed/snapshot.pickle", "plain-lightning/snapshot.pickle",
+		"workloads/fsdp2/snapshot.pickle", "workloads/lora/snapshot.pickle", "workloads/grad-accum/snapshot.pickle",
+		"stacks-all/snapshot.pickle", "../attribution/testdata/thirdparty/cs336-2.7b-one-forward.pickle.gz"} {
+		t.Run(path, func(t *testing.T) {
+			s, err := snapshot.Open(filepath.Join("../fixtures", path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true})
+			d := an.Primary()
+			p, _ := peakProfile(t, an, d)
+			var total, bad, backward int64
+			for _, smp := range p.Sample {
+				leaf := smp.Location[0].Line[0].Function
+				total += smp.Value[0]
+				if unnamed[leaf.Name] {
+					bad += smp.Value[0]
+				}
+				if strings.HasSuffix(leaf.Name, "(backward, autograd)") && smp.Value[0] > 0 {
+					backward += smp.Value[0]
+					if leaf.Filename == "" || smp.Location[0].Line[0].Line <= 0 || len(smp.Location) < 2 {
+						t.Errorf("backward leaf %q at %s:%d with %d locations, want its forward line under that allocation's frames",
+							leaf.Name, leaf.Filename, smp.Location[0].Line[0].Line, len(smp.Location))
+					}
+				}
+			}
+			if total != d.Peak.Allocated {
+				t.Errorf("Σ inuse_space = %d, want the peak's allocated %d", total, d.Peak.Allocated)
+			}
+			if 10*bad > total {
+				t.Errorf("%d B of %d (%.1f%%) under leaves with no named origin, want at most 10%%", bad, total, 100*float64(bad)/float64(total))
+			}
+			var want int64
+			for _, st := range d.Peak.Sites {
+				if st.Site.Kind == attribution.SiteBackward && !st.Site.Near && !st.Site.HasNode {
+					want += st.Bytes
+				}
+			}
+			if backward != want {
+				t.Errorf("Σ inuse_space under '… (backward, autograd)' leaves = %d, want the backward sites' %d", backward, want)
+			}
+		})
 	}
 }
