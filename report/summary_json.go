@@ -111,6 +111,7 @@ type SummaryDevice struct {
 	Blocks           int                 `json:"blocks"`
 	ActiveBlocks     int                 `json:"active_blocks"`
 	OOMs             int                 `json:"ooms"`
+	EndStats         EndStatsJSON        `json:"end_stats"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
 	// PrivatePoolsAtPeak and PrivatePoolsAtEnd: the private pools (CUDA
 	// graphs', MemPools') reserved at the peak and at the end; [] for none.
@@ -124,6 +125,15 @@ type SummaryDevice struct {
 	OpsCovered         *float64            `json:"ops_covered,omitempty"`
 	TimelineAtPeak     *TimelineSampleJSON `json:"timeline_at_peak,omitempty"`
 	Warnings           []string            `json:"warnings"`
+}
+
+// EndStatsJSON is the end state as torch.cuda.memory_stats() counts it:
+// each field is torch's NAME.all.current (segment, inactive_split,
+// inactive_split_bytes), computed from the snapshot's segments.
+type EndStatsJSON struct {
+	Segment            int   `json:"segment"` // expandable segments left out, as torch counts them
+	InactiveSplit      int   `json:"inactive_split"`
+	InactiveSplitBytes int64 `json:"inactive_split_bytes"`
 }
 
 func summaryFile(s *attribution.Summary) SummaryFile {
@@ -144,6 +154,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 			OOMs: d.OOMs, Warnings: deviceWarnings(d),
+			EndStats:           EndStatsJSON{d.TorchSegments, d.InactiveSplit, d.InactiveSplitBytes},
 			PrivatePoolsAtPeak: privatePoolsJSON(d.PrivatePools), PrivatePoolsAtEnd: privatePoolsJSON(d.PrivatePoolsEnd),
 			StepTable: stepTableJSON(d.StepTable),
 		}
