@@ -1,0 +1,7 @@
+"""torch._C: the allocator's out-of-memory observers."""
+
+_oom_observers = []
+
+
+def _cuda_attach_out_of_memory_observer(fn):
+    _oom_observers.append(fn)
