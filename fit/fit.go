@@ -84,7 +84,8 @@ type Model struct {
 	StartBytes  int64   // live bytes at the template's first entry
 	Warnings    []string
 	rc          *allocator.Recording
-	phases      *attribution.Phases
+	phases      *attribution.Phases // set when phasesReady is closed
+	phasesReady chan struct{}
 	recordedSet allocator.Settings
 }
 
@@ -170,19 +171,25 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 	if set, err := allocator.SettingsFromSnapshot(tmpl.Snap.Settings); err == nil {
 		m.recordedSet = set
 	}
-	a := attribution.Analyze(tmpl.Snap, attribution.Options{})
-	for _, d := range a.Devices {
-		if d.Device == device {
-			m.phases = d.Phases
+	// The steps and phases name where a run dies; the analysis that finds
+	// them runs beside the bisection (phasesOf waits for it).
+	m.phasesReady = make(chan struct{})
+	go func() {
+		defer close(m.phasesReady)
+		a := attribution.Analyze(tmpl.Snap, attribution.Options{})
+		for _, d := range a.Devices {
+			if d.Device == device {
+				m.phases = d.Phases
+			}
 		}
-	}
+	}()
 	tl := snapshot.Replay(tmpl.Snap, device, snapshot.ReplayOptions{})
 	if _, live, ranges := tl.StartState(); len(live) > 0 || len(ranges) > 0 {
 		m.LateStart = true
 		for _, b := range live {
 			m.StartBytes += b.Size
 		}
-		m.Warnings = append(m.Warnings, fmt.Sprintf("%s began recording late: the %d bytes live at its first entry are taken as the same at every batch", tmpl.Path, m.StartBytes))
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%s began recording late: the %d bytes live at its first entry are taken as the same at every size", tmpl.Path, m.StartBytes))
 	}
 	return m, nil
 }
@@ -231,16 +238,28 @@ func (m *Model) pair() error {
 	}
 	stream := func(in Input) []req {
 		keys := &stackKeys{st: in.Snap.Stacks, memo: map[snapshot.StackID]string{}}
-		var out []req
-		for _, ev := range in.Snap.Traces[m.Device] {
+		byStack := map[snapshot.StackID]int32{} // the stack's key's id, once per stack
+		evs := in.Snap.Traces[m.Device]
+		n := 0
+		for i := range evs {
+			if evs[i].Action == snapshot.ActionAlloc {
+				n++
+			}
+		}
+		out := make([]req, 0, n)
+		for i := range evs {
+			ev := &evs[i]
 			if ev.Action != snapshot.ActionAlloc {
 				continue
 			}
-			k := keys.key(ev.Stack)
-			id, ok := ids[k]
+			id, ok := byStack[ev.Stack]
 			if !ok {
-				id = int32(len(ids))
-				ids[k] = id
+				k := keys.key(ev.Stack)
+				if id, ok = ids[k]; !ok {
+					id = int32(len(ids))
+					ids[k] = id
+				}
+				byStack[ev.Stack] = id
 			}
 			out = append(out, req{id, ev.Size})
 		}
@@ -268,18 +287,21 @@ func (m *Model) pair() error {
 			return fmt.Errorf("%w: %s and %s differ in more than %d requests: they are not recordings of one program at two batches", ErrRefused, in.Path, m.Inputs[t].Path, maxEdits)
 		}
 		if edits > 0 {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s (batch %d) makes %d requests that %s (batch %d) does not, or the other way round: they are left out of the fit", in.Path, in.Batch, edits, m.Inputs[t].Path, m.Inputs[t].Batch))
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s (at %d) and %s (at %d) differ in %d requests, made by one and not the other: they are left out of the fit", in.Path, in.Batch, m.Inputs[t].Path, m.Inputs[t].Batch, edits))
 		}
 		matches[k], others[k] = match, o
 	}
 	evs := m.Inputs[t].Snap.Traces[m.Device]
 	j := 0
 	paired := make([]int, len(m.Inputs))
-	for i, ev := range evs {
+	m.Requests = make([]Request, 0, len(tr))
+	sizes := make([]int64, len(tr)*len(m.Inputs)) // the requests' Sizes, one backing array
+	for i := range evs {
+		ev := &evs[i]
 		if ev.Action != snapshot.ActionAlloc {
 			continue
 		}
-		r := Request{Index: i, Stack: ev.Stack, Sizes: make([]int64, len(m.Inputs))}
+		r := Request{Index: i, Stack: ev.Stack, Sizes: sizes[j*len(m.Inputs) : (j+1)*len(m.Inputs) : (j+1)*len(m.Inputs)]}
 		r.Sizes[t] = ev.Size
 		n := 1
 		for k := range m.Inputs {

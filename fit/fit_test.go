@@ -248,3 +248,47 @@ func TestFitRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestFitSeqLength: the same Llama at batch 2 recorded at 256, 512 and
+// 1024 tokens per sample, fitted to the sequence length (with SDPA's
+// attention every request is constant or linear in it: no quadratic
+// term), and run at 2048 tokens, which torch measured in a fresh process
+// without recording (fixtures/fit-lm/seq2048): peak allocated within 0.1%
+// of torch's, reserved within 1%.
+func TestFitSeqLength(t *testing.T) {
+	var ins []Input
+	for _, c := range []struct {
+		dir string
+		seq int
+	}{{"seq256", 256}, {"b2", 512}, {"seq1024", 1024}} {
+		p := filepath.Join("../fixtures/fit-lm", c.dir, "snapshot.pickle.gz")
+		s, err := snapshot.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, Input{Path: p, Snap: s, Batch: c.seq})
+	}
+	m, err := New(ins, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kinds[SizeIrregular]+m.Kinds[SizeUnpaired]+m.Kinds[SizeQuadratic] != 0 {
+		t.Errorf("kinds %v: want every request constant or linear in the length", m.Kinds)
+	}
+	tr, err := truth.Read("../fixtures/fit-lm/seq2048/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.At(2048, m.RecordedSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, tres, _ := runPeaks(tr)
+	if e := pct(p.PeakAllocated, ta); e < -0.1 || e > 0.1 {
+		t.Errorf("at 2048 tokens: peak allocated %d, torch's %d (%+.3f%%)", p.PeakAllocated, ta, e)
+	}
+	if e := pct(p.PeakReserved, tres); e < -1 || e > 1 {
+		t.Errorf("at 2048 tokens: peak reserved %d, torch's %d (%+.3f%%)", p.PeakReserved, tres, e)
+	}
+	t.Logf("2048 tokens: allocated %d vs %d, reserved %d vs %d", p.PeakAllocated, ta, p.PeakReserved, tres)
+}

@@ -50,7 +50,7 @@ func (m *Model) at(n int, set allocator.Settings, buf []int64) (*Point, error) {
 		if o.Index >= 0 {
 			evs := m.Inputs[m.Template].Snap.Traces[m.Device]
 			at.Site = StackLabel(m.Inputs[m.Template].Snap.Stacks, evs[o.Index].Stack)
-			if m.phases != nil {
+			if <-m.phasesReady; m.phases != nil {
 				for _, ph := range m.phases.List {
 					if ph.First <= o.Index && o.Index <= ph.Last {
 						at.Step, at.Phase = ph.Step, ph.Name

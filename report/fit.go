@@ -17,6 +17,20 @@ type Fit struct {
 	CapFrom string
 	// Top is how many stacks to list per kind (0: 5).
 	Top int
+	// Dim is what the recordings' sizes scale: "batch" (the default) or
+	// "seq" (tokens per sample), for the words.
+	Dim string
+}
+
+// fitWords are the words of one dimension: its name, what one unit of it
+// is, and the plural of the name.
+type fitWords struct{ name, unit, names string }
+
+func (r *Fit) words() fitWords {
+	if r.Dim == "seq" {
+		return fitWords{"sequence length", "token", "sequence lengths"}
+	}
+	return fitWords{"batch", "sample", "batches"}
 }
 
 func (*Fit) Kind() string { return "fit" }
@@ -29,17 +43,18 @@ func (r *Fit) writeText(w io.Writer) error {
 	if top <= 0 {
 		top = 5
 	}
+	wd := r.words()
 	ew.printf("recordings:\n")
 	for i, in := range m.Inputs {
 		mark := ""
 		if i == m.Template {
-			mark = "  (the template: its requests, in its order, at every batch)"
+			mark = "  (the template: its requests, in its order, at every " + wd.name + ")"
 		}
-		ew.printf("  batch %-5d %s%s\n", in.Batch, in.Path, mark)
+		ew.printf("  %s %-5d %s%s\n", wd.name, in.Batch, in.Path, mark)
 	}
 	n := len(m.Requests)
-	ew.printf("\n%s fitted: %d constant, %d linear in the batch, %d quadratic, %d irregular, %d in the template only\n",
-		nouns(n, "request"), m.Kinds[fit.SizeConstant], m.Kinds[fit.SizeLinear], m.Kinds[fit.SizeQuadratic], m.Kinds[fit.SizeIrregular], m.Kinds[fit.SizeUnpaired])
+	ew.printf("\n%s fitted: %d constant, %d linear in the %s, %d quadratic, %d irregular, %d in the template only\n",
+		nouns(n, "request"), m.Kinds[fit.SizeConstant], m.Kinds[fit.SizeLinear], wd.name, m.Kinds[fit.SizeQuadratic], m.Kinds[fit.SizeIrregular], m.Kinds[fit.SizeUnpaired])
 	if len(m.Inputs) == 2 {
 		ew.printf("  two recordings: each size is the line through them; a third recording would check it\n")
 	}
@@ -47,9 +62,9 @@ func (r *Fit) writeText(w io.Writer) error {
 		ew.printf("  note: %s\n", w)
 	}
 	if len(m.Scaling) > 0 {
-		ew.printf("\ngrows most per sample (summed over each stack's requests, live at once or not):\n")
+		ew.printf("\ngrows most per %s (summed over each stack's requests, live at once or not):\n", wd.unit)
 		for _, g := range m.Scaling[:min(top, len(m.Scaling))] {
-			ew.printf("  %10s/sample  %s (%s)\n", units.Bytes(g.PerSample), g.Label, nouns(g.Count, "request"))
+			ew.printf("  %10s/%s  %s (%s)\n", units.Bytes(g.PerSample), wd.unit, g.Label, nouns(g.Count, "request"))
 		}
 	}
 	named := func(title string, gs []fit.Group) {
@@ -64,7 +79,7 @@ func (r *Fit) writeText(w io.Writer) error {
 			ew.printf("  … %d more\n", len(gs)-top)
 		}
 	}
-	named("sizes that follow no exact line (extrapolated from the two largest batches)", m.Irregular)
+	named("sizes that follow no exact line (extrapolated from the two largest "+wd.names+")", m.Irregular)
 	named("requests only the template makes (kept at their recorded size)", m.Unpaired)
 
 	ew.printf("\ncap: %s", units.Bytes(res.Capacity))
@@ -80,15 +95,15 @@ func (r *Fit) writeText(w io.Writer) error {
 		ew.printf("\n%s: ", conf)
 		switch {
 		case f.LargestFit == 0:
-			ew.printf("not even batch 1 fits")
+			ew.printf("not even %s 1 fits", wd.name)
 			if f.FirstFail != nil && f.FirstFail.OOM != nil {
 				ew.printf(": %s", oomAtText(f.FirstFail.OOM))
 			}
 			ew.printf("\n")
 		default:
-			ew.printf("largest batch that fits %d", f.LargestFit)
+			ew.printf("largest %s that fits %d", wd.name, f.LargestFit)
 			if f.FirstFail == nil {
-				ew.printf(" (the search's end: every batch up to %d fits)", f.Max)
+				ew.printf(" (the search's end: every %s up to %d fits)", wd.name, f.Max)
 			}
 			ew.printf("\n  at %d: peak allocated %s, peak reserved %s, %s of the cap left", f.LargestFit,
 				units.Bytes(f.Fit.PeakAllocated), units.Bytes(f.Fit.PeakReserved), units.Bytes(f.Margin))
@@ -101,11 +116,11 @@ func (r *Fit) writeText(w io.Writer) error {
 			}
 		}
 		if c := f.Curve; c.Points >= 2 {
-			ew.printf("  curve (%s): allocated ≈ %s + %s/sample, reserved ≈ %s + %s/sample\n", nouns(c.Points, "run"),
-				units.Bytes(int64(c.AllocatedFixed)), units.Bytes(int64(c.AllocatedPerSample)),
-				units.Bytes(int64(c.ReservedFixed)), units.Bytes(int64(c.ReservedPerSample)))
+			ew.printf("  curve (%s): allocated ≈ %s + %s/%s, reserved ≈ %s + %s/%s\n", nouns(c.Points, "run"),
+				units.Bytes(int64(c.AllocatedFixed)), units.Bytes(int64(c.AllocatedPerSample)), wd.unit,
+				units.Bytes(int64(c.ReservedFixed)), units.Bytes(int64(c.ReservedPerSample)), wd.unit)
 		}
-		ew.printf("  %7s  %14s  %14s  %s\n", "batch", "peak allocated", "peak reserved", "")
+		ew.printf("  %7s  %14s  %14s  %s\n", map[bool]string{true: "seq", false: "batch"}[r.Dim == "seq"], "peak allocated", "peak reserved", "")
 		for _, p := range f.Points {
 			v := "fits"
 			if !p.Fits {
@@ -114,7 +129,7 @@ func (r *Fit) writeText(w io.Writer) error {
 			ew.printf("  %7d  %14s  %14s  %s\n", p.Batch, units.Bytes(p.PeakAllocated), units.Bytes(p.PeakReserved), v)
 		}
 	}
-	ew.printf("\nsame program, other sizes: each run is the template's requests at that batch through the allocator model\n")
+	ew.printf("\nsame program, other sizes: each run is the template's requests at that %s through the allocator model\n", wd.name)
 	return ew.err
 }
 
@@ -133,6 +148,7 @@ func oomAtText(o *fit.OOMAt) string {
 
 // FitJSON is the "result" of the fit document (docs/json.md).
 type FitJSON struct {
+	Dim       string            `json:"dim"`
 	Inputs    []FitInputJSON    `json:"inputs"`
 	Template  int               `json:"template"`
 	Requests  FitKindsJSON      `json:"requests"`
@@ -211,7 +227,11 @@ func fitPointJSON(p *fit.Point) FitPointJSON {
 func (r *Fit) document() any {
 	res := r.Result
 	m := res.Model
-	v := FitJSON{Template: m.Template, Warnings: append([]string{}, m.Warnings...), Capacity: res.Capacity, CapFrom: r.CapFrom,
+	dim := r.Dim
+	if dim == "" {
+		dim = "batch"
+	}
+	v := FitJSON{Dim: dim, Template: m.Template, Warnings: append([]string{}, m.Warnings...), Capacity: res.Capacity, CapFrom: r.CapFrom,
 		Inputs: []FitInputJSON{}, Frontiers: []FitFrontierJSON{}}
 	for _, in := range m.Inputs {
 		v.Inputs = append(v.Inputs, FitInputJSON{Path: in.Path, Batch: in.Batch})

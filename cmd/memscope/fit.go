@@ -31,7 +31,9 @@ is made (a library's workspace) may fail and the run goes on, as cuDNN's
 convolutions fall back to an algorithm that needs less.
 
 The batch of each file comes from --batches (in the files' order) or from
-its name (b8, bs8, batch8). The cap is --memory-limit, or --device-memory
+its name (b8, bs8, batch8). With --dim seq the recordings differ in
+sequence length instead (--batches gives the lengths), and the answer is
+the longest sequence that fits. The cap is --memory-limit, or --device-memory
 (a size or a GPU by name) less --overhead for what lives outside the
 allocator (CUDA context, kernels, NCCL). Each --conf adds a frontier under
 that PYTORCH_CUDA_ALLOC_CONF beside the recorded settings'. Requests whose
@@ -48,6 +50,7 @@ type fitOptions struct {
 	overhead    int64
 	maxBatch    int
 	top         int
+	dim         string
 }
 
 func fitFlags(fs *pflag.FlagSet) runFunc {
@@ -61,10 +64,14 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 	sizeFlag(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
 	fs.IntVar(&o.maxBatch, "max-batch", 65536, "search batches up to `N`")
 	fs.IntVar(&o.top, "top", 5, "name `N` stacks per kind")
+	fs.StringVar(&o.dim, "dim", "batch", "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		if len(paths) < 2 {
 			return usageErrorf("fit needs two or more snapshots of the job at different batch sizes")
+		}
+		if o.dim != "batch" && o.dim != "seq" {
+			return usageErrorf("--dim %q: batch or seq", o.dim)
 		}
 		if o.maxBatch < 1 {
 			return usageErrorf("--max-batch %d: want 1 or more", o.maxBatch)
@@ -143,6 +150,6 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 		if o.json {
 			f = report.JSON
 		}
-		return report.Write(cc.stdout, f, &report.Fit{Result: res, CapFrom: capFrom, Top: o.top})
+		return report.Write(cc.stdout, f, &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim})
 	}
 }

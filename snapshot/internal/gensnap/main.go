@@ -43,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	size := fs.String("size", "1GiB", "minimum output size (e.g. 64MiB, 1GiB)")
 	from := fs.String("from", "", "source snapshot (default: first fixtures/*/snapshot.pickle, else snapshot/testdata/synthetic.pickle)")
 	var opt snapgen.Options
+	fs.IntVar(&opt.Repeats, "repeats", 0, "write each trace exactly `N` times, whatever -size says (two files of one program at two batches, for fit)")
 	fs.IntVar(&opt.Stacks, "stacks", 0, "up to `N` variants of every traceback, one per block (distinct stacks up to N × the source's)")
 	fs.IntVar(&opt.Frames, "frames", 0, "add `N` library frames to every traceback")
 	fs.IntVar(&opt.Segments, "segments", 0, "add `N` segments held from before recording")
