@@ -59,13 +59,10 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
 	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz), or the chart of an export_memory_timeline file")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
-	fs.IntVar(&o.device, "device", -1, "show only CUDA device `N`; -1 for every device")
+	deviceFlag(fs, &o.device, "show only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
-		if o.device < -1 {
-			return usageErrorf("--device %d: want a device number, or -1 for all", o.device)
-		}
 		if o.ops < 1 {
 			return usageErrorf("--ops %d: want 1 or more", o.ops)
 		}
