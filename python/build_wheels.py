@@ -2,16 +2,22 @@
 platform, inside the Python package, zipped as a wheel (PEP 427, 491).
 
     python3 python/build_wheels.py OUTDIR [VERSION]
+    python3 python/build_wheels.py --host OUTDIR [VERSION]
     python3 python/build_wheels.py --print-version
 
 Offline and standard library only: the wheel is a zip with the package,
 memscope/bin/memscope[.exe] (mode 0755 in the zip), and a dist-info folder
-with METADATA, WHEEL, entry_points.txt and RECORD (sha256 digests, sizes).
+with METADATA, WHEEL, entry_points.txt, the licences (memscope's LICENSE
+and NOTICE, and those of the Go modules and the Go standard library the
+binary is built from, under licenses/) and RECORD (sha256 digests, sizes).
 The Go binary is static (CGO_ENABLED=0), built with -trimpath and
--ldflags "-s -w -X main.buildVersion=VERSION". VERSION defaults to the one
-git describe gives (see version_from_describe); it must be a PEP 440
-version. The go command is $GO, else go on PATH; GOCACHE and the other
-Go settings come from the environment.
+-ldflags "-s -w -X main.buildVersion=VERSION", once per GOOS/GOARCH: the
+manylinux and musllinux wheels of an architecture hold the same binary.
+--host builds only the wheels of the go command's own GOOS/GOARCH.
+VERSION defaults to the one git describe gives (see
+version_from_describe); it must be a PEP 440 version. The go command is
+$GO, else go on PATH; GOCACHE and the other Go settings come from the
+environment.
 """
 
 import argparse
@@ -31,14 +37,32 @@ import zipfile
 NAME = "memscope"
 SUMMARY = "Where did the GPU memory go: PyTorch CUDA allocator snapshots explained"
 REQUIRES_PYTHON = ">=3.8"
+LICENSE = "Apache-2.0"
+AUTHOR = "memscope developers"
+HOME_PAGE = "https://github.com/memscope/memscope"
+CLASSIFIERS = [
+    "License :: OSI Approved :: Apache Software License",
+    "Programming Language :: Python :: 3",
+    "Environment :: GPU :: NVIDIA CUDA",
+    "Topic :: Software Development :: Debuggers",
+]
+# The licence files of the repository that every wheel carries in its
+# dist-info folder (the binary embeds ECharts: NOTICE says so, and
+# LICENSE-d3 is the licence of the d3 code inside it).
+LICENSE_FILES = [("LICENSE", "LICENSE"), ("NOTICE", "NOTICE"),
+                 ("report/echarts/LICENSE-d3", "licenses/echarts/LICENSE-d3")]
 GO_PACKAGE = "./cmd/memscope"
 VERSION_VAR = "main.buildVersion"
 
 # (GOOS, GOARCH, wheel platform tag). A compressed tag set (a.b) names
-# every tag the binary satisfies; WHEEL lists each.
+# every tag the binary satisfies; WHEEL lists each. The Linux binary is
+# static, so it runs on musl (Alpine) as on glibc: musllinux_1_1 is the
+# oldest musl tag pip knows.
 PLATFORMS = [
     ("linux", "amd64", "manylinux_2_17_x86_64.manylinux2014_x86_64"),
+    ("linux", "amd64", "musllinux_1_1_x86_64"),
     ("linux", "arm64", "manylinux_2_17_aarch64.manylinux2014_aarch64"),
+    ("linux", "arm64", "musllinux_1_1_aarch64"),
     ("darwin", "amd64", "macosx_10_12_x86_64"),
     ("darwin", "arm64", "macosx_11_0_arm64"),
     ("windows", "amd64", "win_amd64"),
@@ -114,13 +138,12 @@ def metadata(version):
         "and a small module: `memscope.record(path)` around a training loop writes a snapshot; "
         "`memscope.analyze(path)` returns typed results, with `scalars()` for W&B or MLflow and "
         "the HTML report in Jupyter.\n")
-    return ("Metadata-Version: 2.1\n"
-            "Name: %s\n"
-            "Version: %s\n"
-            "Summary: %s\n"
-            "Requires-Python: %s\n"
-            "Description-Content-Type: text/markdown\n"
-            "\n%s" % (NAME, version, SUMMARY, REQUIRES_PYTHON, readme))
+    head = [("Metadata-Version", "2.1"), ("Name", NAME), ("Version", version), ("Summary", SUMMARY),
+            ("Home-page", HOME_PAGE), ("Author", AUTHOR), ("License", LICENSE)]
+    head += [("Classifier", c) for c in CLASSIFIERS]
+    head += [("Project-URL", "Source, " + HOME_PAGE), ("Project-URL", "Issues, " + HOME_PAGE + "/issues"),
+             ("Requires-Python", REQUIRES_PYTHON), ("Description-Content-Type", "text/markdown")]
+    return "".join("%s: %s\n" % kv for kv in head) + "\n" + readme
 
 
 def wheel_file(platform_tag):
@@ -158,9 +181,51 @@ def _zip_date():
     return t[:6]
 
 
-def write_wheel(outdir, version, platform_tag, binary, binary_name):
+def repo_licenses():
+    """The repository's licence files every wheel carries, (path in the
+    dist-info folder, bytes)."""
+    out = []
+    for src, dst in LICENSE_FILES:
+        with open(os.path.join(REPO, src), "rb") as f:
+            out.append((dst, f.read()))
+    return out
+
+
+def go_licenses(go):
+    """The licences of what the binary is built from besides this
+    repository, (path in the dist-info folder, bytes): each Go module's
+    LICENSE as licenses/<module path>/LICENSE, and the Go standard
+    library's as licenses/go/LICENSE."""
+    r = subprocess.run([go, "list", "-deps", "-f", "{{with .Module}}{{.Path}}\t{{.Dir}}{{end}}", GO_PACKAGE],
+                       cwd=REPO, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError("go list -deps %s: exit status %d\n%s" % (GO_PACKAGE, r.returncode, r.stderr.strip()))
+    dirs = {}
+    for line in r.stdout.splitlines():
+        path, _, d = line.partition("\t")
+        if path and path != "github.com/memscope/memscope":
+            dirs[path] = d
+    r = subprocess.run([go, "env", "GOROOT"], capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise BuildError("go env GOROOT: exit status %d\n%s" % (r.returncode, r.stderr.strip()))
+    dirs["go"] = r.stdout.strip()
+    out = []
+    for path, d in sorted(dirs.items()):
+        for name in ("LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING"):
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    out.append(("licenses/%s/LICENSE" % path, f.read()))
+                break
+        else:
+            raise BuildError("%s (%s) has no LICENSE file: the wheel must carry the licence of what it holds" % (path, d))
+    return out
+
+
+def write_wheel(outdir, version, platform_tag, binary, binary_name, licenses=()):
     """Write one wheel for platform_tag holding the binary (bytes) as
-    memscope/bin/<binary_name>; returns its path."""
+    memscope/bin/<binary_name> and the licence files (path in the
+    dist-info folder, bytes) besides the repository's; returns its path."""
     dist_info = "%s-%s.dist-info" % (NAME, version)
     entries = [(path, data, 0o644) for path, data in package_files(version)]
     entries.append(("%s/bin/%s" % (NAME, binary_name), binary, 0o755))
@@ -169,6 +234,7 @@ def write_wheel(outdir, version, platform_tag, binary, binary_name):
         ("%s/WHEEL" % dist_info, wheel_file(platform_tag).encode(), 0o644),
         ("%s/entry_points.txt" % dist_info, ENTRY_POINTS.encode(), 0o644),
     ]
+    entries += [("%s/%s" % (dist_info, p), data, 0o644) for p, data in repo_licenses() + list(licenses)]
     record = io.StringIO()
     w = csv.writer(record, lineterminator="\n")
     for path, data, _ in entries:
@@ -212,24 +278,43 @@ def build_binary(go, goos, goarch, version, out):
             goos, goarch, " ".join(cmd), r.returncode, r.stderr.strip()))
 
 
+def host_platforms(go):
+    """The PLATFORMS entries of the go command's own GOOS/GOARCH."""
+    r = subprocess.run([go, "env", "GOOS", "GOARCH"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError("go env GOOS GOARCH: exit status %d\n%s" % (r.returncode, r.stderr.strip()))
+    goos, goarch = r.stdout.split()
+    out = [p for p in PLATFORMS if p[:2] == (goos, goarch)]
+    if not out:
+        raise BuildError("no wheel platform for %s/%s (build_wheels.py PLATFORMS: %s)" % (
+            goos, goarch, ", ".join("%s/%s" % p[:2] for p in PLATFORMS)))
+    return out
+
+
 def build(outdir, version, platforms=PLATFORMS, log=sys.stderr):
+    """Write the wheels of platforms into outdir; returns their paths. Each
+    GOOS/GOARCH is built once, for all of its wheels."""
     if not valid_version(version):
         raise BuildError("version %r is not a normalised PEP 440 version (e.g. 1.2.3, 0.1.0.dev4, 1.0rc1)" % version)
     go = go_command()
     os.makedirs(outdir, exist_ok=True)
-    written = []
+    licenses = go_licenses(go)
+    written, binaries = [], {}
     with tempfile.TemporaryDirectory(prefix="memscope-build-") as tmp:
         for goos, goarch, tag in platforms:
             exe = "memscope.exe" if goos == "windows" else "memscope"
-            out = os.path.join(tmp, "%s-%s" % (goos, goarch), exe)
             start = time.monotonic()
-            build_binary(go, goos, goarch, version, out)
-            with open(out, "rb") as f:
-                binary = f.read()
-            path = write_wheel(outdir, version, tag, binary, exe)
+            took = "the %s/%s build above" % (goos, goarch)
+            if (goos, goarch) not in binaries:
+                out = os.path.join(tmp, "%s-%s" % (goos, goarch), exe)
+                build_binary(go, goos, goarch, version, out)
+                with open(out, "rb") as f:
+                    binaries[goos, goarch] = f.read()
+                took = "go build %.1f s" % (time.monotonic() - start)
+            path = write_wheel(outdir, version, tag, binaries[goos, goarch], exe, licenses)
             written.append(path)
-            print("wrote %s (%s/%s, %.1f MiB, go build %.1f s)" % (
-                path, goos, goarch, os.path.getsize(path) / (1 << 20), time.monotonic() - start), file=log)
+            print("wrote %s (%s/%s, %.1f MiB, %s)" % (
+                path, goos, goarch, os.path.getsize(path) / (1 << 20), took), file=log)
     return written
 
 
@@ -237,6 +322,7 @@ def main(argv):
     p = argparse.ArgumentParser(prog="build_wheels.py", description=__doc__.split("\n\n")[0])
     p.add_argument("outdir", nargs="?", help="folder the wheels are written to")
     p.add_argument("version", nargs="?", help="the wheels' PEP 440 version (default: from git describe)")
+    p.add_argument("--host", action="store_true", help="build only the wheels of the go command's GOOS/GOARCH")
     p.add_argument("--print-version", action="store_true", help="print the default version and exit")
     args = p.parse_args(argv)
     if args.print_version:
@@ -247,7 +333,8 @@ def main(argv):
         print("build_wheels.py: OUTDIR is required", file=sys.stderr)
         return 2
     try:
-        build(args.outdir, args.version or default_version())
+        platforms = host_platforms(go_command()) if args.host else PLATFORMS
+        build(args.outdir, args.version or default_version(), platforms)
     except BuildError as e:
         print("build_wheels.py: %s" % e, file=sys.stderr)
         return 1

@@ -2,9 +2,11 @@
 // wheels python/build.sh writes; it has no Go code of its own.
 //
 // TestPythonUnit runs the package's torch-free unittest file. TestWheel
-// builds the five platform wheels, checks each one's RECORD and binary,
-// installs the linux amd64 wheel into a fresh venv with pip --no-index and
-// holds memscope.analyze's numbers to the fixture's truth.json.
+// builds the wheels of this machine's platform (all seven under CI=true or
+// with MEMSCOPE_ALL_WHEELS=1), checks each one's RECORD, metadata, licences
+// and binary, installs the linux amd64 wheel into a fresh venv with pip
+// --no-index and holds memscope.analyze's numbers to the fixture's
+// truth.json.
 package python
 
 import (
@@ -25,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,17 +46,28 @@ const fixture = "fixtures/plain-record"
 
 // platform is one wheel python/build.sh writes.
 type platform struct {
-	tag   string // the wheel's platform tag
-	exe   string // the binary's name in memscope/bin
-	check func(b []byte) error
+	goos, goarch string // what its binary is built for
+	tag          string // the wheel's platform tag
+	exe          string // the binary's name in memscope/bin
+	check        func(b []byte) error
 }
 
+// platforms are the wheels build.sh writes, the linux amd64 one first. The
+// musllinux wheels hold the same static binary as the manylinux ones.
 var platforms = []platform{
-	{"manylinux_2_17_x86_64.manylinux2014_x86_64", "memscope", elfCheck(elf.EM_X86_64)},
-	{"manylinux_2_17_aarch64.manylinux2014_aarch64", "memscope", elfCheck(elf.EM_AARCH64)},
-	{"macosx_10_12_x86_64", "memscope", machoCheck(macho.CpuAmd64, false)},
-	{"macosx_11_0_arm64", "memscope", machoCheck(macho.CpuArm64, true)},
-	{"win_amd64", "memscope.exe", peCheck(pe.IMAGE_FILE_MACHINE_AMD64)},
+	{"linux", "amd64", "manylinux_2_17_x86_64.manylinux2014_x86_64", "memscope", elfCheck(elf.EM_X86_64)},
+	{"linux", "amd64", "musllinux_1_1_x86_64", "memscope", elfCheck(elf.EM_X86_64)},
+	{"linux", "arm64", "manylinux_2_17_aarch64.manylinux2014_aarch64", "memscope", elfCheck(elf.EM_AARCH64)},
+	{"linux", "arm64", "musllinux_1_1_aarch64", "memscope", elfCheck(elf.EM_AARCH64)},
+	{"darwin", "amd64", "macosx_10_12_x86_64", "memscope", machoCheck(macho.CpuAmd64, false)},
+	{"darwin", "arm64", "macosx_11_0_arm64", "memscope", machoCheck(macho.CpuArm64, true)},
+	{"windows", "amd64", "win_amd64", "memscope.exe", peCheck(pe.IMAGE_FILE_MACHINE_AMD64)},
+}
+
+// allWheels reports whether TestWheel builds every platform's wheel (under
+// CI, or with MEMSCOPE_ALL_WHEELS=1) rather than this machine's only.
+func allWheels() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("MEMSCOPE_ALL_WHEELS") == "1"
 }
 
 // elfCheck: a static ELF executable (no interpreter) for machine m.
@@ -168,13 +182,14 @@ func TestPythonUnit(t *testing.T) {
 	t.Log(r.stderr) // unittest reports there
 }
 
-// TestWheel builds the wheels with python/build.sh, checks every one,
-// and installs the linux amd64 wheel into a fresh venv: the memscope
-// command, python -m memscope, and memscope.analyze, whose numbers are
-// torch's own in the fixture's truth.json.
+// TestWheel builds the wheels with python/build.sh (this machine's
+// GOOS/GOARCH only, unless allWheels), checks every one, and installs the
+// linux amd64 wheel into a fresh venv: the memscope command, python -m
+// memscope, and memscope.analyze, whose numbers are torch's own in the
+// fixture's truth.json.
 func TestWheel(t *testing.T) {
 	if testing.Short() {
-		t.Skip("cross-compiles memscope five times; skipped with -short")
+		t.Skip("builds memscope and installs a wheel; skipped with -short")
 	}
 	py := needPython(t)
 	goCmd, err := exec.LookPath("go")
@@ -189,21 +204,32 @@ func TestWheel(t *testing.T) {
 	}
 
 	dist := t.TempDir()
+	args, built := []string{"build.sh", dist, testVersion}, platforms
+	if !allWheels() {
+		args = []string{"build.sh", "--host", dist, testVersion}
+		built = nil
+		for _, p := range platforms {
+			if p.goos == runtime.GOOS && p.goarch == runtime.GOARCH {
+				built = append(built, p)
+			}
+		}
+		t.Logf("building the wheels of %s/%s only (CI=true or MEMSCOPE_ALL_WHEELS=1 builds all %d)", runtime.GOOS, runtime.GOARCH, len(platforms))
+	}
 	start := time.Now()
-	out := runStatus(".", []string{"GO=" + goCmd}, "bash", "build.sh", dist, testVersion)
+	out := runStatus(".", []string{"GO=" + goCmd}, "bash", args...)
 	if out.err != nil {
-		t.Fatalf("bash python/build.sh %s %s: %v\n%s", dist, testVersion, out.err, out.stderr)
+		t.Fatalf("bash python/%s: %v\n%s", strings.Join(args, " "), out.err, out.stderr)
 	}
 	t.Logf("build.sh: %s\n%s", time.Since(start).Round(time.Millisecond), out.stderr)
 
 	wheels := map[string]string{}
-	for _, p := range platforms {
+	for _, p := range built {
 		name := fmt.Sprintf("memscope-%s-py3-none-%s.whl", testVersion, p.tag)
 		wheels[p.tag] = filepath.Join(dist, name)
 		t.Run(p.tag, func(t *testing.T) { checkWheel(t, wheels[p.tag], p) })
 	}
-	if entries, _ := os.ReadDir(dist); len(entries) != len(platforms) {
-		t.Errorf("build.sh wrote %d files, want the %d wheels", len(entries), len(platforms))
+	if entries, _ := os.ReadDir(dist); len(entries) != len(built) {
+		t.Errorf("build.sh wrote %d files, want the %d wheels", len(entries), len(built))
 	}
 
 	readme := readmeSection(t)
@@ -215,6 +241,9 @@ func TestWheel(t *testing.T) {
 		}
 		installed(t, py, wheels[platforms[0].tag], readme)
 	})
+	if len(built) < len(platforms) {
+		t.Logf("built %d of the %d wheels: CI=true or MEMSCOPE_ALL_WHEELS=1 builds and checks every one", len(built), len(platforms))
+	}
 }
 
 // readmeSection returns the README's "pip install memscope" section.
@@ -375,11 +404,70 @@ func checkWheel(t *testing.T, path string, p platform) {
 	if !strings.HasPrefix(meta, "Metadata-Version: 2.1\nName: memscope\nVersion: "+testVersion+"\n") {
 		t.Errorf("METADATA starts %q, want name memscope, version %s", meta[:min(len(meta), 80)], testVersion)
 	}
+	checkMetadata(t, meta)
+	checkLicenses(t, files, distInfo)
 	if ep := string(files[distInfo+"entry_points.txt"]); !strings.Contains(ep, "[console_scripts]\nmemscope = memscope._binary:main\n") {
 		t.Errorf("entry_points.txt = %q, want the memscope console script", ep)
 	}
 	if v := string(files["memscope/_version.py"]); v != `__version__ = "`+testVersion+`"`+"\n" {
 		t.Errorf("memscope/_version.py = %q", v)
+	}
+}
+
+// checkMetadata: METADATA's header (up to the blank line before the
+// description) names the licence, the author, the home page and the
+// project's URLs, each field once.
+func checkMetadata(t *testing.T, meta string) {
+	head, _, _ := strings.Cut(meta, "\n\n")
+	fields := map[string][]string{}
+	for line := range strings.Lines(head) {
+		k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
+		if !ok {
+			t.Errorf("METADATA line %q is not a field", line)
+		}
+		fields[k] = append(fields[k], v)
+	}
+	const home = "https://github.com/memscope/memscope"
+	for k, want := range map[string][]string{
+		"License":     {"Apache-2.0"},
+		"Author":      {"memscope developers"},
+		"Home-page":   {home},
+		"Project-URL": {"Source, " + home, "Issues, " + home + "/issues"},
+	} {
+		if got := fields[k]; !slices.Equal(got, want) {
+			t.Errorf("METADATA %s = %q, want %q", k, got, want)
+		}
+	}
+	if !slices.Contains(fields["Classifier"], "License :: OSI Approved :: Apache Software License") {
+		t.Errorf("METADATA classifiers %q lack the Apache licence's", fields["Classifier"])
+	}
+}
+
+// checkLicenses: the dist-info folder carries the repository's LICENSE
+// (Apache-2.0) and NOTICE, the licence of the d3 code inside ECharts, and
+// the licence of each Go module the binary is built from and of Go's
+// standard library, each the file itself.
+func checkLicenses(t *testing.T, files map[string][]byte, distInfo string) {
+	for name, src := range map[string]string{
+		"LICENSE":                     "../LICENSE",
+		"NOTICE":                      "../NOTICE",
+		"licenses/echarts/LICENSE-d3": "../report/echarts/LICENSE-d3",
+	} {
+		want, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(files[distInfo+name], want) {
+			t.Errorf("the wheel's %s%s is not %s (%d bytes, want %d)", distInfo, name, src, len(files[distInfo+name]), len(want))
+		}
+	}
+	if lic := string(files[distInfo+"LICENSE"]); !strings.Contains(lic, "Apache License\n                           Version 2.0, January 2004") {
+		t.Errorf("the wheel's LICENSE is not the Apache License 2.0")
+	}
+	for _, mod := range []string{"github.com/spf13/pflag", "github.com/go-echarts/go-echarts/v2", "github.com/go-json-experiment/json", "go"} {
+		if b := files[distInfo+"licenses/"+mod+"/LICENSE"]; !bytes.Contains(b, []byte("Copyright")) {
+			t.Errorf("the wheel has no licence for %s (%slicenses/%s/LICENSE: %d bytes)", mod, distInfo, mod, len(b))
+		}
 	}
 }
 
@@ -399,7 +487,7 @@ out = {
     "peak_step": a.peak_step, "peak_phase": a.peak_phase, "steps": a.steps,
     "categories_at_peak": d.categories_at_peak, "top_sites": [s.bytes for s in d.top_sites],
     "findings": {f.kind: f.problem for f in d.findings},
-    "scalars": a.scalars(), "html": a._repr_html_(),
+    "scalars": a.scalars(), "compact": a._repr_html_(), "html": a.report()._repr_html_(),
 }
 names = json.loads(sys.argv[2])
 out["missing"] = ["memscope." + n for n in names["module"]
@@ -409,7 +497,7 @@ out["fixtures"] = {}
 for p in sys.argv[3:]:
     f = memscope.analyze(p).device()
     out["fixtures"][p] = {"peaks": {q: getattr(f.peaks, q).bytes for q in ("requested", "allocated", "active", "reserved")},
-                          "end": dataclasses.asdict(f.end),
+                          "end": dataclasses.asdict(f.end), "scalars": f.scalars(),
                           "step_table": {str(r.step): r.phase_peaks for r in f.step_table.rows},
                           "private_pools_at_end": [dataclasses.asdict(x) for x in f.private_pools_at_end]}
 try:
@@ -437,10 +525,11 @@ type analyzeOut struct {
 	TopSites      []int64          `json:"top_sites"`
 	Findings      map[string]bool
 	Scalars       map[string]float64
-	HTML          string
+	Compact, HTML string
 	Missing       []string
 	Fixtures      map[string]struct {
 		Peaks, End numbers
+		Scalars    map[string]float64
 		// StepTable: each step's phase_peaks, by step number.
 		StepTable    map[string]map[string]int64 `json:"step_table"`
 		PrivatePools []struct {
@@ -616,18 +705,29 @@ func installed(t *testing.T, py, wheel, readme string) {
 		}
 	}
 
-	// _repr_html_: the report page, whole, in an iframe's srcdoc.
+	// _repr_html_: compact, memscope summary's text, which says the
+	// allocated peak; no script, no page.
+	if want := "peak allocated " + units.Bytes(w.MaxAllocated) + " "; !strings.Contains(html.UnescapeString(got.Compact), want) ||
+		strings.Contains(got.Compact, "<script") || strings.Contains(got.Compact, "<iframe") || len(got.Compact) > 32<<10 {
+		t.Errorf("_repr_html_() (%d bytes) does not say %q in the summary's text, or holds a script or a page:\n%s",
+			len(got.Compact), want, got.Compact[:min(len(got.Compact), 400)])
+	}
+	// report()._repr_html_: the report page, whole, in an iframe's srcdoc,
+	// with ECharts inlined and nothing loaded from the network.
 	const pre = `<iframe srcdoc="`
 	if !strings.HasPrefix(got.HTML, pre) {
-		t.Errorf("_repr_html_() starts %q, want %q", got.HTML[:min(len(got.HTML), 40)], pre)
+		t.Errorf("report()._repr_html_() starts %q, want %q", got.HTML[:min(len(got.HTML), 40)], pre)
 	} else {
 		doc, _, _ := strings.Cut(got.HTML[len(pre):], `"`)
 		page := html.UnescapeString(doc)
 		if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.Contains(page, "</html>") {
-			t.Errorf("_repr_html_()'s srcdoc is not a whole HTML page: %q…", page[:min(len(page), 80)])
+			t.Errorf("report()._repr_html_()'s srcdoc is not a whole HTML page: %q…", page[:min(len(page), 80)])
 		}
 		if !strings.Contains(page, units.Bytes(w.MaxAllocated)) {
-			t.Errorf("_repr_html_()'s page does not show the allocated peak %s", units.Bytes(w.MaxAllocated))
+			t.Errorf("report()._repr_html_()'s page does not show the allocated peak %s", units.Bytes(w.MaxAllocated))
+		}
+		if !strings.Contains(page, `<script data-echarts="5.4.3">`) || regexp.MustCompile(`<script[^>]*\ssrc=|cdn\.jsdelivr`).MatchString(page) {
+			t.Errorf("report()._repr_html_()'s page does not inline ECharts 5.4.3, or loads a script from elsewhere")
 		}
 	}
 
@@ -645,6 +745,17 @@ func installed(t *testing.T, py, wheel, readme string) {
 			continue
 		}
 		w := tr.Window
+		// scalars()' torch-named keys of the end state: torch's own
+		// memory_stats() at the end of the window.
+		for _, k := range []string{"num_ooms", "segment.all.current", "inactive_split.all.current", "inactive_split_bytes.all.current"} {
+			want, ok := tr.MemoryStatsEnd[k]
+			if !ok {
+				continue
+			}
+			if v, ok := f.Scalars[k]; !ok || v != float64(want) {
+				t.Errorf("analyze(%s).scalars()[%q] = %.0f (present: %v), want %d (truth.json's memory_stats_end)", snap, k, v, ok, want)
+			}
+		}
 		for _, c := range []struct {
 			name      string
 			got, want int64

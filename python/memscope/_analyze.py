@@ -3,14 +3,15 @@
     a = memscope.analyze("snapshot.pickle")
     a.peak.allocated.bytes, a.peak_step, a.top_sites[0].label
     wandb.log(a.scalars())        # or mlflow.log_metrics(a.scalars())
-    a                             # in Jupyter: the HTML report
+    a                             # in Jupyter: the summary, compact
+    a.report()                    # in Jupyter: the whole HTML report, offline
 
 The fields are those of docs/json.md's summary section, bytes as ints,
 times in microseconds (*_epoch_us since the Unix epoch, *_us from the
 first event). Each device's whole JSON object is kept in .raw for the
 fields not mapped here (inference, timeline_at_peak…). Analysis and its
-parts hold no reference to the binary; the report for _repr_html_ is made
-when first asked for.
+parts hold no reference to the binary; the summary text _repr_html_ shows
+and the report page are made when first asked for.
 """
 
 from __future__ import annotations
@@ -258,6 +259,9 @@ class Device:
     private_pools_at_peak: List[PrivatePool] = field(default_factory=list)
     private_pools_at_end: List[PrivatePool] = field(default_factory=list)
     step_table: StepTable = field(default_factory=lambda: StepTable([], [], None, ""))
+    # The end state as torch.cuda.memory_stats() counts it: segment,
+    # inactive_split, inactive_split_bytes (each torch's NAME.all.current).
+    end_stats: Dict[str, int] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -279,7 +283,8 @@ class Device:
             ops_covered=None if d.get("ops_covered") is None else float(d["ops_covered"]),
             private_pools_at_peak=[PrivatePool._from(p) for p in d.get("private_pools_at_peak") or []],
             private_pools_at_end=[PrivatePool._from(p) for p in d.get("private_pools_at_end") or []],
-            step_table=StepTable._from(d.get("step_table")), raw=d)
+            step_table=StepTable._from(d.get("step_table")),
+            end_stats={k: int(v) for k, v in (d.get("end_stats") or {}).items()}, raw=d)
 
     def finding(self, kind):
         """The finding of that kind (leak, fragmentation, oom), or None."""
@@ -289,12 +294,19 @@ class Device:
         """The headline numbers as a flat dict of numbers, keyed like
         torch.cuda.memory_stats() where torch has the same quantity
         ("allocated_bytes.all.peak": the recording's allocated peak,
-        "….all.current": the value at its end), and memscope.* for the
-        rest. Keys whose value is unknown are left out."""
+        "….all.current": the value at its end; "num_ooms": the OOMs
+        recorded, torch's count when the recording began with the process;
+        "segment.all.current", "inactive_split.all.current" and
+        "inactive_split_bytes.all.current" from the end state's segments),
+        and memscope.* for the rest. Keys whose value is unknown are left
+        out."""
         s = {}
         for q in QUANTITIES:
             s["%s_bytes.all.peak" % q] = getattr(self.peaks, q).bytes
             s["%s_bytes.all.current" % q] = getattr(self.end, q)
+        s["num_ooms"] = self.ooms
+        for k, v in sorted(self.end_stats.items()):
+            s["%s.all.current" % k] = v
         for q in QUANTITIES:
             s["memscope.at_peak.%s_bytes" % q] = getattr(self.at_peak, q)
         if self.peak_step is not None:
@@ -334,6 +346,7 @@ class Analysis:
     path: str = ""
     trace: Optional[str] = None
     _html: Optional[str] = field(default=None, repr=False, compare=False)
+    _text: Optional[str] = field(default=None, repr=False, compare=False)
 
     @classmethod
     def _from_doc(cls, doc, path, trace=None):
@@ -382,27 +395,65 @@ class Analysis:
         wandb.log(a.scalars()) or mlflow.log_metrics(a.scalars())."""
         return self.device(device).scalars(prefix)
 
+    def _args(self, command, *flags):
+        args = [command] + list(flags)
+        if self.trace:
+            args += ["--trace=" + self.trace]
+        # "--": a path that starts with "-" is a path, not a flag.
+        return args + ["--", self.path]
+
     def html(self):
-        """The `memscope report` page of this snapshot (and trace), as text.
-        Its charts load ECharts from the network unless $MEMSCOPE_ECHARTS
-        names a local echarts.min.js (memscope help report)."""
+        """The `memscope report` page of this snapshot (and trace), as text:
+        one self-contained page that inlines ECharts and loads nothing from
+        the network (about 1.1-1.7 MB)."""
         if self._html is None:
             with tempfile.TemporaryDirectory(prefix="memscope-") as tmp:
                 out = os.path.join(tmp, "report.html")
-                args = ["report", "-o", out]
-                if self.trace:
-                    args += ["--trace=" + self.trace]
-                # "--": a path that starts with "-" is a path, not a flag.
-                _check(args + ["--", self.path], capture_output=True, encoding="utf-8", errors="replace")
+                _check(self._args("report", "-o", out), capture_output=True, encoding="utf-8", errors="replace")
                 with open(out, encoding="utf-8") as f:
                     self._html = f.read()
         return self._html
 
+    def text(self):
+        """`memscope summary`'s text for this snapshot (and trace)."""
+        if self._text is None:
+            self._text = _check(self._args("summary"), capture_output=True, encoding="utf-8",
+                                errors="replace").stdout
+        return self._text
+
+    def report(self):
+        """The whole `memscope report` page, shown in Jupyter (in an
+        iframe) when it is a cell's value; .html is its text, .save(path)
+        writes it."""
+        return Report(self.html())
+
     def _repr_html_(self):
-        # The report is a whole page with its own scripts and styles: in an
-        # iframe it neither breaks nor is broken by the notebook's.
+        # Compact: the summary's text (a few KB), not the 1-2 MB page;
+        # a.report() shows the page.
+        return ('<div class="memscope-summary"><pre style="font-size:12px;line-height:1.3;white-space:pre">%s</pre>'
+                '<p style="font-size:12px;color:#666">The whole report, with its charts (offline, 1-2 MB): '
+                '<code>.report()</code> of this analysis.</p></div>' % html.escape(self.text()))
+
+
+class Report:
+    """A `memscope report` page. In Jupyter it shows in an iframe: the page
+    is whole, with its own scripts and styles, so it neither breaks nor is
+    broken by the notebook's."""
+
+    def __init__(self, page):
+        self.html = page
+
+    def save(self, path):
+        """Write the page to path (a file to open in a browser or attach)."""
+        with open(os.fspath(path), "w", encoding="utf-8") as f:
+            f.write(self.html)
+
+    def __repr__(self):
+        return "<memscope.Report: a %d-byte HTML page>" % len(self.html.encode("utf-8"))
+
+    def _repr_html_(self):
         return ('<iframe srcdoc="%s" style="width:100%%;height:720px;border:1px solid #ddd" '
-                'sandbox="allow-scripts allow-popups"></iframe>' % html.escape(self.html(), quote=True))
+                'sandbox="allow-scripts allow-popups"></iframe>' % html.escape(self.html, quote=True))
 
 
 def _check(args, **kwargs):

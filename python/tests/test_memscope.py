@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
 import zipfile
 from unittest import mock
@@ -242,23 +243,9 @@ class BinaryTest(unittest.TestCase):
     def test_analyze_step_table_and_pools(self):
         # The step x phase table and the private pools of summary --json
         # become typed values holding the document's numbers.
-        zero = {q: 0 for q in ("requested", "allocated", "active", "reserved")}
-        table = {"phases": ["forward", "backward", "optimizer"], "peak_step": 1, "peak_phase": "backward",
-                 "rows": [{"step": 0, "floor": 100, "after": 300, "peak": 700, "peak_phase": "optimizer",
-                           "phase_peaks": {"forward": 400, "backward": 600, "optimizer": 700}, "holds_peak": False},
-                          {"step": 1, "floor": 300, "after": 300, "peak": 900, "peak_phase": "backward",
-                           "phase_peaks": {"forward": 500, "backward": 900}, "holds_peak": True}]}
-        pools = [{"pool": [0, 1], "reserved": 2097152, "allocated": 512, "free": 2096640, "segments": 1}]
-        device = {"device": 0, "start": zero, "at_peak": zero, "end": zero,
-                  "peaks": {q: {"bytes": 0, "event_index": -1, "time_epoch_us": 0} for q in zero},
-                  "device_used": None, "device_used_peak": None, "peak_offset_us": 0, "duration_us": 0,
-                  "times_recorded": True, "peak_ranges": [], "peak_step": 1, "peak_phase": "backward", "steps": 2,
-                  "steps_source": "harness", "steps_from": "memscope annotations", "top_sites": [],
-                  "live_blocks_at_peak": 0, "events": 0, "segments": 1, "blocks": 1, "active_blocks": 1, "ooms": 0,
-                  "categories_at_peak": {}, "findings": [], "fixes": [], "warnings": [],
-                  "private_pools_at_peak": [], "private_pools_at_end": pools, "step_table": table}
-        doc = {"schema": "memscope/v1", "kind": "summary",
-               "files": [{"source": "x", "format": "pickle", "devices": [device], "warnings": []}]}
+        doc = summary_doc()
+        device = doc["files"][0]["devices"][0]
+        table, pools = device["step_table"], device["private_pools_at_end"]
         path = os.path.join(self.tmp, "summary.json")
         with open(path, "w") as f:
             json.dump(doc, f)
@@ -275,6 +262,217 @@ class BinaryTest(unittest.TestCase):
                                                      "holds_peak")))
         self.assertEqual(a.private_pools_at_peak, [])
         self.assertEqual(a.private_pools_at_end, [memscope.PrivatePool((0, 1), 2097152, 512, 2096640, 1)])
+
+    def test_scalars_torch_keys(self):
+        # scalars() carries torch's memory_stats() names for what summary
+        # --json gives: num_ooms from ooms, NAME.all.current from end_stats.
+        doc = summary_doc()
+        path = os.path.join(self.tmp, "summary.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        fake = script(self.tmp, "fake-summary", "cat '%s'\n" % path)
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
+            s = memscope.analyze("x").scalars()
+        want = {"num_ooms": 3, "segment.all.current": 7, "inactive_split.all.current": 2,
+                "inactive_split_bytes.all.current": 1536, "allocated_bytes.all.peak": 900,
+                "reserved_bytes.all.current": 2097152, "memscope.ooms": 3}
+        self.assertEqual({k: s.get(k) for k in want}, want)
+
+
+def summary_doc():
+    """A summary --json document of one device: an allocated peak of 900
+    bytes, 2 MiB reserved at the end, 3 OOMs, a step table, a private pool
+    and end_stats."""
+    zero = {q: 0 for q in ("requested", "allocated", "active", "reserved")}
+    end = dict(zero, reserved=2097152)
+    table = {"phases": ["forward", "backward", "optimizer"], "peak_step": 1, "peak_phase": "backward",
+             "rows": [{"step": 0, "floor": 100, "after": 300, "peak": 700, "peak_phase": "optimizer",
+                       "phase_peaks": {"forward": 400, "backward": 600, "optimizer": 700}, "holds_peak": False},
+                      {"step": 1, "floor": 300, "after": 300, "peak": 900, "peak_phase": "backward",
+                       "phase_peaks": {"forward": 500, "backward": 900}, "holds_peak": True}]}
+    pools = [{"pool": [0, 1], "reserved": 2097152, "allocated": 512, "free": 2096640, "segments": 1}]
+    peaks = {q: {"bytes": 0, "event_index": -1, "time_epoch_us": 0} for q in zero}
+    peaks["allocated"] = {"bytes": 900, "event_index": 12, "time_epoch_us": 5}
+    device = {"device": 0, "start": zero, "at_peak": zero, "end": end, "peaks": peaks,
+              "device_used": None, "device_used_peak": None, "peak_offset_us": 0, "duration_us": 0,
+              "times_recorded": True, "peak_ranges": [], "peak_step": 1, "peak_phase": "backward", "steps": 2,
+              "steps_source": "harness", "steps_from": "memscope annotations", "top_sites": [],
+              "live_blocks_at_peak": 0, "events": 0, "segments": 1, "blocks": 1, "active_blocks": 1, "ooms": 3,
+              "end_stats": {"segment": 7, "inactive_split": 2, "inactive_split_bytes": 1536},
+              "categories_at_peak": {}, "findings": [], "fixes": [], "warnings": [],
+              "private_pools_at_peak": [], "private_pools_at_end": pools, "step_table": table}
+    return {"schema": "memscope/v1", "kind": "summary",
+            "files": [{"source": "x", "format": "pickle", "devices": [device], "warnings": []}]}
+
+
+class FakeTorch:
+    """Stands in for torch in sys.modules: the calls memscope.record makes,
+    recorded; _snapshot() returns the state at that call, numbered; a cell
+    calls oom() to run out of memory as torch does (the observer first,
+    then the error)."""
+
+    def __init__(self):
+        self.calls, self.snapshots, self.observers = [], 0, []
+        fake = self
+
+        class OutOfMemoryError(RuntimeError):
+            pass
+
+        def record_history(enabled="all", context=None, stacks=None, max_entries=None):
+            fake.calls.append((enabled, context, stacks, max_entries))
+
+        def snapshot():
+            fake.snapshots += 1
+            return {"segments": [], "device_traces": [[]], "taken": fake.snapshots}
+
+        self.module = types.ModuleType("torch")
+        self.module.cuda = types.SimpleNamespace(
+            is_available=lambda: True, OutOfMemoryError=OutOfMemoryError,
+            memory=types.SimpleNamespace(_record_memory_history=record_history, _snapshot=snapshot))
+        self.module._C = types.SimpleNamespace(_cuda_attach_out_of_memory_observer=self.observers.append)
+
+    def oom(self):
+        for o in self.observers:
+            o(0, 1 << 30, 0, 0)
+        raise self.module.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+
+class FakeShell:
+    """Stands in for IPython's shell: register_magic_function keeps the
+    magic; run_cell runs the cell's code in user_ns and, as IPython does,
+    returns the error instead of raising it."""
+
+    def __init__(self, **ns):
+        self.magics, self.user_ns = {}, dict(ns)
+
+    def register_magic_function(self, fn, magic_kind="line", magic_name=None):
+        self.magics[magic_kind, magic_name or fn.__name__] = fn
+
+    def run_cell(self, cell):
+        try:
+            exec(compile(cell, "<cell>", "exec"), self.user_ns)
+        except Exception as e:
+            return types.SimpleNamespace(error_in_exec=e)
+        return types.SimpleNamespace(error_in_exec=None)
+
+
+@unittest.skipUnless(POSIX, "a shell script stands in for the binary")
+class MagicTest(unittest.TestCase):
+    """%%memscope with torch and IPython absent: stubs for both, a shell
+    script for the binary (summary --json answers summary_doc())."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="memscope-magic-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.tmp]))
+        doc = os.path.join(self.tmp, "summary.json")
+        with open(doc, "w") as f:
+            json.dump(summary_doc(), f)
+        self.argv = os.path.join(self.tmp, "argv")
+        self.bin = script(self.tmp, "fake-memscope", """\
+            printf '%%s\\n' "$@" >> '%s'
+            case "$1 $2" in
+            "summary --json") cat '%s' ;;
+            "report -o") printf '<!DOCTYPE html><html>the page</html>' > "$3" ;;
+            *) echo "device 0: allocated peak 900 B <&>" ;;
+            esac
+            """ % (self.argv, doc))
+        self.torch = FakeTorch()
+        self.shown = []
+        ipython_display = types.ModuleType("IPython.display")
+        ipython_display.display = self.shown.append
+        ipython = types.ModuleType("IPython")
+        ipython.display = ipython_display
+        patches = [mock.patch.dict(sys.modules, {"torch": self.torch.module, "IPython": ipython,
+                                                 "IPython.display": ipython_display}),
+                   mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=self.bin), clear=True)]
+        for p in patches:
+            p.start()
+            self.addCleanup(p.stop)
+        self.shell = FakeShell(torch=self.torch)
+        memscope.load_ipython_extension(self.shell)
+
+    def magic(self, line, cell):
+        self.assertEqual(list(self.shell.magics), [("cell", "memscope")])
+        return self.shell.magics["cell", "memscope"](line, cell)
+
+    def binary_calls(self):
+        with open(self.argv) as f:
+            return f.read().splitlines()
+
+    def snapshot_taken(self, path):
+        import pickle
+        with open(path, "rb") as f:
+            return pickle.load(f)["taken"]
+
+    def test_records_the_cell_and_shows_the_analysis(self):
+        path = os.path.join(self.tmp, "cell.pickle")
+        self.magic("-o %s --max-entries 5000" % path, "x = 20 + 22\n")
+        self.assertEqual(self.shell.user_ns["x"], 42)
+        self.assertEqual(self.torch.calls, [("all", "all", "python", 5000), (None, None, None, None)])
+        self.assertEqual(self.snapshot_taken(path), 1)
+        self.assertEqual(self.binary_calls(), ["summary", "--json", "--", os.path.abspath(path)])
+        [a] = self.shown
+        self.assertIsInstance(a, memscope.Analysis)
+        self.assertEqual((a.peaks.allocated.bytes, a.ooms, a.path), (900, 3, os.path.abspath(path)))
+        # Shown compact: the summary's text, escaped, not the report page.
+        compact = a._repr_html_()
+        self.assertIn("<pre", compact)
+        self.assertIn("device 0: allocated peak 900 B &lt;&amp;&gt;", compact)
+        self.assertNotIn("<iframe", compact)
+        self.assertEqual(self.binary_calls()[4:], ["summary", "--", os.path.abspath(path)])
+
+    def test_report_option(self):
+        self.magic("--report --stacks all", "pass\n")
+        self.assertEqual(self.torch.calls[0][2], "all")
+        [r] = self.shown
+        self.assertIsInstance(r, memscope.Report)
+        self.assertEqual(r.html, "<!DOCTYPE html><html>the page</html>")
+        self.assertTrue(r._repr_html_().startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;'), r._repr_html_())
+        calls = self.binary_calls()
+        self.assertEqual(calls[:2], ["summary", "--json"])
+        self.assertEqual(calls[4:6], ["report", "-o"])
+        # The default snapshot: a new temporary folder's snapshot.pickle.
+        self.assertTrue(calls[3].endswith(os.sep + "snapshot.pickle") and "memscope-cell-" in calls[3], calls)
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", os.path.dirname(calls[3])]))
+
+    def test_oom_keeps_the_dump_at_the_failure(self):
+        # torch's observer writes the state at the OOM; the error reaches
+        # the shell (which shows it) and the analysis is still shown.
+        path = os.path.join(self.tmp, "oom.pickle")
+        self.magic("-o " + path, "y = 1\ntorch.oom()\n")
+        self.assertEqual(self.snapshot_taken(path), 1, "the end state overwrote the dump made at the OOM")
+        self.assertEqual(self.torch.snapshots, 1)
+        self.assertEqual(self.torch.calls[-1][0], None, "recording still on after the cell")
+        self.assertEqual(len(self.shown), 1)
+
+    def test_other_error_writes_the_end_state(self):
+        path = os.path.join(self.tmp, "err.pickle")
+        self.magic("-o " + path, "raise ValueError('bad batch')\n")
+        self.assertEqual(self.snapshot_taken(path), 1)
+        self.assertEqual(len(self.shown), 1)
+
+    def test_without_torch(self):
+        with mock.patch.dict(sys.modules, {"torch": None}):
+            with self.assertRaises(ImportError) as cm:
+                self.magic("", "ran = True\n")
+        self.assertIn("memscope.record needs torch", str(cm.exception))
+        self.assertNotIn("ran", self.shell.user_ns)
+        self.assertEqual(self.shown, [])
+
+    def test_bad_line(self):
+        for line in ["--max-entries many", "--stacks cpp", "--nope", "'unclosed"]:
+            with self.subTest(line), self.assertRaises(memscope._magic.UsageError) as cm:
+                self.magic(line, "ran = True\n")
+            self.assertIn("%%memscope", str(cm.exception))
+        self.assertNotIn("ran", self.shell.user_ns)
+        self.assertEqual(self.torch.calls, [])
+
+    def test_import_needs_no_ipython(self):
+        code = ("import sys, memscope\n"
+                "print(callable(memscope.load_ipython_extension), 'IPython' in sys.modules, 'torch' in sys.modules)\n")
+        out = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "True False False")
 
 
 class SyntaxTest(unittest.TestCase):
