@@ -96,8 +96,8 @@ func siteJSON(st *snapshot.Stacks, site attribution.SiteBytes) SiteJSON {
 		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
 		Stack: stackJSON(st, site.Stack), FreeStack: site.FreeStack}
 	switch site.Site.Kind {
-	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
-		fr := frameJSON(st.Frame(site.Site.Frame))
+	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython, attribution.SiteBackward:
+		fr := frameJSON(st.Frame(site.Site.Frame)) // a backward site's: the forward line it is the gradient of
 		sj.Frame = &fr
 	}
 	if site.Site.HasCaller {

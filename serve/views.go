@@ -117,7 +117,11 @@ type Site struct {
 	Requested int64   `json:"requested"`
 	Count     int     `json:"count"`
 	Share     float64 `json:"share"`
-	Stack     []Frame `json:"stack"` // of its largest block
+	// Named is false for the buckets that say where nothing came from:
+	// "(allocated before recording began)", "(no Python frame…)", "(no
+	// history recorded)" (attribution.Site.Named).
+	Named bool    `json:"named"`
+	Stack []Frame `json:"stack"` // of its largest block
 }
 
 // Frame is one stack frame, innermost first; Folded when the site rule
@@ -151,7 +155,7 @@ func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []Si
 		if q != "" && !strings.Contains(strings.ToLower(s.Label), q) {
 			continue
 		}
-		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: finite(s.Share), Stack: v.stack(s.Stack)})
+		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: finite(s.Share), Named: s.Site.Named(), Stack: v.stack(s.Stack)})
 	}
 	return out
 }
