@@ -25,7 +25,15 @@
 // model in site-packages, also names the user's line that called it. The
 // rule is Filter's (filter.go); it runs once per frame and once per stack
 // of each stack table (Filter.For, sites.go), so that grouping millions of
-// live blocks by site costs a slice lookup each.
+// live blocks by site costs a slice lookup each. Blocks with no frame of
+// their own share one stack, so their site is chosen per block
+// (Device.SiteOfBlock, origins.go): one live before recording by the
+// category that holds it (parameters, optimizer state, gradients) or as a
+// cuBLAS workspace; one the autograd engine made with no Python frame as a
+// gradient, or by the forward allocation it is the gradient of ("… (backward,
+// autograd)", matched once per device in event order), or by the autograd
+// node its C++ frames run. What nothing names stays "(allocated before
+// recording began)" or "(no Python frame…)" (Site.Named).
 //
 // An inference run has a shape of its own (kvcache.go, kvphases.go,
 // inference.go): the weights are the floor, a KV cache grows per token
