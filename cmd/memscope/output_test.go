@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memscope/memscope/internal/atomicfile"
 )
 
 // fullDisk is a writer that fails with ENOSPC once n bytes were written.
@@ -56,9 +58,9 @@ func TestOutputAtomic(t *testing.T) {
 				t.Errorf("%s: mode %v, want 0644", out, st.Mode().Perm())
 			}
 
-			outputFault = func(w io.Writer) io.Writer { return &fullDisk{w: w, n: len(old) / 2} }
+			atomicfile.Fault = func(w io.Writer) io.Writer { return &fullDisk{w: w, n: len(old) / 2} }
 			r := runMemscope(cmd, "-o", out, snap)
-			outputFault = nil
+			atomicfile.Fault = nil
 			if r.err == nil || !strings.Contains(r.err.Error(), "no space left on device") || !strings.Contains(r.err.Error(), out) {
 				t.Fatalf("%s on a full disk: exit %d, err %v; want an error naming %s and the full disk", cmd, r.code, r.err, out)
 			}
