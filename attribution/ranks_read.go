@@ -436,7 +436,7 @@ type summaryDoc struct {
 				Kind    string `json:"kind"`
 				Problem bool   `json:"problem"`
 			} `json:"findings"`
-			TopSites       []struct {
+			TopSites []struct {
 				Label string `json:"label"`
 				Bytes int64  `json:"bytes"`
 			} `json:"top_sites"`
