@@ -92,7 +92,7 @@ func categories(c [attribution.NumCategories]attribution.Bytes) map[string]int64
 }
 
 func siteJSON(st *snapshot.Stacks, site attribution.SiteBytes) SiteJSON {
-	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Bytes: site.Bytes,
+	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Named: site.Site.Named(), Bytes: site.Bytes,
 		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
 		Stack: stackJSON(st, site.Stack), FreeStack: site.FreeStack}
 	switch site.Site.Kind {

@@ -44,8 +44,12 @@ type FrameJSON struct {
 }
 
 type SiteJSON struct {
-	Label string     `json:"label"`
-	Kind  string     `json:"kind"` // user, library, python, none (no Python frame), before (predates recording)
+	Label string `json:"label"`
+	Kind  string `json:"kind"` // user, library, python, backward, none (no Python frame), before (predates recording), unrecorded
+	// Named is false for the sites that name no origin: "(allocated
+	// before recording began)", "(no Python frame…)", "(no history
+	// recorded)" (attribution.Site.Named).
+	Named bool       `json:"named"`
 	Frame *FrameJSON `json:"frame"`
 	// Caller is, for a library site, the user's frame that called into the
 	// library; null otherwise.

@@ -60,3 +60,35 @@ func TestPeakTreeAccountsForEveryByte(t *testing.T) {
 		t.Errorf("the logits' gradients are not under the harness's cross_entropy line in\n%s", tree)
 	}
 }
+
+// TestSummaryNamedOrigins: summary --json's top sites at the peak (all of
+// them, --top 100000) add up to the peak's allocated bytes, and at most a
+// tenth of them are in sites with named false; a backward site's frame is
+// its forward line.
+func TestSummaryNamedOrigins(t *testing.T) {
+	for _, snap := range []string{"llama-wide/snapshot.pickle", "llama-bf16/snapshot.pickle", "advise/train-none/snapshot.pickle",
+		"plain-trainer-late/snapshot.pickle", "plain-lightning/snapshot.pickle", "workloads/fsdp2/snapshot.pickle",
+		"workloads/foreach-peak/snapshot.pickle", "../attribution/testdata/thirdparty/cs336-2.7b-one-forward.pickle.gz"} {
+		t.Run(snap, func(t *testing.T) {
+			r := runMemscope("summary", "--json", "--top", "100000", "../../fixtures/"+snap)
+			var doc report.SummaryDoc
+			if r.err != nil || json.Unmarshal([]byte(r.stdout), &doc) != nil {
+				t.Fatalf("summary --json: %v", r.err)
+			}
+			d := doc.Files[0].Devices[0]
+			var sum, unnamed int64
+			for _, s := range d.TopSites {
+				sum += s.Bytes
+				if !s.Named {
+					unnamed += s.Bytes
+				}
+				if s.Kind == "backward" && s.Frame == nil {
+					t.Errorf("backward site %q has no frame", s.Label)
+				}
+			}
+			if peak := d.AtPeak.Allocated; sum != peak || 10*unnamed > peak {
+				t.Errorf("top sites add up to %d B with %d B named false, want the peak's %d B with at most 10%% unnamed", sum, unnamed, peak)
+			}
+		})
+	}
+}
