@@ -74,3 +74,26 @@ func MeasureBudget(d *Device, p *budget.Prediction) ([]budget.Measured, []budget
 	}
 	return out, notes
 }
+
+// HoldBudget holds the prediction p against what was measured: the phases
+// of d (nil: no snapshot; MeasureBudget) with torch's peaks in tr (nil:
+// none; budget.MergeTruth) taking precedence. It returns each predicted
+// phase against the measured one, the notes on the measurement and the
+// comparison, and, from a snapshot, advise's fixes of the same run from its
+// blocks, over ranks and p's loss chunks (the predicted fixes' own).
+func HoldBudget(p *budget.Prediction, d *Device, tr *budget.Truth, ranks int64) ([]budget.Comparison, []budget.Note, *Advice) {
+	var ms []budget.Measured
+	var notes []budget.Note
+	var advice *Advice
+	if d != nil {
+		ms, notes = MeasureBudget(d, p)
+		advice = d.Advise(AdviseOptions{Ranks: ranks, LossChunks: p.Shape.LossChunks})
+	}
+	if tr != nil {
+		var more []budget.Note
+		ms, more = budget.MergeTruth(ms, tr)
+		notes = append(notes, more...)
+	}
+	cmp := budget.Compare(p, ms)
+	return cmp, append(notes, budget.CompareNotes(cmp, ms)...), advice
+}

@@ -124,3 +124,50 @@ func TestMeasureBudgetInference(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldBudget: a prediction held against the llama-bf16 capture: from
+// the snapshot and truth.json, each compared phase's measured peak is
+// torch's, and the snapshot's own fixes come along; from truth.json alone
+// the same peaks, and no fixes.
+func TestHoldBudget(t *testing.T) {
+	dir := filepath.Join("..", "fixtures", "llama-bf16")
+	tr, err := budget.ReadTruth(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := budget.TruthModel(tr, "llama-bf16")
+	s := budget.DefaultShape()
+	s.Batch, s.Seq = tr.Args.Batch, tr.Args.Seq
+	p, err := budget.Predict(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torch, last := map[string]int64{}, -1
+	for _, row := range tr.Phases {
+		last = max(last, row.Step)
+	}
+	for _, row := range tr.Phases {
+		if budget.SteadyPhase(row.Step, last) {
+			torch[row.Phase] = max(torch[row.Phase], row.PeakAllocated)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		d    *Device
+	}{{"snapshot and truth", fixtureAnalysis(t, dir).Primary()}, {"truth alone", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			cmp, _, advice := HoldBudget(p, c.d, tr, 8)
+			if len(cmp) == 0 {
+				t.Fatal("HoldBudget compared no phase")
+			}
+			for _, x := range cmp {
+				if x.Measured != torch[x.Phase] {
+					t.Errorf("%s: measured %d, want torch's %d", x.Phase, x.Measured, torch[x.Phase])
+				}
+			}
+			if (advice != nil) != (c.d != nil) {
+				t.Errorf("HoldBudget advice %v, want one with the snapshot only", advice != nil)
+			}
+		})
+	}
+}
