@@ -51,7 +51,7 @@ const maxCompareRows = 100
 
 func (s *Server) compare(w http.ResponseWriter, r *http.Request) {
 	if len(s.views) < 2 {
-		writeJSON(w, http.StatusBadRequest, apiError{"compare needs two snapshots or devices: run memscope serve A B"})
+		writeJSON(w, r, http.StatusBadRequest, apiError{"compare needs two snapshots or devices: run memscope serve A B"})
 		return
 	}
 	a, err := intParam(r, "a", 0, 0, int64(len(s.views)-1))
@@ -72,11 +72,11 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request) {
 				second.mu.Unlock()
 			}
 			first.mu.Unlock()
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, r, http.StatusOK, res)
 			return
 		}
 	}
-	writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+	writeJSON(w, r, http.StatusBadRequest, apiError{err.Error()})
 }
 
 func compareViews(va, vb *view) *Compare {

@@ -115,6 +115,7 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 	for _, sb := range m.Streams {
 		out.Streams = append(out.Streams, Stream{Stream: sb.Stream, PoolID: [2]int64{sb.Pool.A, sb.Pool.B}, Bytes: sb.Bytes.Bytes, Count: sb.Count})
 	}
+	x := v.idx()
 	segs := d.SegmentLayouts(m)
 	out.SegmentsTotal = len(segs)
 	blocks := 0
@@ -136,9 +137,12 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 			for _, lb := range l.Blocks {
 				b := &m.Live[lb.Live]
 				blk := Block{Offset: lb.Offset, Size: b.Size, Requested: b.Requested, Pending: b.PendingFree,
-					Category: d.CategoryOf(b).String(), Site: d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks)}
-				if id, ok := v.idx().idOfLive(b); ok {
+					Category: d.CategoryOf(b).String()}
+				if id, ok := x.idOfLive(b); ok {
 					blk.ID = &id
+					blk.Site = x.siteLabels[x.recs[x.recOf(id)].site] // the index's label of its site, made once
+				} else {
+					blk.Site = d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks)
 				}
 				seg.Blocks = append(seg.Blocks, blk)
 			}

@@ -292,6 +292,10 @@ type cursor struct {
 	mu sync.Mutex
 	e  *engine
 	at int
+	// kept are the states KeepStates kept, by event: a cursor past index,
+	// or further before it than one of them, starts again from the latest
+	// at or before index.
+	kept keptStates
 }
 
 // upTo returns an engine in the state after event index: the cursor's,
@@ -310,7 +314,9 @@ func (t *Timeline) upTo(index int, fn func(e *engine)) {
 	c := t.cur
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.e == nil || c.at > index {
+	if k := c.nearestKept(index); k != nil && (c.e == nil || c.at > index || c.at < k.at) {
+		c.e, c.at = t.restore(k), k.at
+	} else if c.e == nil || c.at > index {
 		c.e, c.at = t.newEngine(), -1
 	}
 	for i := c.at + 1; i <= index; i++ {
