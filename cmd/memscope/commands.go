@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/report"
 )
 
 // command is one entry of the command table. The overview, each command's
@@ -94,7 +96,7 @@ func init() {
 			name:  "fit",
 			short: "the largest batch that fits a cap, from snapshots at two or more small batches",
 			args:  "SNAP SNAP...",
-			long:  fitLong,
+			long:  helpText("fit"),
 			flags: fitFlags,
 		},
 		{
@@ -164,7 +166,7 @@ func init() {
 			name:  "report",
 			short: "one self-contained HTML page: timeline, peak breakdown, steps, leak, fragmentation, OOM",
 			args:  "[SNAP...]",
-			long:  reportLong,
+			long:  helpText("report"),
 			flags: reportFlags,
 		},
 		{
@@ -185,7 +187,8 @@ func init() {
 }
 
 // helpFiles hold each command's long help (help/NAME.txt), the rule of
-// sites (help/sites.txt) written where a text says {{sites}}.
+// sites (help/sites.txt) written where a text says {{sites}}, and the
+// ECharts version where it says {{echarts}}.
 //
 //go:embed help/*.txt
 var helpFiles embed.FS
@@ -197,6 +200,7 @@ func helpText(name string) string {
 		panic("invariant violation: no help/" + name + ".txt")
 	}
 	text := strings.TrimSuffix(string(b), "\n")
+	text = strings.ReplaceAll(text, "{{echarts}}", report.EChartsVersion)
 	if name != "sites" {
 		text = strings.ReplaceAll(text, "{{sites}}", helpText("sites"))
 	}

@@ -11,33 +11,6 @@ import (
 	"github.com/memscope/memscope/report"
 )
 
-const reportLong = `Report writes one self-contained HTML page about the snapshots: per device,
-the four numbers at the peak and the findings in words; memory over time
-(allocated, active, reserved, and requested on demand) with the training
-phases shaded and zoom; allocated bytes stacked by category and by the
-peak's top sites; the peak's call tree as a treemap (click to drill) and the
-top sites with their stacks; the per-step phase table; the leak staircase
-and its sites; fragmentation (each segment's fill at the peak, the end and
-each OOM, and the free holes by size) with its verdict; and every OOM's
-post-mortem. Several snapshots make one page with a section per device.
-With --run, the page adds a run directory of 'memscope sweep' (peak against
-batch size per precision with the fitted line, the OOM frontier and step
-time, and the points as a table) or of 'memscope capture' (a row and a bar
-per rank); with --run alone the page holds just that. With --trace, it adds
-the per-operator memory table of a torch.profiler trace (or, alone, shows
-just that).
-
-Sites, stacks and the call tree follow the rule of 'memscope help peak'
-(user and library code kept, plumbing folded; --focus, --ignore).
-
-The page stays under 3 MB (without the charting library) whatever the
-input: timelines are downsampled so that every peak and valley is kept, and
-every list is cut to its largest entries.
-
-Charts are drawn by ECharts ` + report.EChartsVersion + ` (Apache-2.0), which memscope carries
-and inlines in every page (about 1 MB): the page loads nothing from the
-network and works offline, on any machine.`
-
 // reportOptions are the flags of 'memscope report'.
 type reportOptions struct {
 	out           string
