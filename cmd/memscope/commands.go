@@ -44,149 +44,41 @@ type cmdContext struct {
 	maxMemory int64
 }
 
-// commands is the command table, in the order the overview lists them. It is
-// filled in init because the help command reads it.
+// commands is the command table, in the order the overview lists them:
+// each command's name, arguments and flags; init adds its short line and
+// long help from help/NAME.txt. It is filled in init because the help
+// command reads it.
 var commands []*command
 
 func init() {
 	commands = []*command{
-		{
-			name:  "summary",
-			short: "the four memory numbers at peak and at end, top sites, findings",
-			args:  "[SNAP...]",
-			long:  helpText("summary"),
-			flags: summaryFlags,
-		},
-		{
-			name:  "peak",
-			short: "what was live at the peak (or another moment) by site, category and stream",
-			args:  "SNAP...",
-			long:  helpText("peak"),
-			flags: peakFlags,
-		},
-		{
-			name:  "leaks",
-			short: "step-over-step growth: the floor after each step and the sites that keep memory",
-			args:  "SNAP...",
-			long:  helpText("leaks"),
-			flags: leaksFlags,
-		},
-		{
-			name:  "frag",
-			short: "free memory inside reserved segments at the peak, the end and each OOM",
-			args:  "SNAP...",
-			long:  helpText("frag"),
-			flags: fragFlags,
-		},
-		{
-			name:  "oom",
-			short: "post-mortem of each out-of-memory event: capacity or fragmentation",
-			args:  "SNAP...",
-			long:  helpText("oom"),
-			flags: oomFlags,
-		},
-		{
-			name:  "whatif",
-			short: "the recorded requests under other allocator settings: peak reserved, segments, OOM",
-			args:  "SNAP",
-			long:  helpText("whatif"),
-			flags: whatifFlags,
-		},
-		{
-			name:  "fit",
-			short: "the largest batch that fits a cap, from snapshots at two or more small batches",
-			args:  "SNAP SNAP...",
-			long:  helpText("fit"),
-			flags: fitFlags,
-		},
-		{
-			name:  "ranks",
-			short: "a job's ranks compared: peaks, the median, outliers and what differs by site",
-			args:  "PATH...",
-			long:  helpText("ranks"),
-			flags: ranksFlags,
-		},
-		{
-			name:  "diff",
-			short: "what grew between two snapshots, by site, category and phase",
-			args:  "A B",
-			long:  helpText("diff"),
-			flags: diffFlags,
-		},
-		{
-			name:  "check",
-			short: "CI gate: exit 1 on a recorded OOM or a broken limit (peak, reserved, leak, fragmentation)",
-			args:  "SNAP...",
-			long:  helpText("check"),
-			flags: checkFlags,
-		},
-		{
-			name:  "ops",
-			short: "per-operator memory from a torch.profiler trace, like key_averages",
-			args:  "TRACE...",
-			long:  helpText("ops"),
-			flags: opsFlags,
-		},
-		{
-			name:  "pprof",
-			short: "a pprof profile: memory live at a moment and every allocation, by Python frame",
-			args:  "SNAP",
-			long:  helpText("pprof"),
-			flags: pprofFlags,
-		},
-		{
-			name:  "budget",
-			short: "predict a step's memory from a model config, and hold it against a capture",
-			args:  "[SNAP]",
-			long:  helpText("budget"),
-			flags: budgetFlags,
-		},
-		{
-			name:  "advise",
-			short: "what holds the peak, by term, and the fixes that lower it, cheapest first, each with its new peak",
-			args:  "SNAP...",
-			long:  helpText("advise"),
-			flags: adviseFlags,
-		},
-		{
-			name:  "capture",
-			short: "run a training script under capture: phase peaks, per-step stats, snapshot at exit and at OOM",
-			args:  "COMMAND...",
-			long:  helpText("capture"),
-			flags: captureFlags,
-		},
-		{
-			name:  "sweep",
-			short: "the batch-size sweep: one fresh process per point, the fit, the OOM frontier, bf16 vs fp32",
-			args:  "",
-			long:  helpText("sweep"),
-			flags: sweepFlags,
-		},
-		{
-			name:  "report",
-			short: "one self-contained HTML page: timeline, peak breakdown, steps, leak, fragmentation, OOM",
-			args:  "[SNAP...]",
-			long:  helpText("report"),
-			flags: reportFlags,
-		},
-		{
-			name:  "serve",
-			short: "a local web UI: allocation timeline with stacks, allocator state at any moment, sites, steps, leaks, OOMs",
-			args:  "[SNAP...]",
-			long:  helpText("serve"),
-			flags: serveFlags,
-		},
-		{
-			name:  "help",
-			short: "show this overview, or one command's usage and flags",
-			args:  "[COMMAND]",
-			long:  helpText("help"),
-			flags: func(*pflag.FlagSet) runFunc { return runHelp },
-		},
+		{name: "summary", args: "[SNAP...]", flags: summaryFlags},
+		{name: "peak", args: "SNAP...", flags: peakFlags},
+		{name: "leaks", args: "SNAP...", flags: leaksFlags},
+		{name: "frag", args: "SNAP...", flags: fragFlags},
+		{name: "oom", args: "SNAP...", flags: oomFlags},
+		{name: "whatif", args: "SNAP", flags: whatifFlags},
+		{name: "fit", args: "SNAP SNAP...", flags: fitFlags},
+		{name: "ranks", args: "PATH...", flags: ranksFlags},
+		{name: "diff", args: "A B", flags: diffFlags},
+		{name: "check", args: "SNAP...", flags: checkFlags},
+		{name: "ops", args: "TRACE...", flags: opsFlags},
+		{name: "pprof", args: "SNAP", flags: pprofFlags},
+		{name: "budget", args: "[SNAP]", flags: budgetFlags},
+		{name: "advise", args: "SNAP...", flags: adviseFlags},
+		{name: "capture", args: "COMMAND...", flags: captureFlags},
+		{name: "sweep", args: "", flags: sweepFlags},
+		{name: "report", args: "[SNAP...]", flags: reportFlags},
+		{name: "serve", args: "[SNAP...]", flags: serveFlags},
+		{name: "help", args: "[COMMAND]", flags: func(*pflag.FlagSet) runFunc { return runHelp }},
+	}
+	for _, c := range commands {
+		c.short, c.long, _ = strings.Cut(helpText(c.name), "\n\n")
 	}
 }
 
-// helpFiles hold each command's long help (help/NAME.txt), the rule of
+// helpFiles hold each command's help (help/NAME.txt: the overview's line,
+// a blank line, the long help), the rule of
 // sites (help/sites.txt) written where a text says {{sites}}, and the
 // ECharts version where it says {{echarts}}.
 //
@@ -215,44 +107,4 @@ func lookup(name string) *command {
 		}
 	}
 	return nil
-}
-
-// summaryOptions are the flags of 'memscope summary'.
-type summaryOptions struct {
-	json   bool   // JSON instead of text
-	top    int    // allocation sites to list
-	device int    // CUDA device to report; -1 for all
-	stacks bool   // print each top site's full stack
-	run    string // a capture or sweep run directory to summarize
-	trace  string // a profiler trace of the same run, joined by operator
-	// focus and ignore choose the frames sites are charged to
-	// (attribution.NewFilter).
-	focus, ignore string
-	// allFrames prints the stacks' native frames (C++, CPython, libc) too.
-	allFrames bool
-}
-
-func summaryFlags(fs *pflag.FlagSet) runFunc {
-	var o summaryOptions
-	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
-	deviceFlag(fs, &o.device, "report only CUDA device `N`; -1 for every device")
-	fs.BoolVar(&o.stacks, "stacks", false, "print the Python stack of each top site, native frames counted (JSON always has every frame)")
-	fs.BoolVar(&o.allFrames, "all-frames", false, "with --stacks, print the native frames too (C++, CPython, libc: a stacks=\"all\" recording)")
-	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
-	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
-	filterFlags(fs, &o.focus, &o.ignore)
-	memoryFlag(fs)
-	return func(cc *cmdContext, paths []string) error {
-		if o.run != "" {
-			return runSummaryRun(cc, o, paths)
-		}
-		if len(paths) == 0 {
-			return usageErrorf("missing SNAP argument")
-		}
-		if o.top < 0 {
-			return usageErrorf("--top %d: want 0 or more", o.top)
-		}
-		return runSummary(cc, o, paths)
-	}
 }

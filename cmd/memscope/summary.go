@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/pflag"
+
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
@@ -63,5 +65,45 @@ func addDeviceUsed(sum *attribution.Summary, path string) {
 		if ok && sum.Devices[i].Device == dev {
 			sum.Devices[i].DeviceUsedPeak = &used
 		}
+	}
+}
+
+// summaryOptions are the flags of 'memscope summary'.
+type summaryOptions struct {
+	json   bool   // JSON instead of text
+	top    int    // allocation sites to list
+	device int    // CUDA device to report; -1 for all
+	stacks bool   // print each top site's full stack
+	run    string // a capture or sweep run directory to summarize
+	trace  string // a profiler trace of the same run, joined by operator
+	// focus and ignore choose the frames sites are charged to
+	// (attribution.NewFilter).
+	focus, ignore string
+	// allFrames prints the stacks' native frames (C++, CPython, libc) too.
+	allFrames bool
+}
+
+func summaryFlags(fs *pflag.FlagSet) runFunc {
+	var o summaryOptions
+	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
+	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
+	deviceFlag(fs, &o.device, "report only CUDA device `N`; -1 for every device")
+	fs.BoolVar(&o.stacks, "stacks", false, "print the Python stack of each top site, native frames counted (JSON always has every frame)")
+	fs.BoolVar(&o.allFrames, "all-frames", false, "with --stacks, print the native frames too (C++, CPython, libc: a stacks=\"all\" recording)")
+	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")
+	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator, or by category for an export_memory_timeline file")
+	filterFlags(fs, &o.focus, &o.ignore)
+	memoryFlag(fs)
+	return func(cc *cmdContext, paths []string) error {
+		if o.run != "" {
+			return runSummaryRun(cc, o, paths)
+		}
+		if len(paths) == 0 {
+			return usageErrorf("missing SNAP argument")
+		}
+		if o.top < 0 {
+			return usageErrorf("--top %d: want 0 or more", o.top)
+		}
+		return runSummary(cc, o, paths)
 	}
 }
