@@ -50,12 +50,7 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 }
 
 // format is the output format the flags chose.
-func (o *analysisOptions) format() report.Format {
-	if o.json {
-		return report.JSON
-	}
-	return report.Text
-}
+func (o *analysisOptions) format() report.Format { return formatOf(o.json) }
 
 // eachFile analyses every path and writes the result fn makes of each
 // analysis, as one output.

@@ -125,14 +125,7 @@ func runBudget(cc *cmdContext, o *budgetOptions) error {
 		r.Measured, more, r.Advice = attribution.HoldBudget(p, d, a.Truth, o.ranks)
 		r.Notes = append(r.Notes, more...)
 	}
-	return report.Write(cc.stdout, o.format(), r)
-}
-
-func (o *budgetOptions) format() report.Format {
-	if o.json {
-		return report.JSON
-	}
-	return report.Text
+	return report.Write(cc.stdout, formatOf(o.json), r)
 }
 
 // snapshotDevice opens and analyses the snapshot and picks the device:

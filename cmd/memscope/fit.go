@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/fit"
+	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
 
@@ -19,6 +23,7 @@ type fitOptions struct {
 	maxBatch    int
 	top         int
 	dim         string
+	html        string
 }
 
 func fitFlags(fs *pflag.FlagSet) runFunc {
@@ -32,6 +37,7 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 	sizeFlag(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
 	fs.IntVar(&o.maxBatch, "max-batch", 65536, "search batches up to `N`")
 	fs.IntVar(&o.top, "top", 5, "name `N` stacks per kind")
+	fs.StringVar(&o.html, "html", "", "also write the chart and tables as a self-contained page to `FILE` (offline)")
 	fs.StringVar(&o.dim, "dim", "batch", "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
@@ -59,6 +65,11 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
+		if o.html != "" {
+			if err := refuseOverInput(o.html, paths...); err != nil {
+				return err
+			}
+		}
 		var ins []fit.Input
 		for i, p := range paths {
 			s, err := openSnapshot(cc, p)
@@ -80,10 +91,14 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return badInput(err)
 		}
-		f := report.Text
-		if o.json {
-			f = report.JSON
+		r := &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim, Version: version()}
+		if o.html != "" {
+			n, err := writeFile(o.html, func(w io.Writer) error { return report.Write(w, report.HTML, r) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cc.stderr, "wrote %s (%s): it works offline\n", o.html, units.Bytes(n))
 		}
-		return report.Write(cc.stdout, f, &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim})
+		return report.Write(cc.stdout, formatOf(o.json), r)
 	}
 }

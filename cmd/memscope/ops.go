@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -35,11 +33,14 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 		if *by != "op" && *by != "module" {
 			return usageErrorf("--by %q: want op or module", *by)
 		}
-		format := report.Text
-		if *jsonOut {
-			format = report.JSON
+		opt := trace.TablesOptions{ByModule: *by == "module", Rows: trace.BackwardByOp, Sort: key, CPU: *cpu, Device: *device}
+		switch {
+		case *noSplit:
+			opt.Rows = trace.MergeBackward
+		case *perInstance:
+			opt.Rows = trace.BackwardByInstance
 		}
-		rw := report.NewWriter(cc.stdout, format)
+		rw := report.NewWriter(cc.stdout, formatOf(*jsonOut))
 		for _, p := range paths {
 			prof, err := openProfile(cc, p)
 			if errors.Is(err, trace.ErrPickle) {
@@ -54,57 +55,20 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 				}
 				continue
 			}
-			tr := prof.Trace
-			for _, w := range tr.Warnings {
+			for _, w := range prof.Trace.Warnings {
 				cc.warnf("%s: %s", p, w.Message)
 			}
-			devs := tr.Devices()
-			if len(devs) == 0 {
-				return badInput(fmt.Errorf("%s: no [memory] events: record the trace with torch.profiler.profile(profile_memory=True)", p))
+			opt.Source = p
+			tables, cpuOnly, err := prof.Trace.Tables(opt)
+			if err != nil {
+				return badInput(err)
 			}
-			// A trace of a model run on the CPU has CPU memory only: its
-			// tables are the answer, shown without --cpu.
-			cpuOnly := !slices.ContainsFunc(devs, func(d trace.Device) bool { return !d.CPU() })
-			shown := 0
-			var present []string
-			for _, dev := range devs {
-				if !dev.CPU() {
-					present = append(present, dev.String())
-				}
-				if dev.CPU() && !*cpu && !cpuOnly || *device >= 0 && (dev.CPU() || int(dev.ID) != *device) {
-					continue
-				}
-				shown++
-				var tb *trace.Table
-				if *by == "module" {
-					tb = tr.ModuleTable(dev)
-				} else {
-					rows := trace.BackwardByOp
-					switch {
-					case *noSplit:
-						rows = trace.MergeBackward
-					case *perInstance:
-						rows = trace.BackwardByInstance
-					}
-					tb = tr.OpTableRows(dev, rows)
-				}
-				tb.Sort(key)
+			for _, tb := range tables {
 				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top, CPUOnly: cpuOnly}); err != nil {
 					return err
 				}
 			}
-			if shown == 0 {
-				return badInput(fmt.Errorf("--device %d: %s has no memory events of that device; it has %s", *device, p, orNone(present)))
-			}
 		}
 		return rw.Close()
 	}
-}
-
-// orNone joins names, or says there are none.
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none on a GPU"
-	}
-	return strings.Join(names, ", ")
 }

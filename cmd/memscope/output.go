@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/memscope/memscope/internal/atomicfile"
+	"github.com/memscope/memscope/report"
 )
 
 // This file writes the files named by -o. A report or profile is written
@@ -39,4 +40,12 @@ func refuseOverInput(out string, inputs ...string) error {
 // or not at all (atomicfile.Write).
 func writeFile(name string, fn func(w io.Writer) error) (int64, error) {
 	return atomicfile.Write(name, fn)
+}
+
+// formatOf is the format --json chose: JSON, else text.
+func formatOf(json bool) report.Format {
+	if json {
+		return report.JSON
+	}
+	return report.Text
 }

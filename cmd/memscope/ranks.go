@@ -50,10 +50,6 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 		if len(stats) == 0 {
 			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))
 		}
-		f := report.Text
-		if o.json {
-			f = report.JSON
-		}
-		return report.Write(cc.stdout, f, &report.Ranks{Fleet: attribution.CompareRanks(stats), Top: o.top, Skipped: skipped})
+		return report.Write(cc.stdout, formatOf(o.json), &report.Ranks{Fleet: attribution.CompareRanks(stats), Top: o.top, Skipped: skipped})
 	}
 }

@@ -28,15 +28,11 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		return usageErrorf("%v", err)
 	}
 	tr, tl := prof.Trace, prof.Timeline
-	format := report.Text
-	if opts.json {
-		format = report.JSON
-	}
 	paths, err = snapshotPaths(paths)
 	if err != nil {
 		return err
 	}
-	rw := report.NewWriter(cc.stdout, format)
+	rw := report.NewWriter(cc.stdout, formatOf(opts.json))
 	for _, path := range paths {
 		an, err := analyzeSnapshot(cc, path, attribution.Options{Filter: filter, Device: opts.device})
 		if err != nil {

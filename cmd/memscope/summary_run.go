@@ -16,11 +16,7 @@ func runSummaryRun(cc *cmdContext, o summaryOptions, paths []string) error {
 	if err != nil {
 		return err
 	}
-	format := report.Text
-	if o.json {
-		format = report.JSON
-	}
-	return report.Write(cc.stdout, format, r)
+	return report.Write(cc.stdout, formatOf(o.json), r)
 }
 
 // readRunDir reads a sweep or capture run directory and analyses it: a

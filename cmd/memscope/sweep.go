@@ -140,9 +140,5 @@ func sweepRun(cc *cmdContext, o *sweepOptions) error {
 		return err
 	}
 	fmt.Fprintf(cc.stderr, "memscope: sweep: wrote %s (memscope summary --run %s)\n\n", o.cfg.Out, o.cfg.Out)
-	format := report.Text
-	if o.json {
-		format = report.JSON
-	}
-	return report.Write(cc.stdout, format, &report.Sweep{Analysis: sweep.Analyze(o.cfg.Out, res)})
+	return report.Write(cc.stdout, formatOf(o.json), &report.Sweep{Analysis: sweep.Analyze(o.cfg.Out, res)})
 }

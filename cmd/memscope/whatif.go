@@ -56,10 +56,6 @@ func whatifFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return badInput(fmt.Errorf("%s: %w", snaps[0], err))
 		}
-		f := report.Text
-		if o.json {
-			f = report.JSON
-		}
-		return report.Write(cc.stdout, f, &report.WhatIf{Source: snaps[0], Devices: devs})
+		return report.Write(cc.stdout, formatOf(o.json), &report.WhatIf{Source: snaps[0], Devices: devs})
 	}
 }
