@@ -20,6 +20,8 @@ type Fit struct {
 	// Dim is what the recordings' sizes scale: "batch" (the default) or
 	// "seq" (tokens per sample), for the words.
 	Dim string
+	// Version is memscope's, for the HTML page's footer.
+	Version string
 }
 
 // fitWords are the words of one dimension: its name, what one unit of it

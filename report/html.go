@@ -54,6 +54,8 @@ type HTMLOptions struct {
 	// Timeline is an export_memory_timeline file given as the trace
 	// (--trace); nil leaves its section out.
 	Timeline *TimelineView
+	// Fit is 'memscope fit''s result (fit --html); nil leaves it out.
+	Fit *Fit
 	// Extension point: another section that is not about a snapshot device
 	// is added the same way as these two: a field here holding its computed
 	// result, a builder in its own html_*.go file returning an extraSection
@@ -178,6 +180,9 @@ func buildExtras(opt HTMLOptions) (lead, after []extraSection) {
 	lead, after = []extraSection{}, []extraSection{}
 	if opt.Run != nil {
 		lead = append(lead, runSections(opt.Run)...)
+	}
+	if opt.Fit != nil {
+		lead = append(lead, fitSection(opt.Fit))
 	}
 	if opt.Ops != nil {
 		after = append(after, opsSection(opt.Ops))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,5 +67,48 @@ func TestFitUsage(t *testing.T) {
 		if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
 			t.Errorf("%v: %v; want an error saying %q", c.args, r.err, c.want)
 		}
+	}
+}
+
+// TestFitHTML: fit --html writes a self-contained page whose table holds
+// the frontier the text gives (resnet50 under 8 GiB: 94, torch's) and
+// whose chart draws every run the search made; it loads nothing.
+func TestFitHTML(t *testing.T) {
+	dir := "../../fixtures/fit-conv/"
+	out := t.TempDir() + "/fit.html"
+	var doc report.ResultDoc[report.FitJSON]
+	runJSON(t, &doc, "fit", "--json", "--html", out, "--memory-limit", "8GiB",
+		dir+"b2/snapshot.pickle.gz", dir+"b4/snapshot.pickle.gz", dir+"b8/snapshot.pickle.gz")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if doc.Result.Frontiers[0].LargestFit != 94 {
+		t.Fatalf("largest fit %d, torch's is 94", doc.Result.Frontiers[0].LargestFit)
+	}
+	for _, want := range []string{`id="fit-curve"`, "<td>recorded settings</td>", `<td class="num">94</td>`, "95: step 1 forward"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// Every run the search made is a point of the chart: fits as the
+	// reserved series' data, OOMs as the triangles'.
+	fits, ooms := 0, 0
+	for _, p := range doc.Result.Frontiers[0].Points {
+		if p.Fits {
+			fits++
+		} else {
+			ooms++
+		}
+	}
+	if n := strings.Count(page, `"name":"recorded settings: reserved"`); n != 1 {
+		t.Errorf("%d reserved series", n)
+	}
+	if fits < 5 || ooms < 1 {
+		t.Errorf("%d runs that fit and %d that did not", fits, ooms)
+	}
+	if regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).MatchString(page) {
+		t.Error("the page loads something from elsewhere")
 	}
 }
