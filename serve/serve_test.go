@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"slices"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
@@ -770,5 +771,65 @@ func TestMomentPrivatePools(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStepsPaged: /api/steps answers one page at a time; the pages, read
+// in turn, are every step of the analysis in order with its floors, peak
+// and phases, and peak_offset names the page holding the peak's phase. A
+// generated recording of many steps (llama-bf16's repeated).
+func TestStepsPaged(t *testing.T) {
+	path := bigSnapshot(t, "../fixtures/llama-bf16/snapshot.pickle", 10<<20)
+	srv := newServer(t, path)
+	d := analyzed(t, path).Devices[0]
+	all := d.Phases.Steps
+	if len(all) <= defaultStepsPage {
+		t.Fatalf("the generated recording has %d steps, want many", len(all))
+	}
+	var first Steps
+	get(t, srv, "/api/steps", &first)
+	if first.Total != len(all) || first.Offset != 0 || first.Limit != defaultStepsPage || len(first.Steps) != min(len(all), defaultStepsPage) {
+		t.Fatalf("/api/steps: total %d, offset %d, limit %d, %d rows; want %d, 0, %d, %d", first.Total, first.Offset, first.Limit,
+			len(first.Steps), len(all), defaultStepsPage, min(len(all), defaultStepsPage))
+	}
+	const limit = 7
+	seen := 0
+	for off := 0; off < len(all); off += limit {
+		var page Steps
+		get(t, srv, fmt.Sprintf("/api/steps?offset=%d&limit=%d", off, limit), &page)
+		if len(page.Steps) != min(limit, len(all)-off) {
+			t.Fatalf("offset %d: %d rows, want %d", off, len(page.Steps), min(limit, len(all)-off))
+		}
+		for k, row := range page.Steps {
+			st := &all[off+k]
+			if row.Step != st.Step || row.FloorStart != st.FloorStart || row.FloorEnd != st.FloorEnd || row.Peak != st.Peak || len(row.Phases) != len(st.Phases) {
+				t.Fatalf("offset %d row %d = step %d (%d, %d, peak %d, %d phases), want step %d (%d, %d, peak %d, %d phases)", off, k,
+					row.Step, row.FloorStart, row.FloorEnd, row.Peak, len(row.Phases), st.Step, st.FloorStart, st.FloorEnd, st.Peak, len(st.Phases))
+			}
+			for j, ph := range row.Phases {
+				if want := d.Phases.List[st.Phases[j]]; ph.PeakAt != want.PeakIndex || ph.Name != want.Name {
+					t.Fatalf("step %d phase %d = %s peak at %d, want %s at %d", st.Step, j, ph.Name, ph.PeakAt, want.Name, want.PeakIndex)
+				}
+			}
+			seen++
+		}
+	}
+	if seen != len(all) {
+		t.Fatalf("the pages held %d steps, want %d", seen, len(all))
+	}
+	if first.PeakPhase == nil || first.PeakOffset < 0 || !slices.Contains(all[first.PeakOffset].Phases, d.Phases.PeakPhase) {
+		t.Fatalf("peak_offset %d does not hold the peak's phase %d", first.PeakOffset, d.Phases.PeakPhase)
+	}
+	last := all[len(all)-1].Step
+	var byStep Steps
+	get(t, srv, fmt.Sprintf("/api/steps?step=%d&limit=%d", last, limit), &byStep)
+	if want := (len(all) - 1) / limit * limit; byStep.Offset != want || byStep.Steps[len(byStep.Steps)-1].Step != last {
+		t.Errorf("/api/steps?step=%d&limit=%d: offset %d, last row step %d; want offset %d ending at step %d", last, limit, byStep.Offset,
+			byStep.Steps[len(byStep.Steps)-1].Step, want, last)
+	}
+	for _, q := range []string{fmt.Sprintf("step=%d", last+1), "offset=-1", fmt.Sprintf("offset=%d", len(all)), "limit=0", fmt.Sprintf("limit=%d", maxStepsPage+1), "offset=x"} {
+		if code := get(t, srv, "/api/steps?"+q, nil); code != http.StatusBadRequest {
+			t.Errorf("/api/steps?%s: status %d, want 400", q, code)
+		}
 	}
 }

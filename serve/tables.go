@@ -2,7 +2,9 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/memscope/memscope/attribution"
@@ -73,21 +75,56 @@ type StepRow struct {
 	Phases     []Phase `json:"phases"`
 }
 
-// Steps is /api/steps.
+// Steps is /api/steps?offset=&limit= (or ?step=N&limit=: the page, from
+// a multiple of limit, showing step N): one page of the steps, in order.
 type Steps struct {
-	From      string    `json:"from"` // where the boundaries came from
-	Total     int       `json:"total"`
-	Steps     []StepRow `json:"steps"` // the first maxSteps
+	From  string `json:"from"` // where the boundaries came from
+	Total int    `json:"total"`
+	// Offset is the index of the page's first step among all Total, Limit
+	// the page's size asked for; Steps holds at most Limit of them.
+	Offset    int       `json:"offset"`
+	Limit     int       `json:"limit"`
+	Steps     []StepRow `json:"steps"`
 	PeakPhase *Phase    `json:"peak_phase"`
+	// PeakOffset is the index of the step holding the device's peak among
+	// all Total (the offset of the page showing it), -1 when no step does.
+	PeakOffset int `json:"peak_offset"`
 }
+
+// Bounds of a page of /api/steps.
+const (
+	defaultStepsPage = 100
+	maxStepsPage     = 1000
+)
 
 func (s *Server) steps(v *view, r *http.Request) (any, error) {
 	p := v.d.Phases
-	out := &Steps{From: p.Source, Total: len(p.Steps), Steps: []StepRow{}}
-	for i, st := range p.Steps {
-		if i == maxSteps {
-			break
+	limit, err := intParam(r, "limit", defaultStepsPage, 1, maxStepsPage)
+	if err != nil {
+		return nil, err
+	}
+	offset, err := intParam(r, "offset", 0, 0, int64(max(len(p.Steps)-1, 0)))
+	if err != nil {
+		return nil, err
+	}
+	if r.URL.Query().Has("step") {
+		// The page, of limit steps from a multiple of limit, that shows
+		// step n.
+		n, err := intParam(r, "step", 0, math.MinInt32, math.MaxInt32)
+		if err != nil {
+			return nil, err
 		}
+		i := slices.IndexFunc(p.Steps, func(st attribution.Step) bool { return int64(st.Step) == n })
+		if i < 0 {
+			if len(p.Steps) == 0 {
+				return nil, badf("step=%d: the recording has no steps", n)
+			}
+			return nil, badf("step=%d: no such step: the steps are %d to %d", n, p.Steps[0].Step, p.Steps[len(p.Steps)-1].Step)
+		}
+		offset = int64(i) / limit * limit
+	}
+	out := &Steps{From: p.Source, Total: len(p.Steps), Offset: int(offset), Limit: int(limit), Steps: []StepRow{}, PeakOffset: -1}
+	for _, st := range p.Steps[min(int(offset), len(p.Steps)):min(int(offset+limit), len(p.Steps))] {
 		row := StepRow{Step: st.Step, FloorStart: st.FloorStart, FloorEnd: st.FloorEnd, Peak: st.Peak, PeakPhase: st.PeakPhase, Phases: []Phase{}}
 		for _, k := range st.Phases {
 			row.Phases = append(row.Phases, v.phase(&p.List[k]))
@@ -97,6 +134,12 @@ func (s *Server) steps(v *view, r *http.Request) (any, error) {
 	if p.PeakPhase >= 0 {
 		ph := v.phase(&p.List[p.PeakPhase])
 		out.PeakPhase = &ph
+		for i := range p.Steps {
+			if slices.Contains(p.Steps[i].Phases, p.PeakPhase) {
+				out.PeakOffset = i
+				break
+			}
+		}
 	}
 	return out, nil
 }

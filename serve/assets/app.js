@@ -479,15 +479,32 @@ function treeHTML(n, depth) {
 $('s-q').addEventListener('input', () => { clearTimeout(sitesTimer); sitesTimer = setTimeout(() => loadSites($('s-at').value, $('s-q').value).catch(report), 150); });
 $('s-at').addEventListener('change', () => loadSites($('s-at').value, $('s-q').value).catch(report));
 
-async function loadSteps() {
-  const s = await api('steps');
+// The steps come a page at a time (a long run has thousands): the page's
+// offset is in the address (#steps?offset=N), so back and forward work.
+const STEPS_PAGE = 100;
+async function loadSteps(q) {
+  const params = { limit: STEPS_PAGE, offset: Number(q.get('offset')) || 0 };
+  if (q.get('step') !== null) params.step = q.get('step');
+  const s = await api('steps', params);
   const rows = [];
   for (const st of s.steps) for (const p of st.phases) {
     rows.push(['<a href="#moment?at=' + p.peak_event + '">' + st.step + '</a>', esc(p.name), fmtBytes(p.start), fmtBytes(p.peak), fmtBytes(p.end),
       p.first + '–' + p.last, fmtX(p.x0, tl.axis) + ' – ' + fmtX(p.x1, tl.axis)]);
   }
-  $('st-body').innerHTML = '<h3>' + s.total + ' steps (boundaries from ' + esc(s.from) + ')' + (s.steps.length < s.total ? ', the first ' + s.steps.length + ' shown' : '') + '</h3>' +
-    table(['step', 'phase', 'allocated on entry', 'peak', 'on exit', 'events', 'range'], rows);
+  const link = (off, label) => off < 0 || off >= s.total || off === s.offset ? '<span class="muted">' + label + '</span>' :
+    '<a href="#steps?offset=' + off + '">' + label + '</a>';
+  const lastPage = Math.max(0, Math.floor((s.total - 1) / s.limit) * s.limit);
+  const nav = s.total <= s.limit ? '' : '<div class="bar" id="st-nav">' + link(0, '« first') + link(s.offset - s.limit, '‹ previous') +
+    '<span>steps ' + (s.offset + 1) + '–' + (s.offset + s.steps.length) + ' of ' + s.total + '</span>' +
+    link(s.offset + s.limit, 'next ›') + link(lastPage, 'last »') +
+    (s.peak_offset >= 0 ? link(Math.floor(s.peak_offset / s.limit) * s.limit, 'the page of the peak') : '') +
+    '<label>go to step <input id="st-go" size="6"></label></div>';
+  $('st-body').innerHTML = '<h3>' + s.total + ' steps (boundaries from ' + esc(s.from) + ')</h3>' + nav +
+    (s.steps.length ? table(['step', 'phase', 'allocated on entry', 'peak', 'on exit', 'events', 'range'], rows) : '<div class="muted">no steps were found</div>');
+  $('st-body').dataset.offset = String(s.offset);
+  $('st-body').dataset.rows = String(s.steps.length);
+  const go = $('st-go');
+  if (go) go.addEventListener('change', () => { location.hash = '#steps?step=' + encodeURIComponent(go.value.trim()); });
 }
 async function loadLeaks() {
   const l = await api('leaks');
@@ -585,7 +602,7 @@ async function route() {
     if (page === 'timeline') { if (!tl.data) await loadTimeline(); else drawTimeline(); }
     if (page === 'moment') await loadMoment(q.get('at') || $('m-at').value || 'peak');
     if (page === 'sites') { if (q.get('at')) $('s-at').value = q.get('at'); await loadSites($('s-at').value, $('s-q').value); }
-    if (page === 'steps') await loadSteps();
+    if (page === 'steps') await loadSteps(q);
     if (page === 'leaks') await loadLeaks();
     if (page === 'oom') await loadOOM();
     if (page === 'compare') await loadCompare();
