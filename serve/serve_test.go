@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"slices"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
