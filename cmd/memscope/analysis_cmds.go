@@ -226,7 +226,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			f := report.CheckFile{Source: p, Truncated: salvaged(an.Snapshot)}
+			f := report.CheckFile{Source: p, Truncated: an.Snapshot.Salvaged()}
 			for _, d := range an.Devices {
 				f.Breaches = append(f.Breaches, d.Check(lim)...)
 			}

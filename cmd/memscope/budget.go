@@ -11,6 +11,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/snapshot"
 )
 
 // budgetOptions are the flags of 'memscope budget'.
@@ -135,12 +136,12 @@ func (o *budgetOptions) snapshotDevice(cc *cmdContext) (*attribution.Device, err
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDevice(o.snapshot, s, o.device); err != nil {
+	if err := checkDevice(s, o.device); err != nil {
 		return nil, err
 	}
 	d := attribution.Analyze(s, attribution.Options{Device: o.device}).Primary()
 	if d == nil || o.device < 0 && len(d.Timeline.Events) == 0 {
-		return nil, badInput(fmt.Errorf("%s: no device has recorded events (it has %s, none with a trace); record with torch.cuda.memory._record_memory_history", o.snapshot, deviceList(s.Devices())))
+		return nil, badInput(fmt.Errorf("%s: no device has recorded events (it has %s, none with a trace); record with torch.cuda.memory._record_memory_history", o.snapshot, snapshot.DeviceList(s.Devices())))
 	}
 	return d, nil
 }

@@ -79,9 +79,9 @@ func limitMemory(cc *cmdContext, path, kind string) {
 			return
 		}
 		if kind == "trace" {
-			memLimit.n += trace.DefaultMaxMemory(st.Size(), isGzip(path))
+			memLimit.n += trace.DefaultMaxMemory(st.Size(), snapshot.IsGzip(path))
 		} else {
-			memLimit.n += snapshot.DefaultMaxMemory(st.Size(), isGzip(path))
+			memLimit.n += snapshot.DefaultMaxMemory(st.Size(), snapshot.IsGzip(path))
 		}
 	}
 	debug.SetMemoryLimit(max(memLimit.n-memOutside, memLimit.n/2))

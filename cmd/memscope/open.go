@@ -1,11 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"slices"
-	"strings"
-
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/snapshot"
@@ -51,7 +46,7 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 		if s == nil {
 			return nil, badInput(err)
 		}
-		cc.warnf("%s", salvageNote(path, s, err))
+		cc.warnf("%s", snapshot.SalvageNote(path, s, err))
 	}
 	return s, nil
 }
@@ -74,7 +69,7 @@ func analyzeSnapshot(cc *cmdContext, path string, opt attribution.Options) (*att
 // checkAgainst holds the analysis options against the snapshot: see
 // analyzeSnapshot.
 func checkAgainst(cc *cmdContext, path string, s *snapshot.Snapshot, opt attribution.Options) error {
-	if err := checkDevice(path, s, opt.Device); err != nil {
+	if err := checkDevice(s, opt.Device); err != nil {
 		return err
 	}
 	if opt.Filter != nil && !opt.Filter.FocusMatches(s.Stacks) {
@@ -83,30 +78,8 @@ func checkAgainst(cc *cmdContext, path string, s *snapshot.Snapshot, opt attribu
 	return nil
 }
 
-// checkDevice is --device's rule against a snapshot: a device it does not
-// have is an error naming those it has (-1, for all, always holds).
-func checkDevice(path string, s *snapshot.Snapshot, device int) error {
-	if device >= 0 && !slices.Contains(s.Devices(), device) {
-		return badInput(fmt.Errorf("--device %d: %s has no such device; it has %s", device, path, deviceList(s.Devices())))
-	}
-	return nil
-}
-
-// deviceList names devices for a message: "devices 0, 1", "device 0",
-// "no device".
-func deviceList(devs []int) string {
-	switch len(devs) {
-	case 0:
-		return "no device"
-	case 1:
-		return fmt.Sprintf("device %d", devs[0])
-	}
-	parts := make([]string, len(devs))
-	for i, d := range devs {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "devices " + strings.Join(parts, ", ")
-}
+// checkDevice is snapshot.CheckDevice, the input's fault when it fails.
+func checkDevice(s *snapshot.Snapshot, device int) error { return badInput(s.CheckDevice(device)) }
 
 // snapshotPaths expands the arguments of a command that reads snapshots
 // (capture.SnapshotPaths: a capture run directory stands for its
@@ -114,45 +87,4 @@ func deviceList(devs []int) string {
 func snapshotPaths(args []string) ([]string, error) {
 	paths, err := capture.SnapshotPaths(args)
 	return paths, badInput(err)
-}
-
-// salvageNote is the one line that says a snapshot was cut short: the
-// decoder's error and how much of the file the kept part covers.
-func salvageNote(path string, s *snapshot.Snapshot, err error) string {
-	lost := ""
-	for _, w := range s.Warnings {
-		if w.Kind == snapshot.WarnLost {
-			lost = w.Message
-		}
-	}
-	size := ""
-	if st, serr := os.Stat(path); serr == nil {
-		size = fmt.Sprintf(" (the file has %d bytes)", st.Size())
-		if s.Format == snapshot.FormatPickle && isGzip(path) {
-			size = fmt.Sprintf(" (of the stream inside a gzip file of %d bytes)", st.Size())
-		}
-	}
-	return fmt.Sprintf("%v%s; analysing the valid part: %s", err, size, lost)
-}
-
-// salvaged reports whether s is the valid part of a file cut short.
-func salvaged(s *snapshot.Snapshot) bool {
-	for _, w := range s.Warnings {
-		if w.Kind == snapshot.WarnLost {
-			return true
-		}
-	}
-	return false
-}
-
-// isGzip reports whether the file at path starts with the gzip magic.
-func isGzip(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [2]byte
-	n, _ := f.Read(b[:])
-	return n == 2 && b[0] == 0x1f && b[1] == 0x8b
 }

@@ -46,7 +46,7 @@ func whatifFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := checkDevice(snaps[0], s, o.device); err != nil {
+		if err := checkDevice(s, o.device); err != nil {
 			return err
 		}
 		devs, err := allocator.WhatIfSnapshot(s, allocator.SnapshotWhatIfOptions{Device: o.device, Settings: sets, Confs: o.confs, MemoryLimit: o.memoryLimit})
