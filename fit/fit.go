@@ -168,9 +168,11 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 		return nil, refuse("%s: %v", tmpl.Path, err)
 	}
 	m.rc = rc
-	if set, err := allocator.SettingsFromSnapshot(tmpl.Snap.Settings); err == nil {
-		m.recordedSet = set
+	set, err := allocator.SettingsFromSnapshot(tmpl.Snap.Settings)
+	if err != nil {
+		return nil, refuse("%s: %v", tmpl.Path, err)
 	}
+	m.recordedSet = set
 	// The steps and phases name where a run dies; the analysis that finds
 	// them runs beside the bisection (phasesOf waits for it).
 	m.phasesReady = make(chan struct{})

@@ -292,3 +292,22 @@ func TestFitSeqLength(t *testing.T) {
 	}
 	t.Logf("2048 tokens: allocated %d vs %d, reserved %d vs %d", p.PeakAllocated, ta, p.PeakReserved, tres)
 }
+
+// TestFitRefusesWhatTheModelCannotDrive: recordings made under
+// backend:cudaMallocAsync have no caching allocator to model; fit says so
+// instead of answering.
+func TestFitRefusesWhatTheModelCannotDrive(t *testing.T) {
+	ins := openInputs(t, "lm", []int{2, 4})
+	for i := range ins {
+		c := *ins[i].Snap
+		c.Settings = map[string]any{"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+		ins[i].Snap = &c
+	}
+	m, err := New(ins, 0, Options{MemoryLimit: 6 << 30})
+	if err == nil {
+		_, err = m.Frontier(m.RecordedSettings(), 64)
+	}
+	if err == nil || !strings.Contains(err.Error(), "cudaMallocAsync") {
+		t.Fatalf("fit of cudaMallocAsync recordings: %v, want a refusal naming the backend", err)
+	}
+}
