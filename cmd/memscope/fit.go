@@ -70,13 +70,13 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
+		snaps, err := openSnapshots(cc, paths)
+		if err != nil {
+			return err
+		}
 		var ins []fit.Input
 		for i, p := range paths {
-			s, err := openSnapshot(cc, p)
-			if err != nil {
-				return err
-			}
-			in := fit.Input{Path: p, Snap: s}
+			in := fit.Input{Path: p, Snap: snaps[i]}
 			if batches != nil {
 				in.Batch = batches[i]
 			}

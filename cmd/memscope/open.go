@@ -1,6 +1,9 @@
 package main
 
 import (
+	"runtime"
+	"sync"
+
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/snapshot"
@@ -49,6 +52,40 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 		cc.warnf("%s", snapshot.SalvageNote(path, s, err))
 	}
 	return s, nil
+}
+
+// openSnapshots opens the snapshots at paths as openSnapshot does, two
+// or more at a time on as many cores (a command that reads several files,
+// as fit does, waits for the slowest, not for their sum). Warnings come in
+// the order of paths; the first error, in that order, is returned.
+func openSnapshots(cc *cmdContext, paths []string) ([]*snapshot.Snapshot, error) {
+	snaps := make([]*snapshot.Snapshot, len(paths))
+	errs := make([]error, len(paths))
+	for _, p := range paths {
+		limitMemory(cc, p, "snapshot")
+	}
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			snaps[i], errs[i] = snapshot.OpenWith(p, snapshot.Options{MaxMemory: cc.maxMemory})
+		}()
+	}
+	wg.Wait()
+	collect()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if snaps[i] == nil {
+			return nil, badInput(err)
+		}
+		cc.warnf("%s", snapshot.SalvageNote(paths[i], snaps[i], err))
+	}
+	return snaps, nil
 }
 
 // analyzeSnapshot opens and analyses the snapshot at path. A --device
