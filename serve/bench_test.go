@@ -108,6 +108,14 @@ func BenchmarkTimeline(b *testing.B) {
 					tl = x.timeline(from, from+w, 1400, defaultBands)
 				}
 				b.ReportMetric(float64(tl.Events), "events/window")
+				// How far into the window the bands reach: the last
+				// event at which one is first drawn, as a share of the
+				// window's events.
+				reach := 0
+				for _, band := range tl.Bands {
+					reach = max(reach, tl.Sample[band.C0]-x.firstAt(from))
+				}
+				b.ReportMetric(100*float64(reach)/float64(max(tl.Events, 1)), "band-reach-%")
 				b.ReportMetric(float64(len(x.events)), "events")
 				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/zoom")
 			})

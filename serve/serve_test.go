@@ -833,3 +833,28 @@ func TestStepsPaged(t *testing.T) {
 		}
 	}
 }
+
+// TestBandsSpread: at the whole-recording zoom of a long run, where the
+// steps repeat the same sizes, the bands (still the largest allocations
+// live at a sample) are spread over the recording: in every tenth of the
+// columns some band is first drawn, not all in the first steps.
+func TestBandsSpread(t *testing.T) {
+	path := bigSnapshot(t, "../fixtures/llama-bf16/snapshot.pickle", 24<<20)
+	an := analyzed(t, path)
+	d := an.Devices[0]
+	x := newIndex(d, an.Snapshot.Stacks, newAxis(d.Timeline))
+	tl := x.timeline(0, x.span(), 1400, defaultBands)
+	if len(tl.Bands) != defaultBands {
+		t.Fatalf("%d bands, want %d", len(tl.Bands), defaultBands)
+	}
+	var tenths [10]int
+	for _, b := range tl.Bands {
+		tenths[b.C0*10/tl.Columns]++
+	}
+	for k, n := range tenths {
+		if n == 0 {
+			t.Errorf("no band is first drawn in tenth %d of the columns: bands first drawn per tenth %v", k+1, tenths)
+			break
+		}
+	}
+}

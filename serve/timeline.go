@@ -3,6 +3,7 @@ package serve
 import (
 	"container/heap"
 	"fmt"
+	"math/bits"
 	"sort"
 
 	"github.com/memscope/memscope/attribution"
@@ -218,17 +219,27 @@ func (x *index) draw(tl *Timeline, k int) {
 	r0 := sort.Search(len(x.recs)-x.nInit, func(i int) bool { return int(x.recs[x.nInit+i].start) > sMin }) + x.nInit
 	r1 := sort.Search(len(x.recs)-x.nInit, func(i int) bool { return int(x.recs[x.nInit+i].start) > sMax }) + x.nInit
 	h := &recHeap{x: x}
-	push := func(r int32) {
+	// Among allocations of one size (a long run repeats its steps' sizes
+	// exactly) the bands are spread over the window: each is keyed by the
+	// first column it is live at, bit-reversed, so that ties go to columns
+	// 0, ½, ¼, ¾, ⅛… of the window in turn rather than to its first steps.
+	nbits := uint(0)
+	for 1<<nbits < len(S) {
+		nbits++
+	}
+	spread := func(c int) uint32 { return bitsReversed(uint32(c), nbits) }
+	push := func(r int32, c int) {
 		tl.Candidates++
+		it := bandItem{r, spread(c)}
 		if h.Len() < k {
-			heap.Push(h, r)
-		} else if k > 0 && h.less(h.ids[0], r) {
-			h.ids[0] = r
+			heap.Push(h, it)
+		} else if k > 0 && h.less(h.items[0], it) {
+			h.items[0] = it
 			heap.Fix(h, 0)
 		}
 	}
 	for _, r := range first {
-		push(r)
+		push(r, 0)
 	}
 	c := 0
 	starts, ends := x.starts[:r1], x.ends[:r1]
@@ -237,10 +248,13 @@ func (x *index) draw(tl *Timeline, k int) {
 			c++
 		}
 		if c < len(S) && S[c] < int(ends[r]) {
-			push(int32(r))
+			push(int32(r), c)
 		}
 	}
-	chosen := append([]int32(nil), h.ids...)
+	chosen := make([]int32, len(h.items))
+	for i, it := range h.items {
+		chosen[i] = it.r
+	}
 	sort.Slice(chosen, func(i, j int) bool { return chosen[i] < chosen[j] })
 	x.gen++
 	if x.mark == nil {
@@ -506,26 +520,45 @@ func (x *index) shades(from, to int64) []Shade {
 	return out
 }
 
-// recHeap is a min-heap of recs, the smallest (then the latest) on top:
-// what a larger rec replaces.
+// recHeap is a min-heap of candidate bands, the smallest on top (then the
+// one of the latest spread key, then the latest rec): what a larger
+// candidate replaces.
 type recHeap struct {
-	x   *index
-	ids []int32
+	x     *index
+	items []bandItem
 }
 
-func (h *recHeap) less(a, b int32) bool {
-	sa, sb := h.x.recs[a].size, h.x.recs[b].size
+// bandItem is a candidate band: rec r, and the spread key of the first
+// column it is live at (see draw).
+type bandItem struct {
+	r      int32
+	spread uint32
+}
+
+func (h *recHeap) less(a, b bandItem) bool {
+	sa, sb := h.x.recs[a.r].size, h.x.recs[b.r].size
 	if sa != sb {
 		return sa < sb
 	}
-	return a > b
+	if a.spread != b.spread {
+		return a.spread > b.spread
+	}
+	return a.r > b.r
 }
-func (h *recHeap) Len() int           { return len(h.ids) }
-func (h *recHeap) Less(i, j int) bool { return h.less(h.ids[i], h.ids[j]) }
-func (h *recHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-func (h *recHeap) Push(v any)         { h.ids = append(h.ids, v.(int32)) }
+func (h *recHeap) Len() int           { return len(h.items) }
+func (h *recHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *recHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *recHeap) Push(v any)         { h.items = append(h.items, v.(bandItem)) }
 func (h *recHeap) Pop() any {
-	v := h.ids[len(h.ids)-1]
-	h.ids = h.ids[:len(h.ids)-1]
+	v := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
 	return v
+}
+
+// bitsReversed is the low n bits of v in reverse order.
+func bitsReversed(v uint32, n uint) uint32 {
+	if n == 0 {
+		return 0
+	}
+	return bits.Reverse32(v) >> (32 - n)
 }
