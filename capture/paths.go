@@ -46,3 +46,35 @@ func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
 }
+
+// DiffPath resolves one argument of 'memscope diff': a snapshot file
+// stands for itself, a capture run directory for its snapshot
+// (snapshot.pickle, or rank 0's), and a sweep run directory (results.json)
+// is a sweep (isSweep, no snapshot). Errors name the path.
+func DiffPath(path string) (snap string, isSweep bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false, err
+	}
+	if !st.IsDir() {
+		return path, false, nil
+	}
+	if _, err := os.Stat(filepath.Join(path, "results.json")); err == nil {
+		return "", true, nil
+	}
+	for _, name := range []string{"snapshot.pickle", "snapshot.rank0.pickle"} {
+		if p := filepath.Join(path, name); fileExists(p) {
+			return p, false, nil
+		}
+	}
+	return "", false, fmt.Errorf("%s: a directory with neither results.json (memscope sweep) nor snapshot.pickle (memscope capture)", path)
+}
+
+// RunTrace is the profiler trace of the capture run directory dir
+// (trace.json.gz), or "" when it has none.
+func RunTrace(dir string) string {
+	if p := filepath.Join(dir, "trace.json.gz"); fileExists(p) {
+		return p
+	}
+	return ""
+}

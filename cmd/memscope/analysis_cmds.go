@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -164,13 +165,13 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, true)
 	return func(cc *cmdContext, paths []string) error {
-		pa, sweepA, err := diffInput(paths[0])
+		pa, sweepA, err := capture.DiffPath(paths[0])
 		if err != nil {
-			return err
+			return badInput(err)
 		}
-		pb, sweepB, err := diffInput(paths[1])
+		pb, sweepB, err := capture.DiffPath(paths[1])
 		if err != nil {
-			return err
+			return badInput(err)
 		}
 		switch {
 		case sweepA && sweepB:

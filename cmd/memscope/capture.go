@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
@@ -102,36 +101,22 @@ func captureRun(cc *cmdContext, o captureOptions, args []string) error {
 // snapshot keeps: enough for memscope ranks to tell what differs.
 const rankSummaryTop = 50
 
-// writeRankSummaries writes, beside each rank's snapshot in a capture run
-// directory, the 'memscope summary --json' document of it (summary.json,
-// or summary.rankN.json of several), so that memscope ranks compares a
-// job's ranks from a few KB each without moving the snapshots.
+// writeRankSummaries writes the 'memscope summary --json' document of
+// each rank's snapshot beside it (capture.WriteRankSummaries), keeping
+// rankSummaryTop sites.
 func writeRankSummaries(cc *cmdContext, dir string) {
-	rd, err := capture.ReadRun(dir)
-	if err != nil {
-		cc.warnf("%s: no rank summaries written: %v", dir, err)
-		return
-	}
-	for _, r := range rd.Ranks {
-		snap := filepath.Join(dir, filepath.Base(r.Files["snapshot"]))
-		if r.Files["snapshot"] == "" || !fileExists(snap) {
-			continue
-		}
+	errs := capture.WriteRankSummaries(dir, func(snap string) ([]byte, error) {
 		an, err := analyzeSnapshot(cc, snap, attribution.Options{Device: -1})
 		if err != nil {
-			cc.warnf("%s: no summary written: %v", snap, err)
-			continue
+			return nil, err
 		}
 		sum := attribution.Summarize(an, rankSummaryTop)
 		addDeviceUsed(sum, snap)
 		var b bytes.Buffer
-		if err := report.Write(&b, report.JSON, &report.Summary{Sum: sum}); err != nil {
-			cc.warnf("%s: no summary written: %v", snap, err)
-			continue
-		}
-		out := filepath.Join(dir, capture.RankFile("summary", ".json", r.Rank, r.World))
-		if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
-			cc.warnf("%s: %v", out, err)
-		}
+		err = report.Write(&b, report.JSON, &report.Summary{Sum: sum})
+		return b.Bytes(), err
+	})
+	for _, err := range errs {
+		cc.warnf("%v", err)
 	}
 }

@@ -158,3 +158,9 @@ func clipOutput(s string) string {
 	}
 	return s
 }
+
+// fileExists reports whether p is a regular file.
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
+	"github.com/memscope/memscope/sweep"
 )
 
 // reportOptions are the flags of 'memscope report'.
@@ -110,17 +111,11 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 
 // runView reads a sweep or capture run directory.
 func runView(dir string) (*report.RunView, error) {
-	r, err := readRunDir(dir)
+	a, run, err := sweep.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, badInput(err)
 	}
-	switch r := r.(type) {
-	case *report.Sweep:
-		return &report.RunView{Sweep: r.Analysis}, nil
-	case *report.Run:
-		return &report.RunView{Capture: r.Summary}, nil
-	}
-	panic(fmt.Sprintf("invariant violation: readRunDir returned a %T", r))
+	return &report.RunView{Sweep: a, Capture: run}, nil
 }
 
 // opsView reads a profiler trace and tabulates its operators on the device

@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/serve"
 	"github.com/memscope/memscope/trace"
@@ -50,8 +50,8 @@ func serveFlags(fs *pflag.FlagSet) runFunc {
 		}
 		if o.run != "" {
 			paths = append(paths, o.run)
-			if t := filepath.Join(o.run, "trace.json.gz"); o.trace == "" && fileExists(t) {
-				o.trace = t
+			if o.trace == "" {
+				o.trace = capture.RunTrace(o.run)
 			}
 		}
 		if len(paths) == 0 {

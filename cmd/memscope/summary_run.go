@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/sweep"
 )
@@ -19,23 +18,15 @@ func runSummaryRun(cc *cmdContext, o summaryOptions, paths []string) error {
 	return report.Write(cc.stdout, formatOf(o.json), r)
 }
 
-// readRunDir reads a sweep or capture run directory and analyses it: a
-// *report.Sweep or a *report.Run.
+// readRunDir reads a sweep or capture run directory and analyses it
+// (sweep.ReadDir): a *report.Sweep or a *report.Run.
 func readRunDir(dir string) (report.Result, error) {
-	kind, err := capture.DirKind(dir)
-	if err != nil {
+	a, run, err := sweep.ReadDir(dir)
+	switch {
+	case err != nil:
 		return nil, badInput(err)
+	case a != nil:
+		return &report.Sweep{Analysis: a}, nil
 	}
-	if kind == capture.KindSweep {
-		res, err := capture.ReadResults(dir)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		return &report.Sweep{Analysis: sweep.Analyze(dir, res)}, nil
-	}
-	d, err := capture.ReadRun(dir)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return &report.Run{Summary: sweep.SummarizeRun(d)}, nil
+	return &report.Run{Summary: run}, nil
 }
