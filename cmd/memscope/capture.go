@@ -111,7 +111,7 @@ func writeRankSummaries(cc *cmdContext, dir string) {
 			return nil, err
 		}
 		sum := attribution.Summarize(an, rankSummaryTop)
-		addDeviceUsed(sum, snap)
+		sum.AddDeviceUsed(snap)
 		var b bytes.Buffer
 		err = report.Write(&b, report.JSON, &report.Summary{Sum: sum})
 		return b.Bytes(), err

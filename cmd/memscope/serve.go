@@ -77,41 +77,16 @@ func runServe(cc *cmdContext, o serveOptions, paths []string) error {
 		}
 	}
 	progress := report.ServeProgress{W: cc.stderr}
-	var srcs []serve.Source
-	var took []time.Duration
-	for _, p := range paths {
-		start := time.Now()
-		var size int64
-		if st, err := os.Stat(p); err == nil {
-			size = st.Size()
-		}
-		progress.Reading(p, size)
-		an, err := analyzeSnapshot(cc, p, attribution.Options{Filter: filter, Device: o.device, AllocSizes: true, SeriesPoints: serve.OverviewPoints})
-		if err != nil {
-			return err
-		}
-		sum := attribution.Summarize(an, 10)
-		if prof.Trace != nil {
-			sum.JoinTrace(an, prof.Trace, 10)
-		}
-		if prof.Timeline != nil {
-			sum.JoinTimeline(o.trace, prof.Timeline)
-		}
-		addDeviceUsed(sum, p)
-		srcs = append(srcs, serve.Source{Path: p, Analysis: an, Summary: sum})
-		took = append(took, time.Since(start))
-	}
-	indexStart := time.Now()
-	srv, err := serve.New(srcs, serve.Options{Version: version(), Trace: o.trace})
+	srv, err := serve.Load(paths, serve.LoadOptions{
+		Options:  serve.Options{Version: version(), Trace: o.trace},
+		Profile:  prof,
+		Progress: progress,
+		Analyze: func(p string) (*attribution.Analysis, error) {
+			return analyzeSnapshot(cc, p, attribution.Options{Filter: filter, Device: o.device, AllocSizes: true, SeriesPoints: serve.OverviewPoints})
+		},
+	})
 	if err != nil {
 		return badInput(err)
-	}
-	for i, src := range srcs {
-		events := 0
-		for _, d := range src.Analysis.Devices {
-			events += len(d.Timeline.Events)
-		}
-		progress.Analysed(src.Path, len(src.Analysis.Devices), events, took[i]+time.Since(indexStart)/time.Duration(len(srcs)))
 	}
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {

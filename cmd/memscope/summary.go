@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
-	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -45,23 +44,12 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 		if tl != nil {
 			sum.JoinTimeline(opts.trace, tl)
 		}
-		addDeviceUsed(sum, path)
+		sum.AddDeviceUsed(path)
 		if err := rw.Write(&report.Summary{Sum: sum, Stacks: opts.stacks, AllFrames: opts.allFrames}); err != nil {
 			return err
 		}
 	}
 	return rw.Close()
-}
-
-// addDeviceUsed fills in the device used the capture run sampled, when the
-// snapshot at path sits in a 'memscope capture' run directory.
-func addDeviceUsed(sum *attribution.Summary, path string) {
-	dev, used, ok := capture.DeviceUsedFor(path)
-	for i := range sum.Devices {
-		if ok && sum.Devices[i].Device == dev {
-			sum.Devices[i].DeviceUsedPeak = &used
-		}
-	}
 }
 
 // summaryOptions are the flags of 'memscope summary'.
