@@ -311,3 +311,56 @@ func TestFitRefusesWhatTheModelCannotDrive(t *testing.T) {
 		t.Fatalf("fit of cudaMallocAsync recordings: %v, want a refusal naming the backend", err)
 	}
 }
+
+// TestFitCompareNamesTheMisses: the two frontiers the fit misses, held
+// against a recording made at the batch in question (the same script
+// under the same cap, recorded: fixtures/fit-gen/recorded-b24 and
+// fixtures/fit-conv/recorded-b45, whose truth.json peaks equal the
+// unrecorded runs'). generate() at 24 makes 756 fewer requests than the
+// fit from batches 1, 2 and 4 predicts — one per layer (6) and decode
+// step (63) of each of the two requests — all at the generate call; every
+// request both make has the predicted size. resnet50 at 45 makes the
+// requests the fit predicts, but cuDNN's workspaces (transient requests)
+// come in other sizes: every mispredicted size is a workspace's.
+func TestFitCompareNamesTheMisses(t *testing.T) {
+	gen, err := New(openInputs(t, "gen", []int{1, 2, 4}), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open("../fixtures/fit-gen/recorded-b24/snapshot.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := gen.Compare(Input{Path: "recorded-b24", Snap: s, Batch: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Predicted-c.Recorded != 756 || len(c.PredictedOnly) != 1 || c.PredictedOnly[0].Count != 756 ||
+		!strings.HasPrefix(c.PredictedOnly[0].Label, "fitwork.py:98 gen") || len(c.RecordedOnly) != 0 {
+		t.Errorf("generate at 24: predicted %d, recorded %d, predicted only %+v, recorded only %+v", c.Predicted, c.Recorded, c.PredictedOnly, c.RecordedOnly)
+	}
+	if c.Exact != c.Matched {
+		t.Errorf("generate at 24: %d of %d paired requests at the predicted size: %+v", c.Exact, c.Matched, c.Mispredicted)
+	}
+	conv, err := New(openInputs(t, "conv", []int{2, 4, 8}), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = snapshot.Open("../fixtures/fit-conv/recorded-b45/snapshot.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = conv.Compare(Input{Path: "recorded-b45", Snap: s, Batch: 45})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Mispredicted) == 0 {
+		t.Fatal("resnet50 at 45: every size predicted")
+	}
+	for _, m := range c.Mispredicted {
+		if !m.Transient {
+			t.Errorf("resnet50 at 45: %s ×%d mispredicted (%d B, recorded %d B) and not a workspace", m.Label, m.Count, m.Bytes, m.RecordedBytes)
+		}
+	}
+	t.Logf("resnet50 at 45: %d of %d paired requests exact, %d mispredicted stacks, %d predicted only, %d recorded only", c.Exact, c.Matched, len(c.Mispredicted), len(c.PredictedOnly), len(c.RecordedOnly))
+}

@@ -22,6 +22,9 @@ type Fit struct {
 	Dim string
 	// Version is memscope's, for the HTML page's footer.
 	Version string
+	// Comparisons hold the prediction against recordings at other
+	// batches (--compare).
+	Comparisons []*fit.Comparison
 }
 
 // fitWords are the words of one dimension: its name, what one unit of it
@@ -131,6 +134,24 @@ func (r *Fit) writeText(w io.Writer) error {
 			ew.printf("  %7d  %14s  %14s  %s\n", p.Batch, units.Bytes(p.PeakAllocated), units.Bytes(p.PeakReserved), v)
 		}
 	}
+	for _, c := range r.Comparisons {
+		ew.printf("\nheld against %s (a recording at %s %d):\n", c.Path, wd.name, c.Batch)
+		ew.printf("  %d of its %s predicted at their size, %d at another; %d predicted and not made, %d made and not predicted\n",
+			c.Exact, nouns(c.Recorded, "request"), c.Matched-c.Exact, c.Predicted-c.Matched, c.Recorded-c.Matched)
+		for _, s := range c.Mispredicted[:min(top, len(c.Mispredicted))] {
+			kind := ""
+			if s.Transient {
+				kind = ", workspaces"
+			}
+			ew.printf("  %10s predicted, %s recorded: %s (%s%s)\n", units.Bytes(s.Bytes), units.Bytes(s.RecordedBytes), s.Label, nouns(s.Count, "request"), kind)
+		}
+		for _, g := range c.PredictedOnly[:min(top, len(c.PredictedOnly))] {
+			ew.printf("  predicted, not made: %s (%s, %s)\n", g.Label, nouns(g.Count, "request"), units.Bytes(g.Bytes))
+		}
+		for _, g := range c.RecordedOnly[:min(top, len(c.RecordedOnly))] {
+			ew.printf("  made, not predicted: %s (%s, %s)\n", g.Label, nouns(g.Count, "request"), units.Bytes(g.Bytes))
+		}
+	}
 	ew.printf("\nsame program, other sizes: each run is the template's requests at that %s through the allocator model\n", wd.name)
 	return ew.err
 }
@@ -158,6 +179,27 @@ type FitJSON struct {
 	Capacity  int64             `json:"capacity"`
 	CapFrom   string            `json:"capacity_from"`
 	Frontiers []FitFrontierJSON `json:"frontiers"`
+	Compared  []FitCompareJSON  `json:"compared"`
+}
+
+type FitCompareJSON struct {
+	Path          string            `json:"path"`
+	Batch         int               `json:"batch"`
+	Predicted     int               `json:"predicted"`
+	Recorded      int               `json:"recorded"`
+	Matched       int               `json:"matched"`
+	Exact         int               `json:"exact"`
+	Mispredicted  []FitSizeMissJSON `json:"mispredicted"`
+	PredictedOnly []FitGroupJSON    `json:"predicted_only"`
+	RecordedOnly  []FitGroupJSON    `json:"recorded_only"`
+}
+
+type FitSizeMissJSON struct {
+	Site          string `json:"site"`
+	Count         int    `json:"count"`
+	Bytes         int64  `json:"bytes"`
+	RecordedBytes int64  `json:"recorded_bytes"`
+	Transient     bool   `json:"workspaces"`
 }
 
 type FitInputJSON struct {
@@ -257,6 +299,21 @@ func (r *Fit) document() any {
 			fj.Points = append(fj.Points, fitPointJSON(p))
 		}
 		v.Frontiers = append(v.Frontiers, fj)
+	}
+	v.Compared = []FitCompareJSON{}
+	for _, c := range r.Comparisons {
+		cj := FitCompareJSON{Path: c.Path, Batch: c.Batch, Predicted: c.Predicted, Recorded: c.Recorded, Matched: c.Matched, Exact: c.Exact,
+			Mispredicted: []FitSizeMissJSON{}, PredictedOnly: []FitGroupJSON{}, RecordedOnly: []FitGroupJSON{}}
+		for _, s := range c.Mispredicted {
+			cj.Mispredicted = append(cj.Mispredicted, FitSizeMissJSON{Site: s.Label, Count: s.Count, Bytes: s.Bytes, RecordedBytes: s.RecordedBytes, Transient: s.Transient})
+		}
+		for _, g := range c.PredictedOnly {
+			cj.PredictedOnly = append(cj.PredictedOnly, FitGroupJSON{Kind: "predicted_only", Site: g.Label, Count: g.Count, Bytes: g.Bytes})
+		}
+		for _, g := range c.RecordedOnly {
+			cj.RecordedOnly = append(cj.RecordedOnly, FitGroupJSON{Kind: "recorded_only", Site: g.Label, Count: g.Count, Bytes: g.Bytes})
+		}
+		v.Compared = append(v.Compared, cj)
 	}
 	return ResultDoc[FitJSON]{Schema: Schema, Kind: "fit", Result: v}
 }

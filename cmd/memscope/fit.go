@@ -24,6 +24,7 @@ type fitOptions struct {
 	top         int
 	dim         string
 	html        string
+	compare     []string
 }
 
 func fitFlags(fs *pflag.FlagSet) runFunc {
@@ -37,6 +38,7 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 	sizeFlag(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
 	fs.IntVar(&o.maxBatch, "max-batch", 65536, "search batches up to `N`")
 	fs.IntVar(&o.top, "top", 5, "name `N` stacks per kind")
+	fs.StringArrayVar(&o.compare, "compare", nil, "hold the prediction at a recording's batch against that recording, `SNAP` (its batch from its name, or SNAP@N): which requests the small recordings did not foresee; repeat for several")
 	fs.StringVar(&o.html, "html", "", "also write the chart and tables as a self-contained page to `FILE` (offline)")
 	fs.StringVar(&o.dim, "dim", "batch", "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
 	memoryFlag(fs)
@@ -92,6 +94,21 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 			return badInput(err)
 		}
 		r := &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim, Version: version()}
+		for _, c := range o.compare {
+			path, batch, err := fit.ParseCompare(c)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			s, err := openSnapshot(cc, path)
+			if err != nil {
+				return err
+			}
+			cmp, err := m.Compare(fit.Input{Path: path, Snap: s, Batch: batch})
+			if err != nil {
+				return badInput(err)
+			}
+			r.Comparisons = append(r.Comparisons, cmp)
+		}
 		if o.html != "" {
 			n, err := writeFile(o.html, func(w io.Writer) error { return report.Write(w, report.HTML, r) })
 			if err != nil {

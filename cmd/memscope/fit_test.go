@@ -112,3 +112,26 @@ func TestFitHTML(t *testing.T) {
 		t.Error("the page loads something from elsewhere")
 	}
 }
+
+// TestFitCompare: --compare SNAP@N holds the prediction at N against a
+// recording made there: generate() at 24 (fixtures/fit-gen/recorded-b24)
+// makes every request the fit from batches 1, 2 and 4 predicts at its
+// predicted size, but 756 fewer of them (one per layer and decode step),
+// all at the generate call.
+func TestFitCompare(t *testing.T) {
+	dir := "../../fixtures/fit-gen/"
+	var doc report.ResultDoc[report.FitJSON]
+	runJSON(t, &doc, "fit", "--json", "--memory-limit", "1536MiB", "--compare", dir+"recorded-b24/snapshot.pickle.gz@24",
+		dir+"b1/snapshot.pickle.gz", dir+"b2/snapshot.pickle.gz", dir+"b4/snapshot.pickle.gz")
+	if len(doc.Result.Compared) != 1 {
+		t.Fatalf("compared %+v", doc.Result.Compared)
+	}
+	c := doc.Result.Compared[0]
+	if c.Batch != 24 || c.Exact != c.Recorded || c.Predicted-c.Recorded != 756 || len(c.PredictedOnly) != 1 ||
+		c.PredictedOnly[0].Count != 756 || !strings.HasPrefix(c.PredictedOnly[0].Site, "fitwork.py:98 gen") {
+		t.Errorf("compared %+v", c)
+	}
+	if r := runMemscope("fit", "--memory-limit", "1GiB", "--compare", "x@0", dir+"b1/snapshot.pickle.gz", dir+"b2/snapshot.pickle.gz"); r.err == nil || !strings.Contains(r.err.Error(), "1 or more") {
+		t.Errorf("--compare x@0: %v", r.err)
+	}
+}

@@ -126,7 +126,8 @@ func TestJSONDocsDescribeOutput(t *testing.T) {
 		"advise":  {{"advise", "--device-memory", "H100", adviseTrain, adviseInfer}, {"advise", "--device-memory", "1.85GiB", adviseTrain}},
 		"whatif":  {{"whatif", "--conf", "expandable_segments:True", oomSnap}, {"whatif", "../../fixtures/advise/infer-static/snapshot.pickle"}},
 		"fit": {{"fit", "--memory-limit", "8GiB", "--conf", "expandable_segments:True", "../../fixtures/fit-conv/b2/snapshot.pickle.gz",
-			"../../fixtures/fit-conv/b4/snapshot.pickle.gz", "../../fixtures/fit-conv/b8/snapshot.pickle.gz"}},
+			"../../fixtures/fit-conv/b4/snapshot.pickle.gz", "../../fixtures/fit-conv/b8/snapshot.pickle.gz",
+			"--compare", "../../fixtures/fit-conv/recorded-b45/snapshot.pickle.gz@45"}},
 	}
 	kinds := make([]string, 0, len(runs))
 	for k := range runs {
@@ -189,7 +190,7 @@ func init() {
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 		report.AdviceFileJSON{}, report.AdviceInferenceJSON{}, report.AdviceSettingJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{}, report.AdviceOOMJSON{}, report.LimitJSON{}, report.LimitFitJSON{},
 		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
-		report.FitJSON{}, report.FitFrontierJSON{}, report.FitPointJSON{}, report.FitOOMJSON{}, report.FitCurveJSON{}, report.FitKindsJSON{}, report.FitGroupJSON{}, report.FitInputJSON{},
+		report.FitJSON{}, report.FitFrontierJSON{}, report.FitPointJSON{}, report.FitOOMJSON{}, report.FitCurveJSON{}, report.FitKindsJSON{}, report.FitGroupJSON{}, report.FitInputJSON{}, report.FitCompareJSON{}, report.FitSizeMissJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t
