@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -68,9 +69,7 @@ var defaultIgnore = []string{
 	// The standard library: <python>/ in the fixtures, lib/python3.X/ on
 	// Linux and macOS, PythonXY\Lib\ (python.org, the Store, uv, pyenv-win,
 	// conda) on Windows.
-	`^<python>/|(^|/)lib(64)?/python3[.0-9]*t?/`,
-	`(^|/)(python3[0-9]*t?|cpython-3[^/]*|pythonsoftwarefoundation\.python\.3[^/]*|anaconda3|miniconda3|miniforge3|mambaforge)/(envs/[^/]+/)?lib/`,
-	`(^|/)pyenv-win/versions/[^/]+/lib/`,
+	srcpath.Stdlib,
 	// Frozen modules and generated code: <frozen runpy>, <string>,
 	// torch.fx's <eval_with_key>.N. (IPython cells and <stdin> are the
 	// user's.)
@@ -210,36 +209,10 @@ func isPython(fr *snapshot.Frame) bool {
 }
 
 // sitePackages starts the normalised name of a file in an installed package.
-const sitePackages = "<site-packages>/"
+const sitePackages = srcpath.SitePackages
 
-// normPath is the name a frame's file is matched by: '/' separators, no
-// drive letter, lower case for a Windows path (its file system ignores
-// case), and everything up to the last site-packages or dist-packages
-// folder written "<site-packages>/", as the fixtures' neutral paths are.
-//
-//	D:\proj\.venv\Lib\site-packages\torch\functional.py  → <site-packages>/torch/functional.py
-//	/usr/lib/python3/dist-packages/timm/models/vit.py     → <site-packages>/timm/models/vit.py
-//	C:\Users\me\AppData\Local\Temp\torchinductor_me\x.py → /users/me/appdata/local/temp/torchinductor_me/x.py
-func normPath(name string) string {
-	p := name
-	drive := len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z')
-	if drive || strings.IndexByte(p, '\\') >= 0 {
-		p = strings.ToLower(strings.ReplaceAll(p, `\`, "/"))
-		if drive {
-			p = p[2:]
-		}
-	}
-	if strings.HasPrefix(p, sitePackages) {
-		return p
-	}
-	cut := -1
-	for _, dir := range []string{"site-packages/", "dist-packages/"} {
-		if i := strings.LastIndex(p, dir); i >= 0 && (i == 0 || p[i-1] == '/') {
-			cut = max(cut, i+len(dir))
-		}
-	}
-	if cut >= 0 {
-		return sitePackages + p[cut:]
-	}
-	return p
-}
+// normPath is the name a frame's file is matched by (srcpath.Norm): '/'
+// separators, no drive letter, lower case for a Windows path, and
+// everything up to the last site-packages or dist-packages folder written
+// "<site-packages>/", as the fixtures' neutral paths are.
+func normPath(name string) string { return srcpath.Norm(name) }

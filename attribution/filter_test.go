@@ -178,13 +178,22 @@ func TestSiteRule(t *testing.T) {
 				}
 				return FrameLabel(st.Frame(fid))
 			}
+			// The frame as labels name it (FrameLabel: srcpath.Show's file).
+			label := func(spec string) string {
+				if spec == "" {
+					return ""
+				}
+				fr := frameOf(t, spec)
+				return FrameLabel(&fr)
+			}
+			site, caller := label(tt.site), label(tt.caller)
 			hasFrame := got.Kind == SiteUser || got.Kind == SiteLibrary || got.Kind == SitePython
-			if got.Kind != tt.kind || name(hasFrame, got.Frame) != tt.site || name(got.HasCaller, got.Caller) != tt.caller {
+			if got.Kind != tt.kind || name(hasFrame, got.Frame) != site || name(got.HasCaller, got.Caller) != caller {
 				t.Errorf("SiteOf = %s %q called from %q, want %s %q called from %q",
-					got.Kind, name(hasFrame, got.Frame), name(got.HasCaller, got.Caller), tt.kind, tt.site, tt.caller)
+					got.Kind, name(hasFrame, got.Frame), name(got.HasCaller, got.Caller), tt.kind, site, caller)
 			}
 			if got.Kind == SiteLibrary && got.HasCaller {
-				want := tt.site + " (called from " + tt.caller + ")"
+				want := site + " (called from " + caller + ")"
 				if l := got.Label(st); l != want {
 					t.Errorf("Label = %q, want %q", l, want)
 				}

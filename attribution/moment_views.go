@@ -139,7 +139,7 @@ func (d *Device) UserTree(m *Moment, minShare float64, maxNodes int) *TreeNode {
 		for k := len(frames) - 1; k >= 0; k-- {
 			fr := st.Frame(frames[k])
 			n = child(n, TreeFrame, fmt.Sprint(frames[k]), fmt.Sprintf("%s %s:%d", fr.Name, FileBase(fr.Filename), fr.Line),
-				fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name))
+				FrameLabel(fr))
 		}
 		if g.backward {
 			label := site.Label(st)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -174,9 +175,12 @@ func (s Site) Label(st *snapshot.Stacks) string {
 	return label
 }
 
-// FrameLabel names one frame: "file:line function".
+// FrameLabel names one frame: "file:line function", the file as every
+// label shows it (srcpath.Show: an installed package's or the standard
+// library's relative to where it is imported from, transformers/
+// activations.py; the user's as given).
 func FrameLabel(fr *snapshot.Frame) string {
-	return fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name)
+	return fmt.Sprintf("%s:%d %s", srcpath.Show(fr.Filename), fr.Line, fr.Name)
 }
 
 // FileBase is the last element of a frame's file name, with '/' or '\'

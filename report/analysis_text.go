@@ -248,13 +248,11 @@ func treeText(ew *errWriter, an *attribution.Analysis, n *attribution.Node, dept
 		if depth > treeIndent {
 			indent += fmt.Sprintf("[%d] ", depth)
 		}
-		text := clip(c.Label, max(40, 78-len(indent)))
-		if c.Label == "" {
-			fr := an.Snapshot.Stacks.Frame(c.Frame)
-			where := fmt.Sprintf(":%d %s", fr.Line, fr.Name)
-			file := clip(fr.Filename, max(12, 78-len(indent)-len(where)))
-			text = clip(file+where, max(40, 78-len(indent)))
+		label := c.Label
+		if label == "" {
+			label = attribution.FrameLabel(an.Snapshot.Stacks.Frame(c.Frame))
 		}
+		text := clip(label, max(40, 78-len(indent)))
 		ew.printf("  %10s %5.1f%%  %s%s\n", units.Bytes(c.Bytes), share(c.Bytes), safeText(indent), text)
 		treeText(ew, an, c, depth+1, total)
 	}
@@ -403,7 +401,7 @@ func stackText(ew *errWriter, an *attribution.Analysis, id snapshot.StackID) {
 			folded++
 			continue
 		}
-		ew.printf("    %s\n", clip(fmt.Sprintf("%s:%d %s", fr.Filename, fr.Line, fr.Name), 90))
+		ew.printf("    %s\n", clip(attribution.FrameLabel(fr), 90))
 	}
 	if folded > 0 {
 		ew.printf("    (%s of torch, training loops, the standard library and C++ folded)\n", nouns(folded, "frame"))

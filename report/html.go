@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -164,15 +163,9 @@ func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	return pageTemplate.Execute(w, p)
 }
 
-// shortPath is the last two elements of a file's path, for links.
-func shortPath(p string) string {
-	p = filepath.ToSlash(p)
-	dir, file := path.Split(p)
-	if d := path.Base(dir); dir != "" && d != "." && d != "/" {
-		file = d + "/" + file
-	}
-	return clip(file, 48)
-}
+// shortPath is an input file's path for links: clipped to 48 characters
+// by the rule of labels, which keeps its name.
+func shortPath(p string) string { return clip(filepath.ToSlash(p), 48) }
 
 // buildExtras builds the sections that are not about a snapshot device:
 // those that lead the page and those that follow the snapshots.

@@ -3,10 +3,10 @@ package report
 import (
 	"fmt"
 	"html/template"
-	"strings"
 	"sync"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -247,7 +247,7 @@ func peakWhen(s *attribution.DeviceSummary) string {
 }
 
 func newSiteRow(v *attribution.View, site attribution.SiteBytes) siteRow {
-	r := siteRow{Label: siteText(v.Stacks, site), Full: clip(site.Label, 400), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
+	r := siteRow{Label: siteText(site), Full: clip(site.Label, 400), Kind: site.Site.Kind, Bytes: site.Bytes, Requested: site.Requested,
 		Blocks: site.Count, Share: site.Share, FreeStack: site.FreeStack}
 	frames := v.Stacks.Stack(site.Stack)
 	tab := v.Filter.For(v.Stacks)
@@ -265,7 +265,7 @@ func newSiteRow(v *attribution.View, site attribution.SiteBytes) siteRow {
 // frameText is one frame of a site's stack; counts marks the frames the
 // filter keeps (user and library code).
 func frameText(fr *snapshot.Frame, counts bool) frameRow {
-	where := clip(fr.Filename, 120)
+	where := clip(srcpath.Show(fr.Filename), 120)
 	if fr.Line > 0 {
 		where += fmt.Sprintf(":%d", fr.Line)
 	}
@@ -273,64 +273,24 @@ func frameText(fr *snapshot.Frame, counts bool) frameRow {
 }
 
 // siteText is a site's label for the page's tables: "file:line function",
-// with "(called from file:line function)" for a library site, each file
-// shortened by shortFile; the full label is its tooltip and the stack is
-// one click away.
-func siteText(st *snapshot.Stacks, s attribution.SiteBytes) string {
-	switch s.Site.Kind {
-	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
-	default:
-		return clip(s.Label, 160)
-	}
-	frame := func(id snapshot.FrameID) string {
-		fr := st.Frame(id)
-		return fmt.Sprintf("%s:%d %s", shortFile(fr.Filename), fr.Line, clip(fr.Name, 60))
-	}
-	text := frame(s.Site.Frame)
-	if s.Site.HasCaller {
-		text += " (called from " + frame(s.Site.Caller) + ")"
-	}
-	return clip(text, 160)
-}
+// with "(called from file:line function)" for a library site, clipped by
+// the rule of labels; the full label is its tooltip and the stack is one
+// click away.
+func siteText(s attribution.SiteBytes) string { return clip(s.Label, 160) }
 
-// shortFile shortens a source path to what identifies it: an installed
-// package's file keeps its root and package ("<site-packages>/transformers/
-// …/modeling_llama.py"), any other path its last two elements
-// ("…/capture/harness.py"). A path as short as that stays whole.
-func shortFile(name string) string {
-	name = strings.ReplaceAll(name, `\`, "/")
-	parts := strings.Split(name, "/")
-	keep := 0 // leading elements kept
-	if strings.HasPrefix(name, "<") {
-		keep = 2
-	}
-	if len(parts) <= keep+2 {
-		return clip(name, 120)
-	}
-	head := ""
-	if keep > 0 {
-		head = strings.Join(parts[:keep], "/") + "/"
-	}
-	tail := parts[len(parts)-2:]
-	if keep > 0 {
-		tail = parts[len(parts)-1:]
-	}
-	return clip(head+"…/"+strings.Join(tail, "/"), 120)
-}
-
-// shortSite is a site's label with its file's directory dropped, for
-// legends.
+// shortSite is a site's label for legends: "file:line function", and
+// "← file:line" naming the caller of a library site, clipped by the rule
+// of labels (directories go first).
 func shortSite(st *snapshot.Stacks, s attribution.SiteBytes) string {
 	switch s.Site.Kind {
 	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython:
 	default:
 		return clip(s.Label, 60)
 	}
-	fr := st.Frame(s.Site.Frame)
-	name := fmt.Sprintf("%s:%d %s", attribution.FileBase(fr.Filename), fr.Line, fr.Name)
+	name := attribution.FrameLabel(st.Frame(s.Site.Frame))
 	if s.Site.HasCaller {
 		c := st.Frame(s.Site.Caller)
-		name += fmt.Sprintf(" ← %s:%d", attribution.FileBase(c.Filename), c.Line)
+		name += fmt.Sprintf(" ← %s:%d", srcpath.Show(c.Filename), c.Line)
 	}
 	return clip(name, 72)
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
@@ -212,13 +213,9 @@ func siteLines(st *snapshot.Stacks, s attribution.SiteBytes, width int) []string
 		from + clip(attribution.FrameLabel(st.Frame(s.Site.Caller)), width-len(from))}
 }
 
-func clip(s string, n int) string {
-	r := []rune(textsafe.Escape(s))
-	if len(r) <= n {
-		return string(r)
-	}
-	return "…" + string(r[len(r)-n+1:])
-}
+// clip fits s to n characters by the one rule of labels (srcpath.Clip):
+// files lose their directories from the left, never their names or lines.
+func clip(s string, n int) string { return srcpath.Clip(s, n) }
 
 // errWriter keeps the first write error so renderers can write freely and
 // check once.

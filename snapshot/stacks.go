@@ -79,3 +79,32 @@ func (t *Stacks) Stack(id StackID) []FrameID {
 
 // Frame returns frame id.
 func (t *Stacks) Frame(id FrameID) *Frame { return &t.Frames[id] }
+
+// RewriteFiles replaces every frame's file name f with rename(f), once per
+// distinct name: memscope's --neutral-paths. Frame and stack IDs stay as
+// they are; frames that become equal keep their own IDs.
+func (t *Stacks) RewriteFiles(rename func(string) string) {
+	done := map[string]string{}
+	for i := range t.Frames {
+		fr := &t.Frames[i]
+		to, ok := done[fr.Filename]
+		if !ok {
+			to = rename(fr.Filename)
+			done[fr.Filename] = to
+		}
+		if to == fr.Filename {
+			continue
+		}
+		if t.frameIndex != nil {
+			if id, ok := t.frameIndex[*fr]; ok && id == FrameID(i) {
+				delete(t.frameIndex, *fr)
+			}
+		}
+		fr.Filename = to
+		if t.frameIndex != nil {
+			if _, ok := t.frameIndex[*fr]; !ok {
+				t.frameIndex[*fr] = FrameID(i)
+			}
+		}
+	}
+}
