@@ -140,7 +140,7 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 			in.Batch = BatchFromName(in.Path)
 		}
 		if in.Batch <= 0 {
-			return nil, refuse("%s: no batch size given and none in its name (b8, bs8, batch8): pass --batches", in.Path)
+			return nil, refuse("%s: no batch size given and none in its name (b8, bs8, batch8): pass --batches%s", in.Path, ratioHint(inputs, device))
 		}
 		if p, dup := seen[in.Batch]; dup {
 			return nil, refuse("%s and %s were both recorded at batch %d: fit needs different batch sizes", p, in.Path, in.Batch)
@@ -543,4 +543,83 @@ func StackLabel(st *snapshot.Stacks, id snapshot.StackID) string {
 		file = file[i+1:]
 	}
 	return fmt.Sprintf("%s:%d %s", file, pick.Line, pick.Name)
+}
+
+// ratioHint reads how the recordings' batches relate from their
+// requests, for the refusal that asks for them: the requests that grow in
+// proportion to the batch (the batch's own tensors) have sizes in the
+// ratio of the batches, so the ratio most of the differing pairs share is
+// theirs. "" when it cannot be read.
+func ratioHint(inputs []Input, device int) string {
+	if len(inputs) < 2 {
+		return ""
+	}
+	keyed := func(in Input) (keys []string, sizes []int64) {
+		if device >= len(in.Snap.Traces) {
+			return nil, nil
+		}
+		k := &stackKeys{st: in.Snap.Stacks, memo: map[snapshot.StackID]string{}}
+		for _, ev := range in.Snap.Traces[device] {
+			if ev.Action == snapshot.ActionAlloc {
+				keys, sizes = append(keys, k.key(ev.Stack)), append(sizes, ev.Size)
+			}
+		}
+		return keys, sizes
+	}
+	k0, s0 := keyed(inputs[0])
+	var ratios [][2]int64 // input k's batch over input 0's, as num/den in lowest terms
+	for _, in := range inputs[1:] {
+		k1, s1 := keyed(in)
+		match, _, ok := align(len(k0), len(k1), func(i, j int) bool { return k0[i] == k1[j] })
+		if !ok {
+			return ""
+		}
+		votes := map[[2]int64]int{}
+		for i, j := range match {
+			if j < 0 || s0[i] == s1[j] || s0[i] <= 0 || s1[j] <= 0 {
+				continue
+			}
+			g := gcd(s0[i], s1[j])
+			if a, b := s0[i]/g, s1[j]/g; a <= 64 && b <= 64 {
+				votes[[2]int64{b, a}]++
+			}
+		}
+		best, n := [2]int64{}, 0
+		for r, v := range votes {
+			if v > n || v == n && r[0]+r[1] < best[0]+best[1] {
+				best, n = r, v
+			}
+		}
+		if n == 0 {
+			return ""
+		}
+		ratios = append(ratios, best)
+	}
+	// The smallest whole batches in those ratios: input 0 at the least
+	// common multiple of the denominators.
+	base := int64(1)
+	for _, r := range ratios {
+		base = base / gcd(base, r[1]) * r[1]
+	}
+	batches := []int64{base}
+	for _, r := range ratios {
+		batches = append(batches, base/r[1]*r[0])
+	}
+	g := batches[0]
+	for _, b := range batches {
+		g = gcd(g, b)
+	}
+	var parts, twice []string
+	for _, b := range batches {
+		parts = append(parts, strconv.FormatInt(b/g, 10))
+		twice = append(twice, strconv.FormatInt(2*b/g, 10))
+	}
+	return fmt.Sprintf(" (their per-sample requests scale as %s, in the files' order: --batches %s, or a multiple of it: %s, …)", strings.Join(parts, " : "), strings.Join(parts, ","), strings.Join(twice, ","))
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

@@ -366,3 +366,24 @@ func TestFitCompareNamesTheMisses(t *testing.T) {
 	}
 	t.Logf("resnet50 at 45: %d of %d paired requests exact, %d mispredicted stacks, %d predicted only, %d recorded only", c.Exact, c.Matched, len(c.Mispredicted), len(c.PredictedOnly), len(c.RecordedOnly))
 }
+
+// TestBatchRatioHint: with no batch given and none in the names, the
+// refusal says how the files' batches relate, read from the requests that
+// grow with the batch: resnet50's batch 8 and 2 recordings scale as 4 : 1,
+// the generate() server's 2, 4 and 1 as 2 : 4 : 1.
+func TestBatchRatioHint(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		batches []int
+		want    string
+	}{{"conv", []int{8, 2}, "scale as 4 : 1, in the files' order: --batches 4,1"}, {"gen", []int{2, 4, 1}, "scale as 2 : 4 : 1"}} {
+		ins := openInputs(t, c.name, c.batches)
+		for i := range ins {
+			ins[i].Path, ins[i].Batch = fmt.Sprintf("run%c.pickle", 'x'+i), 0
+		}
+		_, err := New(ins, 0, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v unnamed: %v, want %q", c.name, c.batches, err, c.want)
+		}
+	}
+}
