@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
@@ -119,7 +120,7 @@ func TestJSONMatchesText(t *testing.T) {
 			if s.Kind == "library" {
 				library++
 				if s.Caller == nil || s.Label != fmt.Sprintf("%s:%d %s (called from %s:%d %s)",
-					s.Frame.Filename, s.Frame.Line, s.Frame.Name, s.Caller.Filename, s.Caller.Line, s.Caller.Name) {
+					srcpath.Show(s.Frame.Filename), s.Frame.Line, s.Frame.Name, srcpath.Show(s.Caller.Filename), s.Caller.Line, s.Caller.Name) {
 					t.Errorf("library site %q: caller %+v, want the label to name frame and caller", s.Label, s.Caller)
 				}
 			} else if s.Caller != nil {

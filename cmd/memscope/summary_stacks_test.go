@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memscope/memscope/internal/srcpath"
 )
 
 // TestSummaryStacksPythonFrames: on the stacks="all" fixture, summary
@@ -30,7 +32,8 @@ func TestSummaryStacksPythonFrames(t *testing.T) {
 	var python []string
 	for _, f := range stack {
 		if f.Line > 0 && strings.HasSuffix(f.Filename, ".py") {
-			python = append(python, fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name))
+			// as labels name a frame's file (JSON's filename is as recorded)
+			python = append(python, fmt.Sprintf("%s:%d %s", srcpath.Show(f.Filename), f.Line, f.Name))
 		}
 	}
 	native := len(stack) - len(python)
