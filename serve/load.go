@@ -55,7 +55,8 @@ func Load(paths []string, opt LoadOptions) (*Server, error) {
 			sum.JoinTimeline(opt.Trace, opt.Profile.Timeline)
 		}
 		sum.AddDeviceUsed(p)
-		srcs = append(srcs, Source{Path: p, Analysis: an, Summary: sum})
+		// The snapshot's Source is p, or its neutral form with --neutral-paths.
+		srcs = append(srcs, Source{Path: an.Snapshot.Source, Analysis: an, Summary: sum})
 		took = append(took, time.Since(start))
 	}
 	indexStart := time.Now()

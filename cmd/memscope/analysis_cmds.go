@@ -66,7 +66,7 @@ func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path 
 		if err != nil {
 			return err
 		}
-		r, err := fn(p, an)
+		r, err := fn(cc.shown(p), an)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return report.Write(cc.stdout, o.format(), &report.Diff{A: paths[0], B: paths[1], Diff: attribution.Compare(a, b), Top: o.top})
+		return report.Write(cc.stdout, o.format(), &report.Diff{A: cc.shown(paths[0]), B: cc.shown(paths[1]), Diff: attribution.Compare(a, b), Top: o.top})
 	}
 }
 
@@ -227,7 +227,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			f := report.CheckFile{Source: p, Truncated: an.Snapshot.Salvaged()}
+			f := report.CheckFile{Source: cc.shown(p), Truncated: an.Snapshot.Salvaged()}
 			for _, d := range an.Devices {
 				f.Breaches = append(f.Breaches, d.Check(lim)...)
 			}

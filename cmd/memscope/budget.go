@@ -90,7 +90,7 @@ func runBudget(cc *cmdContext, o *budgetOptions) error {
 		}
 	}
 	a := &o.ask
-	r := &report.Budget{Snapshot: o.snapshot, Truth: o.truth}
+	r := &report.Budget{Snapshot: cc.shown(o.snapshot), Truth: cc.shown(o.truth)}
 	var err error
 	if o.truth != "" {
 		if a.Truth, err = budget.ReadTruth(o.truth); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/report"
 )
 
@@ -42,6 +43,9 @@ type cmdContext struct {
 	// maxMemory is --max-memory, for the commands that take it: the
 	// decoding budget in bytes; 0 for the default.
 	maxMemory int64
+	// neutral is --neutral-paths: the rewriting of frame and input paths,
+	// nil when off.
+	neutral *srcpath.Neutral
 }
 
 // commands is the command table, in the order the overview lists them:

@@ -78,7 +78,7 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 		}
 		var ins []fit.Input
 		for i, p := range paths {
-			in := fit.Input{Path: p, Snap: snaps[i]}
+			in := fit.Input{Path: cc.shown(p), Snap: snaps[i]}
 			if batches != nil {
 				in.Batch = batches[i]
 			}
@@ -103,7 +103,7 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			cmp, err := m.Compare(fit.Input{Path: path, Snap: s, Batch: batch})
+			cmp, err := m.Compare(fit.Input{Path: cc.shown(path), Snap: s, Batch: batch})
 			if err != nil {
 				return badInput(err)
 			}

@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/srcpath"
 	"github.com/memscope/memscope/internal/units"
 )
 
@@ -121,4 +123,55 @@ func (v *gpuValue) Set(s string) error {
 	}
 	return &flagError{fmt.Sprintf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
 		s, strings.Join(budget.GPUNames(), ", "))}
+}
+
+// neutralValue is --neutral-paths, which every command that writes output
+// takes (commandFlags adds it): rewrite the paths of frames and of input
+// files to neutral prefixes (srcpath.Neutral) before anything is
+// analysed, so that no output shows a home directory, a venv or the
+// working directory.
+type neutralValue struct{ on *bool }
+
+// neutralFlag defines --neutral-paths in fs, on by default when def is
+// set (report: its pages are attached to issues).
+func neutralFlag(fs *pflag.FlagSet, def bool) {
+	v := neutralValue{new(bool)}
+	*v.on = def
+	usage := "rewrite the paths of frames and input files to <site-packages>/, <python>/, <home>/, ./ and <repo>/ (for sharing)"
+	if def {
+		usage += "; --neutral-paths=false keeps them"
+	}
+	fs.Var(v, "neutral-paths", usage)
+	fs.Lookup("neutral-paths").NoOptDefVal = "true"
+}
+
+func (v neutralValue) String() string { return strconv.FormatBool(v.on != nil && *v.on) }
+
+func (neutralValue) Type() string { return "bool" }
+
+func (v neutralValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return &flagError{fmt.Sprintf("--neutral-paths=%s: want true or false", s)}
+	}
+	*v.on = b
+	return nil
+}
+
+// neutralOf is the rewriting fs's --neutral-paths asks for, nil when it
+// is off or fs has none (capture's and sweep's own --neutral-paths are
+// the harness's: it rewrites the files it writes).
+func neutralOf(fs *pflag.FlagSet) *srcpath.Neutral {
+	f := fs.Lookup("neutral-paths")
+	if f == nil {
+		return nil
+	}
+	v, ok := f.Value.(neutralValue)
+	if !ok || !*v.on {
+		return nil
+	}
+	nr := &srcpath.Neutral{}
+	nr.Home, _ = os.UserHomeDir()
+	nr.WorkDir, _ = os.Getwd()
+	return nr
 }

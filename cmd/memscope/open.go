@@ -29,7 +29,35 @@ func memoryFlagOf(fs *pflag.FlagSet) int64 {
 // command, within --max-memory.
 func openProfile(cc *cmdContext, path string) (trace.Profile, error) {
 	limitMemory(cc, path, "trace")
-	return trace.OpenProfileWith(path, cc.maxMemory)
+	p, err := trace.OpenProfileWith(path, cc.maxMemory)
+	if cc.neutral != nil && p.Trace != nil {
+		p.Trace.RewritePyFiles(cc.neutral.Files(p.Trace.PyFiles()))
+	}
+	return p, err
+}
+
+// shown is an input's path as outputs name it: with --neutral-paths, its
+// neutral form (srcpath.Neutral: <home>/runs/a.pickle).
+func (cc *cmdContext) shown(path string) string {
+	if cc.neutral == nil {
+		return path
+	}
+	return cc.neutral.Path(path)
+}
+
+// neutralize rewrites a snapshot's frame files and its Source to neutral
+// prefixes with --neutral-paths (srcpath.Neutral.Files: the recording's
+// files read together), before anything is analysed.
+func (cc *cmdContext) neutralize(s *snapshot.Snapshot) {
+	if cc.neutral == nil || s == nil {
+		return
+	}
+	files := make([]string, len(s.Stacks.Frames))
+	for i := range s.Stacks.Frames {
+		files[i] = s.Stacks.Frames[i].Filename
+	}
+	s.Stacks.RewriteFiles(cc.neutral.Files(files))
+	s.Source = cc.neutral.Path(s.Source)
 }
 
 // openSnapshot opens the snapshot at path for a command. A file cut short
@@ -49,8 +77,9 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 		if s == nil {
 			return nil, badInput(err)
 		}
-		cc.warnf("%s", snapshot.SalvageNote(path, s, err))
+		cc.warnf("%s", snapshot.SalvageNote(cc.shown(path), s, err))
 	}
+	cc.neutralize(s)
 	return s, nil
 }
 
@@ -83,7 +112,10 @@ func openSnapshots(cc *cmdContext, paths []string) ([]*snapshot.Snapshot, error)
 		if snaps[i] == nil {
 			return nil, badInput(err)
 		}
-		cc.warnf("%s", snapshot.SalvageNote(paths[i], snaps[i], err))
+		cc.warnf("%s", snapshot.SalvageNote(cc.shown(paths[i]), snaps[i], err))
+	}
+	for _, s := range snaps {
+		cc.neutralize(s)
 	}
 	return snaps, nil
 }

@@ -50,7 +50,7 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 				return badInput(err)
 			}
 			if ct := prof.Timeline; ct != nil {
-				if err := rw.Write(&report.MemoryTimeline{Source: p, Timeline: ct}); err != nil {
+				if err := rw.Write(&report.MemoryTimeline{Source: cc.shown(p), Timeline: ct}); err != nil {
 					return err
 				}
 				continue
@@ -58,13 +58,13 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 			for _, w := range prof.Trace.Warnings {
 				cc.warnf("%s: %s", p, w.Message)
 			}
-			opt.Source = p
+			opt.Source = cc.shown(p)
 			tables, cpuOnly, err := prof.Trace.Tables(opt)
 			if err != nil {
 				return badInput(err)
 			}
 			for _, tb := range tables {
-				if err := rw.Write(&report.Ops{Source: p, Table: tb, Top: *top, CPUOnly: cpuOnly}); err != nil {
+				if err := rw.Write(&report.Ops{Source: cc.shown(p), Table: tb, Top: *top, CPUOnly: cpuOnly}); err != nil {
 					return err
 				}
 			}

@@ -50,6 +50,9 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 		if len(stats) == 0 {
 			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))
 		}
+		for i := range stats {
+			stats[i].Name = cc.shown(stats[i].Name)
+		}
 		return report.Write(cc.stdout, formatOf(o.json), &report.Ranks{Fleet: attribution.CompareRanks(stats), Top: o.top, Skipped: skipped})
 	}
 }

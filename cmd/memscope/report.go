@@ -127,11 +127,11 @@ func opsView(cc *cmdContext, path string, top int) (*report.OpsView, *report.Tim
 		return nil, nil, badInput(err)
 	}
 	if prof.Timeline != nil {
-		return nil, &report.TimelineView{Source: path, Timeline: prof.Timeline}, nil
+		return nil, &report.TimelineView{Source: cc.shown(path), Timeline: prof.Timeline}, nil
 	}
 	t := prof.Trace
 	tb := t.OpTable(t.PeakDevice(), false)
-	ov := &report.OpsView{Source: path, Table: tb, Top: top}
+	ov := &report.OpsView{Source: cc.shown(path), Table: tb, Top: top}
 	for _, w := range t.Warnings {
 		ov.Warnings = append(ov.Warnings, w.String())
 	}

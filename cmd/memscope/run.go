@@ -84,6 +84,7 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
 	cc.maxMemory = memoryFlagOf(fs)
+	cc.neutral = neutralOf(fs)
 	return runFn(cc, fs.Args())
 }
 
@@ -92,6 +93,9 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 func commandFlags(c *command) (fs *pflag.FlagSet, runFn runFunc, help *bool) {
 	fs = newFlagSet("memscope " + c.name)
 	runFn = c.flags(fs)
+	if c.name != "help" && fs.Lookup("neutral-paths") == nil {
+		neutralFlag(fs, c.name == "report")
+	}
 	help = fs.BoolP("help", "h", false, "show this help")
 	return fs, runFn, help
 }

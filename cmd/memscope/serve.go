@@ -78,7 +78,7 @@ func runServe(cc *cmdContext, o serveOptions, paths []string) error {
 	}
 	progress := report.ServeProgress{W: cc.stderr}
 	srv, err := serve.Load(paths, serve.LoadOptions{
-		Options:  serve.Options{Version: version(), Trace: o.trace},
+		Options:  serve.Options{Version: version(), Trace: cc.shown(o.trace)},
 		Profile:  prof,
 		Progress: progress,
 		Analyze: func(p string) (*attribution.Analysis, error) {

@@ -56,6 +56,6 @@ func whatifFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return badInput(fmt.Errorf("%s: %w", snaps[0], err))
 		}
-		return report.Write(cc.stdout, formatOf(o.json), &report.WhatIf{Source: snaps[0], Devices: devs})
+		return report.Write(cc.stdout, formatOf(o.json), &report.WhatIf{Source: cc.shown(snaps[0]), Devices: devs})
 	}
 }
