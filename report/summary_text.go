@@ -75,10 +75,8 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	}
 
 	ew.printf("\npeak allocated %s ", units.Bytes(d.PeakAllocated.Bytes))
-	if d.Events == 0 {
-		ew.printf("is the snapshot's end state: no allocation history was recorded\n")
-	} else if oneEntry(d.Warnings) {
-		ew.printf("is the snapshot's end state: the trace holds one entry, no allocation history (see the warnings)\n")
+	if note := endStateNote(d); note != "" {
+		ew.printf("%s\n", note)
 	} else if d.PeakAllocated.Index < 0 {
 		ew.printf("was already live before the first recorded event\n")
 	} else {
@@ -374,6 +372,19 @@ func engineKnob(engine string) string {
 		return "KvCacheConfig's free_gpu_memory_fraction"
 	}
 	return "the engine's memory fraction"
+}
+
+// endStateNote says why a device's peak is the snapshot's end state, when
+// it has no allocation history: none recorded, or a trace of one entry;
+// "" when it has one.
+func endStateNote(d *attribution.DeviceSummary) string {
+	switch {
+	case d.Events == 0:
+		return "is the snapshot's end state: no allocation history was recorded"
+	case oneEntry(d.Warnings):
+		return "is the snapshot's end state: the trace holds one entry, no allocation history (see the warnings)"
+	}
+	return ""
 }
 
 // oneEntry reports whether a device's warnings say its trace holds one

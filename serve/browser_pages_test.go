@@ -2,7 +2,10 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +87,144 @@ func TestChromiumSteps(t *testing.T) {
 		}
 	}
 	enc.mu.Unlock()
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// lab is an sRGB colour drawn with alpha a over white, in CIE L*a*b*
+// (D65).
+func lab(r, g, b, a float64) [3]float64 {
+	lin := func(c float64) float64 {
+		c = (a*c + (1-a)*255) / 255
+		if c <= 0.04045 {
+			return c / 12.92
+		}
+		return math.Pow((c+0.055)/1.055, 2.4)
+	}
+	R, G, B := lin(r), lin(g), lin(b)
+	x := (0.4124*R + 0.3576*G + 0.1805*B) / 0.95047
+	y := 0.2126*R + 0.7152*G + 0.0722*B
+	z := (0.0193*R + 0.1192*G + 0.9505*B) / 1.08883
+	f := func(t float64) float64 {
+		if t > 0.008856 {
+			return math.Cbrt(t)
+		}
+		return 7.787*t + 16.0/116
+	}
+	return [3]float64{116*f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))}
+}
+
+// TestChromiumTimelineDetails, on a long generated run: the legend's site
+// colours are told apart (every pair at least 20 ΔE apart as drawn, where
+// the old palette's closest pair was 2); reserved is drawn, the plot's
+// scale reaching the window's most reserved; zoomed in, the overview
+// strip shows the whole recording with the window on it, and a click on
+// it moves the window there.
+func TestChromiumTimelineDetails(t *testing.T) {
+	path := bigSnapshot(t, "../fixtures/llama-bf16/snapshot.pickle", 24<<20)
+	srv := newServer(t, path)
+	v := srv.views[0]
+	c, base, problems := openBrowser(t, srv)
+	c.page(t, "Page.navigate", map[string]any{"url": base})
+	c.waitFor(t, "the bands draw", `memscope.partial === false && document.getElementById('tl').dataset.drawn >= 1`, 120*time.Second)
+
+	var legend []struct{ R, G, B, A float64 }
+	c.eval(t, `[...document.querySelectorAll('#legend span.site i')].map((i) => {
+		const m = getComputedStyle(i).backgroundColor.match(/[\d.]+/g).map(Number);
+		return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; })`, &legend)
+	var data map[string]string
+	c.eval(t, `Object.assign({}, document.getElementById('tl').dataset)`, &data)
+	from, _ := strconv.ParseInt(data["from"], 10, 64)
+	to, _ := strconv.ParseInt(data["to"], 10, 64)
+	px, _ := strconv.Atoi(data["px"])
+	v.mu.Lock()
+	tl := v.idx().timeline(from, to, px, defaultBands)
+	v.mu.Unlock()
+	if len(legend) != len(tl.Rest) || len(tl.Rest) < 8 {
+		t.Fatalf("the legend has %d sites, the answer %d rest rows (want several)", len(legend), len(tl.Rest))
+	}
+	for i := range legend {
+		for j := range i {
+			a, b := legend[i], legend[j]
+			la, lb := lab(a.R, a.G, a.B, a.A), lab(b.R, b.G, b.B, b.A)
+			if d := math.Hypot(math.Hypot(la[0]-lb[0], la[1]-lb[1]), la[2]-lb[2]); d < 20 {
+				t.Errorf("legend colours %d %v and %d %v are %.1f ΔE apart, want at least 20", i, a, j, b, d)
+			}
+		}
+	}
+	if top := slices.Max(tl.ReservedMax); data["reservedShown"] != "true" || data["reservedTop"] != fmt.Sprint(top) {
+		t.Errorf("reserved shown %s, its top %s; the window's most reserved is %d", data["reservedShown"], data["reservedTop"], top)
+	}
+	if ymax, _ := strconv.ParseFloat(data["ymax"], 64); ymax < float64(slices.Max(tl.ReservedMax)) {
+		t.Errorf("the plot's scale tops at %v, below the most reserved %d", ymax, slices.Max(tl.ReservedMax))
+	}
+	var purple int
+	c.eval(t, `(() => { const cv = document.getElementById('tl'), d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+		let n = 0; for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i]-106) < 30 && Math.abs(d[i+1]-27) < 30 && Math.abs(d[i+2]-154) < 30 && d[i+3] > 200) n++;
+		return n; })()`, &purple)
+	if purple < 100 {
+		t.Errorf("%d pixels of the reserved line's colour, want it drawn across the plot", purple)
+	}
+
+	var hidden bool
+	c.eval(t, `document.getElementById('ov').hidden`, &hidden)
+	if !hidden {
+		t.Errorf("the overview strip shows at the whole recording")
+	}
+	span := v.idx().span()
+	c.eval(t, fmt.Sprintf("memscope.zoom(%d, %d)", span/2, span/2+span/20), nil)
+	c.waitFor(t, "the strip shows the window", fmt.Sprintf(`document.getElementById('ov').dataset.from === '%d'`, span/2), 60*time.Second)
+	var ov struct {
+		Hidden         bool
+		Left, Top, Y   float64
+		From, To, Span string
+		X0             string
+	}
+	c.eval(t, `(() => { const o = document.getElementById('ov'), r = o.getBoundingClientRect();
+		return {hidden: o.hidden, left: r.left, top: r.top, y: r.top + r.height / 2, from: o.dataset.from, to: o.dataset.to, span: o.dataset.span, x0: o.dataset.x0}; })()`, &ov)
+	if ov.Hidden || ov.To != fmt.Sprint(span/2+span/20) || ov.Span != fmt.Sprint(span) {
+		t.Fatalf("zoomed to %d–%d of %d: the strip hidden %v, shows %s–%s of %s", span/2, span/2+span/20, span, ov.Hidden, ov.From, ov.To, ov.Span)
+	}
+	// A click a quarter of the way along the plot centres the window there.
+	left, _ := strconv.ParseFloat(data["plotLeft"], 64)
+	width, _ := strconv.ParseFloat(data["plotWidth"], 64)
+	for _, typ := range []string{"mousePressed", "mouseReleased"} {
+		c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": ov.Left + left + width/4, "y": ov.Y, "button": "left", "clickCount": 1})
+	}
+	c.waitFor(t, "the click moves the window", fmt.Sprintf(`Number(document.getElementById('tl').dataset.from) < %d`, span/2), 60*time.Second)
+	c.eval(t, `Object.assign({}, document.getElementById('tl').dataset)`, &data)
+	f, _ := strconv.ParseFloat(data["from"], 64)
+	e, _ := strconv.ParseFloat(data["to"], 64)
+	if mid := (f + e) / 2; math.Abs(mid-float64(span)/4) > float64(span)/100 {
+		t.Errorf("after a click at a quarter of the strip the window is %v–%v, centred at %.0f, want about %d", f, e, mid, span/4)
+	}
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// TestChromiumNotes: the page says what 'memscope summary' says of a
+// state-only capture (no timeline: the end state alone), above the
+// timeline, with the warning that tells how to record the history.
+func TestChromiumNotes(t *testing.T) {
+	path := "../fixtures/quirks/state-only/snapshot.pickle"
+	srv := newServer(t, path)
+	var s Summary
+	get(t, srv, "/api/summary", &s)
+	if len(s.Notes) == 0 || len(s.Warnings) == 0 {
+		t.Fatalf("the summary of %s has notes %q and warnings %q, want both", path, s.Notes, s.Warnings)
+	}
+	c, base, problems := openBrowser(t, srv)
+	c.page(t, "Page.navigate", map[string]any{"url": base})
+	c.waitFor(t, "the notes show", `!document.getElementById('notes').hidden && document.getElementById('notes').innerText.length > 0`, 60*time.Second)
+	var text string
+	c.eval(t, `document.getElementById('notes').innerText`, &text)
+	for _, want := range append(append([]string{}, s.Notes...), s.Warnings[0]) {
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("the page's notes do not say %q:\n%s", want, text)
+		}
+	}
 	for _, p := range problems() {
 		t.Error(p)
 	}

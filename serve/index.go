@@ -59,6 +59,9 @@ type index struct {
 	// to its rec.
 	initAt map[uint64]int32
 
+	// reserved is reserved bytes over the events, where they change.
+	reserved reservedSteps
+
 	// mark[r] == gen for the recs a timeline query draws as bands.
 	gen  uint32
 	mark []uint32
@@ -132,9 +135,22 @@ func newAxis(t *snapshot.Timeline) axis {
 }
 
 func newIndex(d *attribution.Device, stacks *snapshot.Stacks, ax axis) *index {
+	return buildIndex(d, stacks, ax, 0)
+}
+
+// buildIndex builds the index of device d; on the other core meanwhile,
+// a replay records reserved bytes where they change and keeps the keep
+// allocator states that moments start from (snapshot.Timeline.KeepStates).
+func buildIndex(d *attribution.Device, stacks *snapshot.Stacks, ax axis, keep int) *index {
 	t := d.Timeline
 	n := len(t.Events)
 	x := &index{d: d, stacks: stacks, axis: ax, born: make([]int32, n), delta: make([]int64, n), site: make([]int32, n), allocated: make([]int64, n), initAt: map[uint64]int32{}}
+	replayed := make(chan struct{})
+	go func() {
+		t.KeepStates(keep, x.reserved.observe)
+		close(replayed)
+	}()
+	defer func() { <-replayed }()
 	// One pass over the events (they are most of the memory this touches)
 	// counts the allocs, while the other core fills the per-event tables
 	// with "none".

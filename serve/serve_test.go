@@ -858,3 +858,59 @@ func TestBandsSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineReserved: the timeline's reserved series is the replay's:
+// at each column's sample reserved after it, the most after any event of
+// the column, and the column's events that raised and lowered it, checked
+// event by event against a replay keeping every state (fixtures that free
+// segments, map expandable ones, start late and run out of memory).
+func TestTimelineReserved(t *testing.T) {
+	for _, name := range []string{"llama-bf16/snapshot.pickle", "plain-trainer-late/snapshot.pickle", "oom/snapshot.pickle",
+		"expandable/snapshot.pickle", "whatif-servewrap/default/snapshot.pickle.gz", "plain-oom/snapshot.pickle"} {
+		path := "../fixtures/" + name
+		an := analyzed(t, path)
+		d := an.Devices[0]
+		pts := snapshot.Replay(an.Snapshot, d.Device, snapshot.ReplayOptions{Series: true}).Points
+		after := func(i int) int64 {
+			if i < 0 {
+				return d.Timeline.Start.Reserved
+			}
+			return pts[i].Reserved
+		}
+		ax := newAxis(d.Timeline)
+		x := newIndex(d, an.Snapshot.Stacks, ax)
+		span := x.span()
+		moved := 0
+		for _, w := range [][3]int64{{0, span, 800}, {0, span, 13}, {span / 3, span / 2, 400}, {span / 2, span/2 + 3, 100}} {
+			tl := x.timeline(w[0], w[1], int(w[2]), 20)
+			_, bound := ax.columns(w[0], w[1], int(w[2]))
+			for c := 0; c < tl.Columns; c++ {
+				a, b := bound[c], bound[c+1]
+				hi, up, down := after(tl.Sample[c]), 0, 0
+				for i := a; i < b; i++ {
+					if i == a {
+						hi = after(i)
+					}
+					hi = max(hi, after(i))
+					switch {
+					case after(i) > after(i-1):
+						up++
+					case after(i) < after(i-1):
+						down++
+					}
+				}
+				if tl.Reserved[c] != after(tl.Sample[c]) || tl.ReservedMax[c] != hi || tl.ReservedUp[c] != up || tl.ReservedDown[c] != down {
+					t.Fatalf("%s window %v column %d (events %d–%d, sample %d): reserved %d, most %d, up %d, down %d; the replay says %d, %d, %d, %d",
+						name, w, c, a, b, tl.Sample[c], tl.Reserved[c], tl.ReservedMax[c], tl.ReservedUp[c], tl.ReservedDown[c], after(tl.Sample[c]), hi, up, down)
+				}
+				moved += up + down
+			}
+			if w[2] == 800 && slices.Max(tl.ReservedMax) != d.Timeline.PeakReserved.Bytes {
+				t.Errorf("%s: the whole recording's most reserved %d, want the reserved peak %d", name, slices.Max(tl.ReservedMax), d.Timeline.PeakReserved.Bytes)
+			}
+		}
+		if moved == 0 && d.Timeline.Churn.SegmentAllocs+d.Timeline.Churn.SegmentFrees+d.Timeline.Churn.Maps > 0 {
+			t.Errorf("%s: no column counts a change of reserved, though the trace has segment events", name)
+		}
+	}
+}

@@ -80,10 +80,11 @@ func (v *view) idx() *index {
 
 // New returns the server and indexes every device of the sources for the
 // timeline in the background (one pass over each device's events and
-// allocations, one device at a time), then replays each device once more
-// to keep the allocator states moments start from; a query that needs an
-// index waits for it, a moment asked before its states are kept replays
-// from the first event. Ready reports when all of it is done.
+// allocations, one device at a time; beside it, on the other core, a
+// replay of the device records reserved bytes and keeps the allocator
+// states moments start from); a query that needs an index waits for it, a
+// moment asked before its states are kept replays from the first event.
+// Ready reports when all of it is done.
 func New(srcs []Source, opt Options) (*Server, error) {
 	s := &Server{opt: opt, mux: http.NewServeMux(), settled: make(chan struct{})}
 	for _, src := range srcs {
@@ -101,15 +102,10 @@ func New(srcs []Source, opt Options) (*Server, error) {
 	}
 	go func() {
 		for _, v := range s.views {
-			v.x = newIndex(v.d, v.an.Snapshot.Stacks, v.ax)
+			// With the allocator states a moment starts from, so that
+			// one at any event replays at most momentEvents events.
+			v.x = buildIndex(v.d, v.an.Snapshot.Stacks, v.ax, min(len(v.ax.events)/momentEvents, maxKeptStates))
 			close(v.ready)
-		}
-		// Then the allocator states a moment starts from, so that one
-		// at any event replays at most momentEvents events.
-		for _, v := range s.views {
-			if n := len(v.ax.events) / momentEvents; n > 0 {
-				v.d.Timeline.KeepStates(min(n, maxKeptStates))
-			}
 		}
 		close(s.settled)
 	}()

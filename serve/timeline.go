@@ -57,6 +57,16 @@ type Timeline struct {
 	// Sites are the labels Band.Site and Rest.Site index.
 	Sites  []string `json:"sites"`
 	Phases []Shade  `json:"phases"`
+	// Reserved is reserved bytes (the segments the caching allocator
+	// holds) after each column's sample event, ReservedMax the most after
+	// any event of the column; ReservedUp and ReservedDown count the
+	// column's events that reserved more (segment_alloc, segment_map) and
+	// that released some (segment_free, segment_unmap). An overview answer
+	// has them from the sampled states, and no counts (zeros).
+	Reserved     []int64 `json:"reserved"`
+	ReservedMax  []int64 `json:"reserved_max"`
+	ReservedUp   []int   `json:"reserved_up"`
+	ReservedDown []int   `json:"reserved_down"`
 	// Candidates counts the allocations live at some sample: Bands are the
 	// largest of them.
 	Candidates int `json:"candidates"`
@@ -166,7 +176,8 @@ func (x *index) liveAt(e int) []int32 {
 func (ax *axis) window(from, to int64, px int) (tl *Timeline, bound []int) {
 	tl = &Timeline{Axis: "event", From: from, To: to, Span: ax.span(), Recorded: len(ax.events),
 		X: []int64{}, Sample: []int{}, At: []int64{}, Min: []int64{}, Max: []int64{},
-		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{}}
+		Bands: []Band{}, Rest: []Rest{}, BandsAt: []int64{}, Sites: []string{}, Phases: []Shade{},
+		Reserved: []int64{}, ReservedMax: []int64{}, ReservedUp: []int{}, ReservedDown: []int{}}
 	if ax.timed {
 		tl.Axis = "time_us"
 	}
@@ -206,6 +217,7 @@ func (x *index) timeline(from, to int64, px, bands int) *Timeline {
 		tl.Sample, tl.At, tl.Min, tl.Max = append(tl.Sample, at), append(tl.At, hi), append(tl.Min, lo), append(tl.Max, hi)
 	}
 	x.draw(tl, bands)
+	x.reserved.columns(tl, bound)
 	tl.Phases = x.shades(from, to)
 	return tl
 }
@@ -449,12 +461,14 @@ func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, fr
 	cols := tl.Columns
 	seen := make([]bool, cols)
 	tl.Sample, tl.At, tl.Min, tl.Max = make([]int, cols), make([]int64, cols), make([]int64, cols), make([]int64, cols)
-	var before int64 // allocated at the last sampled state left of the column
+	tl.Reserved, tl.ReservedMax = make([]int64, cols), make([]int64, cols)
+	tl.ReservedUp, tl.ReservedDown = make([]int, cols), make([]int, cols)
+	var before, reservedBefore int64 // allocated and reserved at the last sampled state left of the column
 	sample := -1
-	last := make([]int64, cols) // each column's last sampled state
+	last, lastReserved := make([]int64, cols), make([]int64, cols) // each column's last sampled state
 	for _, p := range pts {
 		if p.Index < 0 || ax.xOf(p.Index) < from { // the state before the first event, or before the window
-			before, sample = p.Allocated, p.Index
+			before, reservedBefore, sample = p.Allocated, p.Reserved, p.Index
 			continue
 		}
 		x := ax.xOf(p.Index)
@@ -463,19 +477,23 @@ func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, fr
 		}
 		c := min(max(sort.Search(len(tl.X), func(k int) bool { return tl.X[k] > x })-1, 0), cols-1)
 		if !seen[c] || p.Allocated > tl.Max[c] {
-			tl.Max[c], tl.At[c], tl.Sample[c] = p.Allocated, p.Allocated, p.Index
+			tl.Max[c], tl.At[c], tl.Sample[c], tl.Reserved[c] = p.Allocated, p.Allocated, p.Index, p.Reserved
 		}
 		if !seen[c] || p.Allocated < tl.Min[c] {
 			tl.Min[c] = p.Allocated
 		}
-		seen[c], last[c] = true, p.Allocated
+		if !seen[c] || p.Reserved > tl.ReservedMax[c] {
+			tl.ReservedMax[c] = p.Reserved
+		}
+		seen[c], last[c], lastReserved[c] = true, p.Allocated, p.Reserved
 	}
 	for c := range cols {
 		if !seen[c] {
 			tl.Min[c], tl.Max[c], tl.At[c], tl.Sample[c] = before, before, before, sample
+			tl.Reserved[c], tl.ReservedMax[c] = reservedBefore, reservedBefore
 			continue
 		}
-		before, sample = last[c], tl.Sample[c]
+		before, reservedBefore, sample = last[c], lastReserved[c], tl.Sample[c]
 	}
 	tl.BandsAt = make([]int64, cols)
 	tl.Phases = (&index{d: d, axis: *ax}).shades(from, to)

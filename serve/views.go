@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -73,13 +74,17 @@ type Summary struct {
 	Blocks    int    `json:"blocks"`
 	OOMs      int    `json:"ooms"`
 	// OOMAt places each OOM event on the timeline's axis.
-	OOMAt      []Peak    `json:"oom_at"`
-	TopSites   []Site    `json:"top_sites"`
-	Categories []Bytes   `json:"categories"`
-	Findings   []string  `json:"findings"`
-	Warnings   []string  `json:"warnings"`
-	Phases     []Phase   `json:"phases"`
-	Ops        []OpBytes `json:"ops"`
+	OOMAt      []Peak   `json:"oom_at"`
+	TopSites   []Site   `json:"top_sites"`
+	Categories []Bytes  `json:"categories"`
+	Findings   []string `json:"findings"`
+	Warnings   []string `json:"warnings"`
+	// Notes are what 'memscope summary' explains beside the numbers
+	// (report.Notes): why there is no timeline (no allocation history,
+	// or a trace of one entry), why a profiler trace joined nothing.
+	Notes  []string  `json:"notes"`
+	Phases []Phase   `json:"phases"`
+	Ops    []OpBytes `json:"ops"`
 }
 
 // Phase is one phase with its event and axis ranges.
@@ -184,7 +189,7 @@ func (s *Server) summary(v *view, r *http.Request) (any, error) {
 		Timed: ds.Timed, DurationUS: ds.DurationUS, Start: numbers(ds.Start), AtPeak: numbers(ds.AtPeak), End: numbers(ds.End),
 		PeakStep: ds.PeakStep, PeakPhase: ds.PeakPhase, StepsFrom: ds.StepsSource, Steps: ds.Steps,
 		Segments: ds.Segments, Blocks: ds.Blocks, OOMs: ds.OOMs, TopSites: v.siteRows(ds.TopSites, 10, ""),
-		Categories: categories(ds.Categories), Findings: []string{}, Warnings: []string{}, Phases: []Phase{}, Ops: []OpBytes{}}
+		Categories: categories(ds.Categories), Findings: []string{}, Warnings: []string{}, Notes: report.Notes(ds), Phases: []Phase{}, Ops: []OpBytes{}}
 	if v.ax.timed {
 		out.Axis = "time_us"
 	}

@@ -22,23 +22,39 @@ type keptState struct {
 // kept state before it, where they would otherwise replay from the first
 // event each time the index goes back (a web UI's moments, asked in any
 // order). It costs one replay and, per kept state, a copy of the blocks
-// and segments live then; n ≤ 0 or a short trace keeps none. It may run
-// while At is being called: the states are in use once it returns.
-func (t *Timeline) KeepStates(n int) {
-	if n <= 0 || len(t.Events) < 2*n || t.cur == nil {
+// and segments live then; n ≤ 0 or a short trace keeps none. observe,
+// when not nil, rides on the replay as ReplayOptions.Observe does: called
+// with index -1 and the state before the first event, then with the state
+// after every event, in order (it is called even when no state is kept).
+// It may run while At is being called: the states are in use once it
+// returns.
+func (t *Timeline) KeepStates(n int, observe func(index int, n Numbers)) {
+	keep := n > 0 && len(t.Events) >= 2*n && t.cur != nil
+	if !keep && observe == nil {
 		return
 	}
-	every := len(t.Events) / n
-	kept := make([]keptState, 0, n)
+	every := len(t.Events) + 1
+	if keep {
+		every = len(t.Events) / n
+	}
+	kept := make([]keptState, 0, max(n, 0))
 	e := t.newEngine()
+	if observe != nil {
+		observe(-1, e.n)
+	}
 	for i := range t.Events {
 		e.prefetch(i)
 		e.apply(i, &t.Events[i])
+		if observe != nil {
+			observe(i, e.n)
+		}
 		if (i+1)%every == 0 && len(kept) < n {
 			kept = append(kept, e.keep(i))
 		}
 	}
-	t.cur.kept.Store(&kept)
+	if keep {
+		t.cur.kept.Store(&kept)
+	}
 }
 
 // keep copies the engine's state after event i.

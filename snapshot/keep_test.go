@@ -21,7 +21,16 @@ func TestKeepStates(t *testing.T) {
 				want := Replay(s, d, ReplayOptions{})
 				got := Replay(s, d, ReplayOptions{})
 				n := len(got.Events)
-				got.KeepStates(16)
+				var observed []Numbers
+				got.KeepStates(16, func(i int, n Numbers) {
+					if i != len(observed)-1 {
+						t.Fatalf("observe(%d) after %d calls", i, len(observed))
+					}
+					observed = append(observed, n)
+				})
+				if len(observed) != n+1 || observed[0] != want.Start || observed[n] != want.End {
+					t.Fatalf("device %d: observe saw %d states, want %d from the start state to the end state", d, len(observed), n+1)
+				}
 				kept := got.cur.kept.Load()
 				if n >= 32 && (kept == nil || len(*kept) != 16) {
 					t.Fatalf("device %d: %d events, KeepStates(16) kept no 16 states", d, n)
@@ -48,6 +57,9 @@ func TestKeepStates(t *testing.T) {
 					if gn != wn || !reflect.DeepEqual(glive, wlive) || !reflect.DeepEqual(granges, wranges) {
 						t.Fatalf("device %d: At(%d) from a kept state = %+v, %d blocks, %d ranges; from the first event %+v, %d blocks, %d ranges",
 							d, i, gn, len(glive), len(granges), wn, len(wlive), len(wranges))
+					}
+					if observed[i+1] != wn {
+						t.Fatalf("device %d: observe(%d) saw %+v, want %+v", d, i, observed[i+1], wn)
 					}
 					if got.StateAt(i) != wn {
 						t.Fatalf("device %d: StateAt(%d) = %+v, want %+v", d, i, got.StateAt(i), wn)

@@ -30,10 +30,39 @@ async function api(path, params) {
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
 }
-function palette(i) {
-  const h = (i * 137.508) % 360;
-  return 'hsl(' + h.toFixed(0) + ',55%,' + (58 + (i % 3) * 7) + '%)';
+// The sites' colours: twelve chosen to be told apart (each pair at least
+// 27 CIE76 ΔE apart drawn at 80% over white, and from the grey of "every
+// other site"), one per site of a timeline answer (it names at most 12).
+// A site keeps its colour from one answer to the next while no other site
+// of the answer has it.
+const SITE_COLORS = ['#4e79a7', '#d35400', '#e84393', '#3a6b1b', '#6c5ce7', '#edc948', '#00b894', '#6b1b3a', '#ff9da7', '#8cd17d', '#5a3d8a', '#9c755f'];
+const OTHER_COLOR = 'rgba(144,164,174,.55)';
+const siteSlot = new Map(); // site label → its colour's index
+function siteColors(labels) {
+  const used = new Set(), out = new Map();
+  for (const l of labels) {
+    const k = siteSlot.get(l);
+    if (k !== undefined && !used.has(k)) { used.add(k); out.set(l, k); }
+  }
+  for (const l of labels) {
+    if (out.has(l)) continue;
+    let k = 0;
+    while (used.has(k) && k < SITE_COLORS.length - 1) k++;
+    used.add(k); out.set(l, k); siteSlot.set(l, k);
+  }
+  return out;
 }
+function rgba(hex, a) {
+  const n = parseInt(hex.slice(1), 16);
+  return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
+}
+// A band's colour: its site's when the site has a legend row, else a grey;
+// lighter and darker in turn so that neighbouring bands stay apart.
+function bandColor(slots, label, i) {
+  const k = slots.get(label);
+  return k === undefined ? (i % 2 ? '#b0bec5' : '#cfd8dc') : rgba(SITE_COLORS[k], i % 2 ? 0.95 : 0.75);
+}
+const RESERVED_COLOR = '#6a1b9a';
 const phaseColor = { forward: 'rgba(33,150,243,.10)', backward: 'rgba(244,67,54,.09)', optimizer: 'rgba(76,175,80,.12)' };
 
 function stackHTML(frames, hideFolded) {
@@ -67,7 +96,7 @@ function allocInfo(id) {
 // ---- the timeline
 
 const tl = { data: null, from: 0, to: 0, span: 0, axis: 'event', pin: null, seq: 0 };
-const M = { left: 70, right: 10, top: 10, bottom: 26 };
+const M = { left: 70, right: 10, top: 10, bottom: 34 };
 const cv = $('tl');
 
 function plotBox() {
@@ -93,7 +122,12 @@ async function loadTimeline(from, to, wait) {
     (d.partial ? 'an overview while the server indexes the allocations…' :
       d.bands.length + ' of ' + d.candidates + ' allocations drawn one by one') + ' · answered in ' + dt.toFixed(0) + ' ms';
   drawTimeline();
-  if (d.partial) await loadTimeline(from, to, true); // the bands, once the index is built
+  if (d.partial) { await loadTimeline(from, to, true); return; } // the bands, once the index is built
+  if (!tl.whole || tl.whole.view !== ms.view) {
+    // The whole recording once, for the overview strip shown while zoomed.
+    tl.whole = { view: ms.view, data: await api('timeline', { px: params.px, bands: 0 }) };
+  }
+  drawOverview();
 }
 
 function drawTimeline() {
@@ -107,9 +141,14 @@ function drawTimeline() {
   g.clearRect(0, 0, cv.width, cv.height);
   const box = plotBox();
   const cols = d.columns;
+  const showReserved = $('tl-reserved').checked;
   let ymax = 1;
   for (const v of d.max) ymax = Math.max(ymax, v);
+  if (showReserved) for (const v of d.reserved_max) ymax = Math.max(ymax, v);
   ymax *= 1.05;
+  const labels = d.rest.filter((r) => r.site >= 0).map((r) => d.sites[r.site]);
+  const slots = siteColors(labels);
+  const restColor = (r) => r.site < 0 ? OTHER_COLOR : rgba(SITE_COLORS[slots.get(d.sites[r.site])], 0.8);
   const range = Math.max(1, d.to - d.from + 1);
   const xOfAxis = (x) => box.l + (x - d.from) / range * box.w;
   const xOfCol = (c) => box.l + c / Math.max(cols, 1) * box.w;
@@ -126,7 +165,7 @@ function drawTimeline() {
   // bands
   for (let i = 0; i < d.bands.length; i++) {
     const b = d.bands[i];
-    g.fillStyle = palette(b.site * 7 + i);
+    g.fillStyle = bandColor(slots, d.sites[b.site], i);
     const off = b.off;
     for (let k = 0; k < off.length; k += 2) {
       const ca = off[k], cb = k + 2 < off.length ? off[k + 2] - 1 : b.c1;
@@ -141,9 +180,33 @@ function drawTimeline() {
     for (let r = 0; r < d.rest.length; r++) {
       const v = d.rest[r].bytes[c];
       if (v <= 0) continue;
-      g.fillStyle = d.rest[r].site < 0 ? 'rgba(144,164,174,.55)' : palette(d.rest[r].site * 7 + 3).replace('hsl', 'hsla').replace('%)', '%,.55)');
+      g.fillStyle = restColor(d.rest[r]);
       g.fillRect(x, yOf(base + v), w, yOf(base) - yOf(base + v));
       base += v;
+    }
+  }
+  // reserved: what the segments hold above allocated (cached, free to
+  // the allocator), and its line; each column's segment events below the
+  // axis, reserving more up, releasing down
+  if (showReserved && d.reserved_max.length === cols) {
+    g.fillStyle = 'rgba(106,27,154,.07)';
+    for (let c = 0; c < cols; c++) {
+      const x = xOfCol(c), w = Math.max(1, xOfCol(c + 1) - x), top = yOf(d.reserved_max[c]), base = yOf(d.max[c]);
+      if (base > top) g.fillRect(x, top, w, base - top);
+    }
+    g.strokeStyle = RESERVED_COLOR; g.lineWidth = 1.2;
+    g.beginPath();
+    for (let c = 0; c < cols; c++) {
+      const y = yOf(d.reserved_max[c]);
+      if (c === 0) g.moveTo(xOfCol(c), y); else g.lineTo(xOfCol(c), y);
+      g.lineTo(xOfCol(c + 1), y);
+    }
+    g.stroke();
+    const y0 = box.t + box.h + 1;
+    for (let c = 0; c < cols; c++) {
+      const x = xOfCol(c), w = Math.max(1, xOfCol(c + 1) - x);
+      if (d.reserved_up[c]) { g.fillStyle = RESERVED_COLOR; g.fillRect(x, y0, w, 3); }
+      if (d.reserved_down[c]) { g.fillStyle = '#ef6c00'; g.fillRect(x, y0 + 3, w, 3); }
     }
   }
   // the peak and each OOM
@@ -185,17 +248,61 @@ function drawTimeline() {
   for (let k = 0; k <= 6; k++) {
     const x = d.from + (d.to - d.from) * k / 6;
     g.textAlign = k === 0 ? 'left' : k === 6 ? 'right' : 'center'; // no label clipped at the ends
-    g.fillText(fmtX(Math.round(x), d.axis), box.l + box.w * k / 6, box.t + box.h + 16);
+    g.fillText(fmtX(Math.round(x), d.axis), box.l + box.w * k / 6, box.t + box.h + 22);
   }
   g.textAlign = 'left';
-  $('legend').innerHTML = d.rest.map((r) => '<span><i style="background:' + (r.site < 0 ? 'rgba(144,164,174,.55)' :
-    palette(r.site * 7 + 3).replace('hsl', 'hsla').replace('%)', '%,.55)')) + '"></i>' + esc(r.site < 0 ? 'every other site' : d.sites[r.site]) + '</span>').join('') +
-    '<span class="muted">(the smaller allocations, merged per site above the ' + d.bands.length + ' largest, which are drawn one by one)</span>';
+  $('legend').innerHTML = d.rest.map((r) => '<span class="site"><i style="background:' + restColor(r) + '"></i>' +
+    esc(r.site < 0 ? 'every other site' : d.sites[r.site]) + '</span>').join('') +
+    '<span class="muted">(the smaller allocations, merged per site above the ' + d.bands.length + ' largest, which are drawn one by one in their site\'s colour)</span>' +
+    (showReserved ? '<span><i style="background:' + RESERVED_COLOR + ';height:2px;vertical-align:3px"></i>reserved: the segments the caching allocator holds; shaded above allocated, what they hold free. Below the axis: ' +
+      '<i style="background:' + RESERVED_COLOR + ';height:3px"></i>segments reserved (cudaMalloc), <i style="background:#ef6c00;height:3px"></i>released</span>' : '');
   Object.assign(cv.dataset, { drawn: String(ms.requests), bands: String(d.bands.length), columns: String(cols),
     from: String(d.from), to: String(d.to), ymax: String(ymax), plotLeft: String(box.l), plotTop: String(box.t),
-    plotWidth: String(box.w), plotHeight: String(box.h), px: String(tl.px), lastMs: ms.lastMs.toFixed(1) });
+    plotWidth: String(box.w), plotHeight: String(box.h), px: String(tl.px), lastMs: ms.lastMs.toFixed(1),
+    reservedShown: String(showReserved), reservedTop: String(showReserved && cols ? Math.max(...d.reserved_max) : 0) });
   tl.geom = { box, ymax, cols, xOfCol, yOf };
+  drawOverview();
 }
+
+// ---- the overview strip: the whole recording, the window drawn on it;
+// shown while zoomed in. A click centres the window there.
+
+const ov = $('ov');
+function drawOverview() {
+  const w = tl.whole && tl.whole.view === ms.view ? tl.whole.data : null;
+  const zoomed = tl.data && w && (tl.data.from > 0 || tl.data.to < w.span);
+  ov.hidden = !zoomed;
+  if (!zoomed) { delete ov.dataset.from; return; }
+  const W = ov.clientWidth, H = ov.height, box = plotBox();
+  if (ov.width !== W) ov.width = W;
+  const g = ov.getContext('2d');
+  g.clearRect(0, 0, W, H);
+  let top = 1;
+  for (const v of w.max) top = Math.max(top, v);
+  for (const v of w.reserved_max) top = Math.max(top, v);
+  const cols = w.columns, xOf = (c) => box.l + c / Math.max(cols, 1) * box.w, yOf = (b) => H - 2 - b / top * (H - 4);
+  g.fillStyle = '#eceff1'; g.fillRect(box.l, 0, box.w, H);
+  g.fillStyle = 'rgba(33,33,33,.35)';
+  for (let c = 0; c < cols; c++) g.fillRect(xOf(c), yOf(w.max[c]), Math.max(1, xOf(c + 1) - xOf(c)), H - 2 - yOf(w.max[c]));
+  g.strokeStyle = RESERVED_COLOR; g.beginPath();
+  for (let c = 0; c < cols; c++) { const y = yOf(w.reserved_max[c]); if (c === 0) g.moveTo(xOf(c), y); else g.lineTo(xOf(c), y); g.lineTo(xOf(c + 1), y); }
+  g.stroke();
+  const span = Math.max(1, w.span), x0 = box.l + tl.data.from / span * box.w, x1 = box.l + tl.data.to / span * box.w;
+  g.fillStyle = 'rgba(25,118,210,.25)'; g.fillRect(x0, 0, Math.max(2, x1 - x0), H);
+  g.strokeStyle = '#1976d2'; g.strokeRect(x0 + 0.5, 0.5, Math.max(2, x1 - x0), H - 1);
+  Object.assign(ov.dataset, { from: String(tl.data.from), to: String(tl.data.to), span: String(w.span), x0: String(x0), x1: String(x1) });
+}
+ov.addEventListener('click', (ev) => {
+  const w = tl.whole && tl.whole.data;
+  if (!w || !tl.data) return;
+  const box = plotBox(), r = ov.getBoundingClientRect();
+  const f = Math.min(1, Math.max(0, (ev.clientX - r.left - box.l) / box.w));
+  const width = tl.data.to - tl.data.from, at = f * w.span;
+  let from = Math.max(0, at - width / 2), to = from + width;
+  if (to > w.span) { from = Math.max(0, w.span - width); to = w.span; }
+  zoomTo(from, to);
+});
+$('tl-reserved').addEventListener('change', () => drawTimeline());
 
 // niceBytes rounds a tick step up to a power of two of a binary unit
 // (256 MiB, 1 GiB…), so that ticks fall on round binary sizes.
@@ -610,7 +717,7 @@ async function route() {
   } catch (e) { report(e); }
 }
 async function loadView() {
-  tl.data = null; allocCache.clear();
+  tl.data = null; tl.whole = null; allocCache.clear();
   const s = await api('summary');
   tl.axis = s.axis;
   ms.ops = s.ops;
@@ -618,6 +725,10 @@ async function loadView() {
   $('numbers').textContent = 'peak: ' + fmtBytes(s.at_peak.allocated) + ' allocated · ' + fmtBytes(s.at_peak.requested) + ' requested · ' +
     fmtBytes(s.peaks.reserved.bytes) + ' reserved (its own peak)' + (s.peak_phase ? ' · in ' + s.peak_phase + (s.peak_step != null ? ' of step ' + s.peak_step : '') : '') +
     (s.findings.length ? ' · findings: ' + s.findings.join(', ') : '');
+  // What the command line says beside the numbers, and the warnings.
+  $('notes').innerHTML = s.notes.map((n) => '<div class="note">' + esc(n) + '</div>').join('') +
+    s.warnings.map((w) => '<div class="warn">' + esc(w) + '</div>').join('');
+  $('notes').hidden = !s.notes.length && !s.warnings.length;
   await route();
 }
 window.addEventListener('hashchange', route);
