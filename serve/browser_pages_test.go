@@ -34,8 +34,9 @@ func (e *encodings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestChromiumSteps: on a recording of many steps the Steps page shows one
 // page of them, its rows the server's page of phases; next, last and "go
-// to step" move through them by the address; and the browser got the
-// answers gzipped.
+// to step" move through them by the address; the leaks page charts every
+// steady step's floor and lists 41 rows; and the browser got the answers
+// gzipped.
 func TestChromiumSteps(t *testing.T) {
 	path := bigSnapshot(t, "../fixtures/llama-bf16/snapshot.pickle", 24<<20)
 	srv := newServer(t, path)
@@ -80,6 +81,16 @@ func TestChromiumSteps(t *testing.T) {
 	check("back to the second page", defaultStepsPage)
 	c.eval(t, fmt.Sprintf(`(() => { const i = document.getElementById('st-go'); i.value = '%d'; i.dispatchEvent(new Event('change')); })()`, all[len(all)-1].Step), nil)
 	check("go to the last step", last)
+	// The leaks page: every steady step's floor in the chart, the table
+	// bounded (a long run has thousands of steps).
+	c.eval(t, `location.hash = '#leaks'`, nil)
+	c.waitFor(t, "the leaks page", `document.body.dataset.page === 'leaks'`, 60*time.Second)
+	var lk struct{ Steps, Rows string }
+	c.eval(t, `({steps: document.getElementById('lk-floors').dataset.steps, rows: document.getElementById('lk-body').dataset.rows})`, &lk)
+	n := len(srv.views[0].d.Leak.Steps)
+	if want := min(n, 2*20+1); n <= 2*20 || lk.Steps != fmt.Sprint(n) || lk.Rows != fmt.Sprint(want) {
+		t.Errorf("the leaks page charts %s steps in %s table rows; want %d steps (more than 40) in %d rows", lk.Steps, lk.Rows, n, want)
+	}
 	enc.mu.Lock()
 	for _, p := range []string{"/api/steps", "/api/summary"} {
 		if enc.by[p] != "gzip" {

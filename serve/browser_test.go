@@ -307,7 +307,10 @@ func browse(t *testing.T, path, shots string) {
 
 	// The moment view at the peak.
 	c.eval(t, `location.hash = '#moment?at=peak'`, nil)
-	c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
+	took := c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
+	var fetchMs float64
+	c.eval(t, `memscope.momentFetchMs`, &fetchMs)
+	t.Logf("the moment page at the peak drawn %s after it was asked for (%.0f ms of it fetching and parsing /api/moment)", took.Round(time.Millisecond), fetchMs)
 	var segs string
 	c.eval(t, `document.getElementById('segs').dataset.segments`, &segs)
 	peak := v.d.Timeline.PeakAllocated.Index
@@ -323,7 +326,8 @@ func browse(t *testing.T, path, shots string) {
 	}
 	for _, page := range []string{"sites", "steps", "leaks", "oom"} {
 		c.eval(t, `location.hash = '#`+page+`'`, nil)
-		c.waitFor(t, "the "+page+" page", `document.body.dataset.page === '`+page+`'`, 60*time.Second)
+		took := c.waitFor(t, "the "+page+" page", `document.body.dataset.page === '`+page+`'`, 60*time.Second)
+		t.Logf("the %s page drawn %s after it was asked for", page, took.Round(time.Millisecond))
 	}
 	for _, p := range problems() {
 		t.Error(p)

@@ -449,7 +449,9 @@ const segCv = $('segs');
 let moment = null;
 async function loadMoment(at) {
   $('m-at').value = at;
+  const t0 = performance.now();
   const m = await api('moment', { at });
+  ms.momentFetchMs = performance.now() - t0;
   moment = m;
   const f = m.frag, n = m.numbers;
   $('m-head').innerHTML = '<h3>' + esc(m.label) + (m.event >= 0 ? ' (event ' + m.event + ')' : '') + '</h3>' +
@@ -617,13 +619,42 @@ async function loadLeaks() {
   const l = await api('leaks');
   let html = '<h3>' + (l.found ? '<span class="warn">leak: the floor grows ' + fmtBytes(l.growth_per_step) + ' per step</span>' :
     l.reason === 'decided' ? 'no leak: the floor after each steady step does not grow' : 'no verdict: ' + esc(l.reason)) + '</h3>';
-  let top = 1;
-  for (const f of l.floors) top = Math.max(top, f);
-  html += table(['step', 'floor after it', ''], l.floors.map((f, i) => [l.steps[i], fmtBytes(f), '<div style="background:#90a4ae;height:8px;width:' + (300 * f / top).toFixed(0) + 'px"></div>']));
+  // Every steady step's floor in a chart (a long run has thousands); the
+  // table lists the first and last LEAK_ROWS of them.
+  const n = l.floors.length, rows = [];
+  let top = 1, low = Infinity;
+  for (const f of l.floors) { top = Math.max(top, f); low = Math.min(low, f); }
+  for (let i = 0; i < n; i++) {
+    if (n > 2 * LEAK_ROWS && i === LEAK_ROWS) {
+      rows.push(['…', '<span class="muted">' + (n - 2 * LEAK_ROWS) + ' more steps, in the chart</span>', '']);
+      i = n - LEAK_ROWS - 1;
+      continue;
+    }
+    rows.push([l.steps[i], fmtBytes(l.floors[i]), '<div style="background:#90a4ae;height:8px;width:' + (300 * l.floors[i] / top).toFixed(0) + 'px"></div>']);
+  }
+  if (n) html += '<div class="muted">allocated after each steady step: ' + fmtBytes(low) + ' to ' + fmtBytes(top) + ' over ' + n + ' steps</div>' +
+    '<div class="plot"><canvas id="lk-floors" height="90"></canvas></div>';
+  html += table(['step', 'floor after it', ''], rows);
   html += '<h3>sites of blocks born in a steady step and still live at the end</h3>' + (l.sites.length === 0 ? '<div class="muted">none</div>' :
     table(['site', 'bytes', 'steps', 'per step', 'stack'], l.sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.steps, fmtBytes(s.bytes_per_step), stackHTML(s.stack, true)])));
   $('lk-body').innerHTML = html;
+  const cv = $('lk-floors');
+  if (!cv) return;
+  const W = cv.clientWidth, H = cv.height, L = 70, w = W - L - 10, g = cv.getContext('2d');
+  cv.width = W;
+  g.font = '11px system-ui, sans-serif';
+  const yOf = (b) => H - 4 - (b - low) / Math.max(1, top - low) * (H - 12);
+  g.fillStyle = '#90a4ae';
+  for (let i = 0; i < n; i++) { // one column of pixels may hold many steps: drawn as their range
+    const x = L + i / n * w;
+    g.fillRect(x, yOf(l.floors[i]) - 1, Math.max(1, w / n), 2);
+  }
+  g.fillStyle = '#455a64'; g.textAlign = 'right';
+  g.fillText(fmtBytes(top), L - 4, 12); g.fillText(fmtBytes(low), L - 4, H - 4);
+  cv.dataset.steps = String(n);
+  $('lk-body').dataset.rows = String(rows.length);
 }
+const LEAK_ROWS = 20;
 async function loadOOM() {
   const o = await api('oom');
   if (!o.length) { $('oom-body').innerHTML = '<h3>no out-of-memory event was recorded</h3>'; return; }
