@@ -5,6 +5,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 )
 
@@ -12,10 +13,10 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 	// Advise names no sites, so it takes no --focus or --ignore.
 	o := analysisOptions{top: -1, allocSizes: true}
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	deviceFlag(fs, &o.device, "advise on CUDA device `N` only; -1 for every device")
+	flagvalue.Device(fs, &o.device, "advise on CUDA device `N` only; -1 for every device")
 	memoryFlag(fs)
 	var gpu budget.GPU
-	gpuFlag(fs, &gpu, "hold each fix against a device of `SIZE` or a GPU name: ")
+	flagvalue.GPU(fs, &gpu, "hold each fix against a device of `SIZE` or a GPU name: ")
 	ranks := fs.Int64("ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	chunks := fs.Int64("loss-chunks", 8, "slices `N` of the chunked cross-entropy suggested")
 	return func(cc *cmdContext, paths []string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -25,7 +26,7 @@ type analysisOptions struct {
 // list the largest sites.
 func (o *analysisOptions) define(fs *pflag.FlagSet, withTop bool) {
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	deviceFlag(fs, &o.device, "analyse only CUDA device `N`; -1 for every device")
+	flagvalue.Device(fs, &o.device, "analyse only CUDA device `N`; -1 for every device")
 	o.top = -1
 	if withTop {
 		fs.IntVar(&o.top, "top", 15, "list the `N` largest sites")
@@ -200,11 +201,11 @@ type checkOptions struct {
 func checkFlags(fs *pflag.FlagSet) runFunc {
 	o := checkOptions{lim: attribution.NoLimits}
 	fs.BoolVar(&o.json, "json", false, "write the verdict as JSON")
-	deviceFlag(fs, &o.device, "check only CUDA device `N`; -1 for every device")
+	flagvalue.Device(fs, &o.device, "check only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
-	sizeFlag(fs, &o.lim.MaxPeak, "max-peak", false, "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
-	sizeFlag(fs, &o.lim.MaxReserved, "max-reserved", false, "", "fail when peak reserved exceeds `SIZE`")
-	sizeFlag(fs, &o.lim.MaxLeak, "max-leak", false, "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
+	flagvalue.Size(fs, &o.lim.MaxPeak, "max-peak", false, "", "fail when peak allocated exceeds `SIZE` (e.g. 40GiB)")
+	flagvalue.Size(fs, &o.lim.MaxReserved, "max-reserved", false, "", "fail when peak reserved exceeds `SIZE`")
+	flagvalue.Size(fs, &o.lim.MaxLeak, "max-leak", false, "", "fail when a leak grows by more than `SIZE` per step (0: any leak fails)")
 	fs.Float64Var(&o.lim.MaxFrag, "max-frag", -1, "fail when more than `FRACTION` (0–1) of reserved memory is free at the peak")
 	fs.BoolVar(&o.lim.AllowOOM, "allow-oom", false, "do not fail on a recorded out-of-memory event")
 	fs.BoolVar(&o.lim.AllowUnjudged, "allow-unjudged", false, "pass a limit the recording cannot judge (--max-leak with too few steps or no allocation history, --max-frag with nothing reserved) instead of failing on it")

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/memscope/memscope/internal/memlimit"
 	"github.com/memscope/memscope/internal/snapgen"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
@@ -55,7 +56,7 @@ func TestBoundedChild(t *testing.T) {
 			os.Exit(3)
 		}
 	}
-	holdMemory = true // as main does
+	memlimit.Hold() // as main does
 	code := exitCode(run(c.Args, os.Stdout, os.Stderr))
 	// The peak RSS of this process since its exec: getrusage would count
 	// the parent's, whose memory the child shared until then.

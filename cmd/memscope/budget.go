@@ -10,6 +10,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -52,14 +53,14 @@ func budgetFlags(fs *pflag.FlagSet) runFunc {
 	fs.Int64Var(&s.Accumulation, "accumulation", 1, "`N` micro-batches per optimizer step (gradients then live through the forward)")
 	fs.Int64Var(&s.ShardRanks, "shard-ranks", 1, "shard optimizer state over `N` data-parallel ranks (ZeRO-1)")
 	s.Workspace, s.Outside = -1, -1
-	sizeFlag(fs, &s.Workspace, "workspace", false, "", "cuBLAS workspace `SIZE` in the allocator (default: 32 MiB per matmul thread on Hopper, 8.1 MiB on older GPUs)")
-	sizeFlag(fs, &s.Outside, "overhead", false, "", "memory outside the allocator, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
-	gpuFlag(fs, &a.GPU, "hold the budget against a device of `SIZE` or a GPU name: ")
+	flagvalue.Size(fs, &s.Workspace, "workspace", false, "", "cuBLAS workspace `SIZE` in the allocator (default: 32 MiB per matmul thread on Hopper, 8.1 MiB on older GPUs)")
+	flagvalue.Size(fs, &s.Outside, "overhead", false, "", "memory outside the allocator, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
+	flagvalue.GPU(fs, &a.GPU, "hold the budget against a device of `SIZE` or a GPU name: ")
 	fs.Int64Var(&o.ranks, "ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	fs.StringVar(&o.snapshot, "snapshot", "", "compare with the phases measured in `SNAP` (also the positional argument)")
 	fs.StringVar(&o.truth, "truth", "", "compare with the phase peaks torch measured, a capture's `truth.json`")
 	fs.StringVar(&o.runDir, "run", "", "compare with `DIR`'s snapshot.pickle and truth.json (a fixture, or harness.py scenario output)")
-	deviceFlag(fs, &o.device, "the snapshot's CUDA device `N` (default: the first with recorded events)")
+	flagvalue.Device(fs, &o.device, "the snapshot's CUDA device `N` (default: the first with recorded events)")
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	memoryFlag(fs)
 	a.Set = fs.Changed

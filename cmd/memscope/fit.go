@@ -8,6 +8,7 @@ import (
 
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/fit"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 )
@@ -30,12 +31,12 @@ type fitOptions struct {
 func fitFlags(fs *pflag.FlagSet) runFunc {
 	o := fitOptions{overhead: budget.DefaultOutside}
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	deviceFlag(fs, &o.device, "fit CUDA device `N`; -1: the first with recorded events")
+	flagvalue.Device(fs, &o.device, "fit CUDA device `N`; -1: the first with recorded events")
 	fs.StringVar(&o.batches, "batches", "", "the batch `B,B,...` each file was recorded at, in the files' order (default: read from the names: b8, bs8, batch8)")
 	fs.StringArrayVar(&o.confs, "conf", nil, "also search under the PYTORCH_CUDA_ALLOC_CONF `STRING`; repeat for several")
-	sizeFlag(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "the cap the batch must fit under, `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction sets one")
-	gpuFlag(fs, &o.gpu, "or the device it must fit on, a `SIZE` or a GPU name (less --overhead): ")
-	sizeFlag(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
+	flagvalue.Size(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "the cap the batch must fit under, `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction sets one")
+	flagvalue.GPU(fs, &o.gpu, "or the device it must fit on, a `SIZE` or a GPU name (less --overhead): ")
+	flagvalue.Size(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
 	fs.IntVar(&o.maxBatch, "max-batch", 65536, "search batches up to `N`")
 	fs.IntVar(&o.top, "top", 5, "name `N` stacks per kind")
 	fs.StringArrayVar(&o.compare, "compare", nil, "hold the prediction at a recording's batch against that recording, `SNAP` (its batch from its name, or SNAP@N): which requests the small recordings did not foresee; repeat for several")

@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/memscope/memscope/internal/buildversion"
 )
 
 // overviewIntro and overviewTail frame the generated list of commands.
@@ -113,39 +114,5 @@ func runHelp(cc *cmdContext, args []string) error {
 // -ldflags "-X main.buildVersion=0.1.0"); empty in other builds.
 var buildVersion string
 
-// version returns memscope's version: the one the wheel build set, else the
-// module version it was built at (go install …@v1.2.3), or "devel" with the
-// VCS revision when known.
-func version() string {
-	if buildVersion != "" {
-		return buildVersion
-	}
-	bi, ok := debug.ReadBuildInfo()
-	return versionOf(bi, ok)
-}
-
-func versionOf(bi *debug.BuildInfo, ok bool) string {
-	if !ok || bi == nil {
-		return "devel"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	rev = rev[:min(len(rev), 12)]
-	if modified == "true" {
-		rev += ", modified"
-	}
-	return "devel (" + rev + ")"
-}
+// version returns memscope's version (buildversion.String).
+func version() string { return buildversion.String(buildVersion) }

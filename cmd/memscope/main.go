@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+
+	"github.com/memscope/memscope/internal/memlimit"
 )
 
 func main() {
-	gcKeep()          // memlimit.go: the memory policy
-	holdMemory = true // memlimit.go
+	memlimit.Keep() // the memory policy: internal/memlimit
+	memlimit.Hold()
 	os.Exit(exitCode(profiled(func() error { return run(os.Args[1:], os.Stdout, os.Stderr) })))
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -305,28 +304,5 @@ func TestVersion(t *testing.T) {
 	r := runMemscope("--version")
 	if r.err != nil || !strings.HasPrefix(r.stdout, "memscope ") || !strings.HasSuffix(r.stdout, "\n") {
 		t.Errorf("memscope --version = %q, %v; want \"memscope VERSION\\n\", nil", r.stdout, r.err)
-	}
-	vcs := func(kv ...string) []debug.BuildSetting {
-		var s []debug.BuildSetting
-		for i := 0; i < len(kv); i += 2 {
-			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
-		}
-		return s
-	}
-	for _, tt := range []struct {
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{nil, false, "devel"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, true, "v0.3.1"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
-		{&debug.BuildInfo{Main: debug.Module{Version: ""}}, true, "devel"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "0123456789abcdef0123", "vcs.modified", "false")}, true, "devel (0123456789ab)"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true")}, true, "devel (0123456789ab, modified)"},
-	} {
-		if got := versionOf(tt.bi, tt.ok); got != tt.want {
-			t.Errorf("versionOf(%+v, %v) = %q, want %q", tt.bi, tt.ok, got, tt.want)
-		}
 	}
 }

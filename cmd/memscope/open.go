@@ -6,6 +6,8 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/flagvalue"
+	"github.com/memscope/memscope/internal/memlimit"
 	"github.com/memscope/memscope/snapshot"
 	"github.com/memscope/memscope/trace"
 	"github.com/spf13/pflag"
@@ -14,21 +16,16 @@ import (
 // memoryFlag defines --max-memory, which every command that reads
 // snapshots or traces takes; runCommand reads it into cmdContext.maxMemory.
 func memoryFlag(fs *pflag.FlagSet) {
-	sizeFlag(fs, new(int64), "max-memory", true, "8GiB", "let decoding, and the whole process, use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to each file's size (a pipe's: to what was read)")
+	flagvalue.Size(fs, new(int64), "max-memory", true, "8GiB", "let decoding, and the whole process, use up to `SIZE` (e.g. 8GiB) instead of a limit proportional to each file's size (a pipe's: to what was read)")
 }
 
 // memoryFlagOf is fs's --max-memory in bytes, 0 when not given.
-func memoryFlagOf(fs *pflag.FlagSet) int64 {
-	if f := fs.Lookup("max-memory"); f != nil {
-		return *f.Value.(*sizeValue).n
-	}
-	return 0
-}
+func memoryFlagOf(fs *pflag.FlagSet) int64 { return flagvalue.SizeOf(fs, "max-memory") }
 
 // openProfile reads a torch.profiler trace or memory timeline for a
 // command, within --max-memory.
 func openProfile(cc *cmdContext, path string) (trace.Profile, error) {
-	limitMemory(cc, path, "trace")
+	memlimit.Add(cc.maxMemory, path, memlimit.Trace)
 	p, err := trace.OpenProfileWith(path, cc.maxMemory)
 	if cc.neutral != nil && p.Trace != nil {
 		p.Trace.RewritePyFiles(cc.neutral.Files(p.Trace.PyFiles()))
@@ -66,13 +63,13 @@ func (cc *cmdContext) neutralize(s *snapshot.Snapshot) {
 // what was lost; every analysis command then reports on that part. Other
 // errors are the input's fault.
 func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
-	limitMemory(cc, path, "snapshot")
+	memlimit.Add(cc.maxMemory, path, memlimit.Snapshot)
 	s, err := snapshot.OpenWith(path, snapshot.Options{MaxMemory: cc.maxMemory})
 	// What only decoding needed (the unpickler's memo: a fifth of a big
 	// snapshot) is garbage now; collecting it here lets the analysis reuse
 	// that memory instead of growing the process. The decoded entries hold
 	// no pointers, so this costs little.
-	collect()
+	memlimit.Collect()
 	if err != nil {
 		if s == nil {
 			return nil, badInput(err)
@@ -91,7 +88,7 @@ func openSnapshots(cc *cmdContext, paths []string) ([]*snapshot.Snapshot, error)
 	snaps := make([]*snapshot.Snapshot, len(paths))
 	errs := make([]error, len(paths))
 	for _, p := range paths {
-		limitMemory(cc, p, "snapshot")
+		memlimit.Add(cc.maxMemory, p, memlimit.Snapshot)
 	}
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
@@ -104,7 +101,7 @@ func openSnapshots(cc *cmdContext, paths []string) ([]*snapshot.Snapshot, error)
 		}()
 	}
 	wg.Wait()
-	collect()
+	memlimit.Collect()
 	for i, err := range errs {
 		if err == nil {
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -19,7 +20,7 @@ func opsFlags(fs *pflag.FlagSet) runFunc {
 	perInstance := fs.Bool("per-instance", false, "one backward row per module instance (\"(backward of aten::linear in nn.Module: Linear_3)\") instead of one per operator")
 	cpu := fs.Bool("cpu", false, "also list CPU memory (by default only GPU devices, unless the trace has CPU memory only)")
 	device := new(int)
-	deviceFlag(fs, device, "list only GPU device `N`; -1 for every device")
+	flagvalue.Device(fs, device, "list only GPU device `N`; -1 for every device")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		keys := map[string]trace.SortKey{"self": trace.BySelf, "alloc": trace.BySelfAlloc, "total": trace.ByTotal, "peak": trace.ByPeakLive, "net": trace.BySelfNet}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscope/memscope/internal/flagvalue"
+	"github.com/memscope/memscope/internal/memlimit"
 	"github.com/memscope/memscope/report"
 )
 
 func pprofFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
-	deviceFlag(fs, &o.device, "profile CUDA device `N`; -1: the only device, or the first with recorded events")
+	flagvalue.Device(fs, &o.device, "profile CUDA device `N`; -1: the only device, or the first with recorded events")
 	filterFlags(fs, &o.focus, &o.ignore)
 	at := fs.String("at", "peak", "the `MOMENT` for inuse_*: peak, end, oom, oom:N, event:N, step:N:PHASE[:M], or a time such as 1.5s")
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
@@ -33,7 +35,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		gcChurn() // building and encoding the profile makes garbage on top of the snapshot
+		memlimit.Churn() // building and encoding the profile makes garbage on top of the snapshot
 		d := an.Primary()
 		if d == nil {
 			return badInput(fmt.Errorf("%s: no device has segments or recorded events", snaps[0]))

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/memlimit"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -41,11 +42,11 @@ func ranksFlags(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return badInput(err)
 		}
-		gcChurn() // each worker's snapshot is garbage once its numbers are read
+		memlimit.Churn() // each worker's snapshot is garbage once its numbers are read
 		stats, skipped := attribution.ReadRanks(inputs, attribution.ReadRanksOptions{
 			Jobs: o.jobs,
 			Open: func(path string) (*snapshot.Snapshot, error) { return openSnapshot(cc, path) },
-			Done: collect, // the snapshot just read is garbage: free it before the next
+			Done: memlimit.Collect, // the snapshot just read is garbage: free it before the next
 		})
 		if len(stats) == 0 {
 			return badInput(fmt.Errorf("no rank could be read: %s", strings.Join(skipped, "; ")))

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/sweep"
@@ -33,7 +34,7 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.run, "run", "", "add the sweep or capture run directory `DIR` (memscope sweep, memscope capture)")
 	fs.StringVar(&o.trace, "trace", "", "add the per-operator memory table of the torch.profiler trace `T` (.json or .json.gz), or the chart of an export_memory_timeline file")
 	fs.IntVar(&o.ops, "ops", 40, "list the `N` operators that allocate the most (with --trace)")
-	deviceFlag(fs, &o.device, "show only CUDA device `N`; -1 for every device")
+	flagvalue.Device(fs, &o.device, "show only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {

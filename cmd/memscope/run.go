@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/spf13/pflag"
 )
@@ -74,7 +75,7 @@ func globalFlags(fs *pflag.FlagSet) (help, version *bool) {
 func runCommand(cc *cmdContext, c *command, args []string) error {
 	fs, runFn, showHelp := commandFlags(c)
 	if err := fs.Parse(args); err != nil {
-		return &usageError{cmd: c.name, msg: flagErrorOf(err)}
+		return &usageError{cmd: c.name, msg: flagvalue.Message(err)}
 	}
 	if *showHelp {
 		writeCommandHelp(cc.stdout, c)
@@ -84,7 +85,7 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
 	cc.maxMemory = memoryFlagOf(fs)
-	cc.neutral = neutralOf(fs)
+	cc.neutral = flagvalue.NeutralOf(fs)
 	return runFn(cc, fs.Args())
 }
 
@@ -94,7 +95,7 @@ func commandFlags(c *command) (fs *pflag.FlagSet, runFn runFunc, help *bool) {
 	fs = newFlagSet("memscope " + c.name)
 	runFn = c.flags(fs)
 	if c.name != "help" && fs.Lookup("neutral-paths") == nil {
-		neutralFlag(fs, c.name == "report")
+		flagvalue.Neutral(fs, c.name == "report")
 	}
 	help = fs.BoolP("help", "h", false, "show this help")
 	return fs, runFn, help

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/serve"
 	"github.com/memscope/memscope/trace"
@@ -41,7 +42,7 @@ func serveFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&o.http, "http", "localhost:0", "listen on `HOST:PORT` (port 0: a free one); an address other than loopback needs the token printed in the URL")
 	fs.StringVar(&o.trace, "trace", "", "join with the torch.profiler `TRACE` of the same run: the peak by operator in the summary")
 	fs.StringVar(&o.run, "run", "", "serve the snapshots of the capture run directory `DIR` (and its trace.json.gz)")
-	deviceFlag(fs, &o.device, "serve only CUDA device `N`; -1 for every device")
+	flagvalue.Device(fs, &o.device, "serve only CUDA device `N`; -1 for every device")
 	filterFlags(fs, &o.focus, &o.ignore)
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {

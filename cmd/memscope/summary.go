@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/trace"
 )
@@ -71,7 +72,7 @@ func summaryFlags(fs *pflag.FlagSet) runFunc {
 	var o summaryOptions
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	fs.IntVar(&o.top, "top", 10, "list the `N` sites holding the most memory at the peak")
-	deviceFlag(fs, &o.device, "report only CUDA device `N`; -1 for every device")
+	flagvalue.Device(fs, &o.device, "report only CUDA device `N`; -1 for every device")
 	fs.BoolVar(&o.stacks, "stacks", false, "print the Python stack of each top site, native frames counted (JSON always has every frame)")
 	fs.BoolVar(&o.allFrames, "all-frames", false, "with --stacks, print the native frames too (C++, CPython, libc: a stacks=\"all\" recording)")
 	fs.StringVar(&o.run, "run", "", "summarize the capture or sweep run directory `DIR` (memscope capture, sweep)")

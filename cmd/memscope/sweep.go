@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/sweep"
 	"github.com/spf13/pflag"
@@ -58,7 +59,7 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&c.Warmup, "warmup", 1, "`N` warm-up steps per point, not measured")
 	fs.IntVar(&c.Steps, "steps", 3, "`N` measured steps per point")
 	fs.Float64Var(&c.MemoryFraction, "memory-fraction", 0, "cap each process at fraction `F` of the device (set_per_process_memory_fraction)")
-	sizeFlag(fs, &c.MemoryLimit, "memory-limit", true, "24GiB", "cap each process at `SIZE` (e.g. 24GiB), as a memory fraction")
+	flagvalue.Size(fs, &c.MemoryLimit, "memory-limit", true, "24GiB", "cap each process at `SIZE` (e.g. 24GiB), as a memory fraction")
 	fs.BoolVar(&o.noBisect, "no-bisect", false, "stop at the ladder's first OOM without bisecting")
 	fs.StringSliceVar(&o.snapshots, "snapshots", []string{"all"}, "`PRECISIONS` whose safe, largest-fit and first-fail points get snapshots: all, none, or a list")
 	fs.IntVar(&c.SnapshotSteps, "snapshot-steps", 0, "`N` measured steps at the snapshot points (0: as many as --steps, so that a late OOM recurs)")

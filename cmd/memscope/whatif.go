@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/allocator"
+	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/report"
 )
 
@@ -22,9 +23,9 @@ type whatifOptions struct {
 func whatifFlags(fs *pflag.FlagSet) runFunc {
 	var o whatifOptions
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
-	deviceFlag(fs, &o.device, "model only CUDA device `N`; -1 for every device with recorded events")
+	flagvalue.Device(fs, &o.device, "model only CUDA device `N`; -1 for every device with recorded events")
 	fs.StringArrayVar(&o.confs, "conf", nil, "drive the recorded requests under the PYTORCH_CUDA_ALLOC_CONF `STRING` (e.g. expandable_segments:True); repeat for several, side by side")
-	sizeFlag(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "cap the process at `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction would, instead of the limit the recorded OOM shows")
+	flagvalue.Size(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "cap the process at `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction would, instead of the limit the recorded OOM shows")
 	memoryFlag(fs)
 	return func(cc *cmdContext, paths []string) error {
 		sets := make([]allocator.Settings, len(o.confs))

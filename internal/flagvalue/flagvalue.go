@@ -1,4 +1,9 @@
-package main
+// Package flagvalue holds memscope's typed flag values: a CUDA device, a
+// size, a device's memory (a size or a GPU name), --neutral-paths. Each
+// checks its value as pflag sets it, so a rule is written once, and says
+// what was wrong in its own words: the command line reports an Error's
+// message (Message) as it is, without pflag's "invalid argument" frame.
+package flagvalue
 
 import (
 	"errors"
@@ -14,21 +19,15 @@ import (
 	"github.com/memscope/memscope/internal/units"
 )
 
-// This file holds the typed flag values: a CUDA device, a size, a device's
-// memory (a size or a GPU name). Each checks its value as pflag sets it,
-// so a rule is written once, and says what was wrong in its own words:
-// runCommand reports a flagError's message as it is, without pflag's
-// "invalid argument" frame.
+// Error is a flag value a typed value refused.
+type Error struct{ msg string }
 
-// flagError is a flag value a typed value refused.
-type flagError struct{ msg string }
+func (e *Error) Error() string { return e.msg }
 
-func (e *flagError) Error() string { return e.msg }
-
-// flagErrorOf returns the message of the flagError pflag's parse error
+// Message returns the message of the Error pflag's parse error
 // wraps, or the parse error's own.
-func flagErrorOf(err error) string {
-	if fe, ok := errors.AsType[*flagError](err); ok {
+func Message(err error) string {
+	if fe, ok := errors.AsType[*Error](err); ok {
 		return fe.msg
 	}
 	return err.Error()
@@ -39,8 +38,8 @@ func flagErrorOf(err error) string {
 // events; the first with recorded events).
 type deviceValue struct{ n *int }
 
-// deviceFlag defines --device in fs, bound to dst, -1 by default.
-func deviceFlag(fs *pflag.FlagSet, dst *int, usage string) {
+// Device defines --device in fs, bound to dst, -1 by default.
+func Device(fs *pflag.FlagSet, dst *int, usage string) {
 	*dst = -1
 	fs.Var(deviceValue{dst}, "device", usage)
 }
@@ -58,9 +57,9 @@ func (v deviceValue) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	switch {
 	case err != nil:
-		return &flagError{fmt.Sprintf("--device %q: want a device number, or -1 for all", s)}
+		return &Error{fmt.Sprintf("--device %q: want a device number, or -1 for all", s)}
 	case n < -1:
-		return &flagError{fmt.Sprintf("--device %d: want a device number, or -1 for all", n)}
+		return &Error{fmt.Sprintf("--device %d: want a device number, or -1 for all", n)}
 	}
 	*v.n = n
 	return nil
@@ -75,9 +74,9 @@ type sizeValue struct {
 	positive            bool
 }
 
-// sizeFlag defines the size flag name in fs, bound to dst (left as it is
+// Size defines the size flag name in fs, bound to dst (left as it is
 // until the flag is given).
-func sizeFlag(fs *pflag.FlagSet, dst *int64, name string, positive bool, example, usage string) {
+func Size(fs *pflag.FlagSet, dst *int64, name string, positive bool, example, usage string) {
 	fs.Var(&sizeValue{name: name, example: example, n: dst, positive: positive}, name, usage)
 }
 
@@ -88,9 +87,9 @@ func (v *sizeValue) Set(s string) error {
 	n, err := units.ParseBytes(s)
 	switch {
 	case v.positive && (err != nil || n <= 0):
-		return &flagError{fmt.Sprintf("--%s %q: want a size such as %s", v.name, s, v.example)}
+		return &Error{fmt.Sprintf("--%s %q: want a size such as %s", v.name, s, v.example)}
 	case err != nil:
-		return &flagError{fmt.Sprintf("--%s: %v", v.name, err)}
+		return &Error{fmt.Sprintf("--%s: %v", v.name, err)}
 	}
 	v.text, *v.n = s, n
 	return nil
@@ -103,9 +102,9 @@ type gpuValue struct {
 	gpu  *budget.GPU
 }
 
-// gpuFlag defines --device-memory in fs, bound to dst (Memory 0 until
+// GPU defines --device-memory in fs, bound to dst (Memory 0 until
 // given).
-func gpuFlag(fs *pflag.FlagSet, dst *budget.GPU, usage string) {
+func GPU(fs *pflag.FlagSet, dst *budget.GPU, usage string) {
 	fs.Var(&gpuValue{gpu: dst}, "device-memory", usage+strings.Join(budget.GPUNames(), ", "))
 }
 
@@ -121,20 +120,20 @@ func (v *gpuValue) Set(s string) error {
 		v.text, *v.gpu = s, budget.GPU{Memory: n}
 		return nil
 	}
-	return &flagError{fmt.Sprintf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
+	return &Error{fmt.Sprintf("--device-memory %q: neither a size (80GiB) nor a GPU this knows (%s)",
 		s, strings.Join(budget.GPUNames(), ", "))}
 }
 
 // neutralValue is --neutral-paths, which every command that writes output
-// takes (commandFlags adds it): rewrite the paths of frames and of input
+// takes (cmd/memscope's commandFlags adds it): rewrite the paths of frames and of input
 // files to neutral prefixes (srcpath.Neutral) before anything is
 // analysed, so that no output shows a home directory, a venv or the
 // working directory.
 type neutralValue struct{ on *bool }
 
-// neutralFlag defines --neutral-paths in fs, on by default when def is
+// Neutral defines --neutral-paths in fs, on by default when def is
 // set (report: its pages are attached to issues).
-func neutralFlag(fs *pflag.FlagSet, def bool) {
+func Neutral(fs *pflag.FlagSet, def bool) {
 	v := neutralValue{new(bool)}
 	*v.on = def
 	usage := "rewrite the paths of frames and input files to <site-packages>/, <python>/, <home>/, ./ and <repo>/ (for sharing)"
@@ -152,16 +151,16 @@ func (neutralValue) Type() string { return "bool" }
 func (v neutralValue) Set(s string) error {
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return &flagError{fmt.Sprintf("--neutral-paths=%s: want true or false", s)}
+		return &Error{fmt.Sprintf("--neutral-paths=%s: want true or false", s)}
 	}
 	*v.on = b
 	return nil
 }
 
-// neutralOf is the rewriting fs's --neutral-paths asks for, nil when it
+// NeutralOf is the rewriting fs's --neutral-paths asks for, nil when it
 // is off or fs has none (capture's and sweep's own --neutral-paths are
 // the harness's: it rewrites the files it writes).
-func neutralOf(fs *pflag.FlagSet) *srcpath.Neutral {
+func NeutralOf(fs *pflag.FlagSet) *srcpath.Neutral {
 	f := fs.Lookup("neutral-paths")
 	if f == nil {
 		return nil
@@ -174,4 +173,15 @@ func neutralOf(fs *pflag.FlagSet) *srcpath.Neutral {
 	nr.Home, _ = os.UserHomeDir()
 	nr.WorkDir, _ = os.Getwd()
 	return nr
+}
+
+// SizeOf is the bytes of fs's size flag name (defined by Size), 0 when fs
+// has no such flag or it was not given.
+func SizeOf(fs *pflag.FlagSet, name string) int64 {
+	if f := fs.Lookup(name); f != nil {
+		if v, ok := f.Value.(*sizeValue); ok {
+			return *v.n
+		}
+	}
+	return 0
 }
