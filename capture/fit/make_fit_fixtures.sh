@@ -43,6 +43,39 @@ frontier() { # frontier W CAP [SETTING]: doubling, then bisection
 	echo "fit-$w cap $(($cap / MiB)) MiB ${3:-}: largest fit $lo, first fail $hi"
 }
 
+# frontier_seq W CAP BATCH: the longest sequence (gen: prompt tokens) at
+# BATCH that fits, doubling from 128 tokens, then bisection to the token.
+frontier_seq() {
+	local w=$1 cap=$2 batch=$3 lo=0 hi=0 L=128 rc
+	local d="$out/fit-$w/seq-b$batch-cap$((cap / MiB))MiB"
+	while :; do
+		point "$w" "$cap" "$batch" "$d/L$L" --seq $L; rc=$?
+		[ $rc -eq 2 ] && return 1
+		if [ $rc -eq 0 ]; then lo=$L; L=$((L * 2)); [ $L -gt 4096 ] && break; else hi=$L; break; fi
+	done
+	while [ $hi -gt 0 ] && [ $((hi - lo)) -gt 1 ]; do
+		L=$(((lo + hi) / 2))
+		point "$w" "$cap" "$batch" "$d/L$L" --seq $L; rc=$?
+		[ $rc -eq 2 ] && return 1
+		if [ $rc -eq 0 ]; then lo=$L; else hi=$L; fi
+	done
+	printf 'largest_fit %d\nfirst_fail %d\n' "$lo" "$hi" >"$d/frontier.txt"
+	echo "fit-$w batch $batch cap $((cap / MiB)) MiB: longest prompt that fits $lo, first fail $hi"
+}
+
+if [ -n "${SEQ_ONLY:-}" ]; then
+	# generate() at batch 16 recorded at prompts of 128, 256 and 512 tokens,
+	# and its longest prompt under a 1.5 GiB cap.
+	pids=()
+	for L in 128 256 512; do
+		point gen 0 16 "$out/fit-gen/b16-seq$L" --record --seq $L &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	frontier_seq gen $((1536 * MiB)) 16
+	exit $?
+fi
+
 status=0
 pids=()
 for w in ${WORKLOADS:-lm conv gen}; do
