@@ -308,9 +308,10 @@ func browse(t *testing.T, path, shots string) {
 	// The moment view at the peak.
 	c.eval(t, `location.hash = '#moment?at=peak'`, nil)
 	took := c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
-	var fetchMs float64
+	var fetchMs, segsMs float64
 	c.eval(t, `memscope.momentFetchMs`, &fetchMs)
-	t.Logf("the moment page at the peak drawn %s after it was asked for (%.0f ms of it fetching and parsing /api/moment)", took.Round(time.Millisecond), fetchMs)
+	c.eval(t, `memscope.segmentsMs`, &segsMs)
+	t.Logf("the moment page at the peak drawn %s after it was asked for (%.0f ms of it fetching and parsing /api/moment, %.0f ms drawing the segments)", took.Round(time.Millisecond), fetchMs, segsMs)
 	var segs string
 	c.eval(t, `document.getElementById('segs').dataset.segments`, &segs)
 	peak := v.d.Timeline.PeakAllocated.Index

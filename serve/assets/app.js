@@ -480,6 +480,7 @@ const SEG = { row: 16, left: 150, right: 10 };
 function drawSegments() {
   const m = moment;
   if (!m) return;
+  const t0 = performance.now();
   const W = segCv.clientWidth;
   const H = Math.max(30, m.segments.length * SEG.row + 10);
   segCv.width = W; segCv.height = H; segCv.style.height = H + 'px';
@@ -489,6 +490,7 @@ function drawSegments() {
   for (const s of m.segments) big = Math.max(big, s.size);
   const w = W - SEG.left - SEG.right;
   g.font = '11px system-ui, sans-serif';
+  const paths = new Map(), outline = new Path2D();
   m.segments.forEach((s, i) => {
     const y = 5 + i * SEG.row, h = SEG.row - 4, sw = s.size / big * w;
     g.fillStyle = '#455a64';
@@ -499,14 +501,19 @@ function drawSegments() {
       g.fillStyle = '#90a4ae';
       g.fillRect(SEG.left, y, (s.allocated + s.pending_free) / big * w, h);
     }
-    for (const b of s.blocks) {
-      g.fillStyle = b.pending_free ? '#ff8a65' : (catColor[b.category] || '#90a4ae');
-      g.fillRect(SEG.left + b.offset / big * w, y, Math.max(0.5, b.size / big * w - 0.3), h);
+    for (const b of s.blocks) { // one path per colour, filled once below
+      const color = b.pending_free ? '#ff8a65' : (catColor[b.category] || '#90a4ae');
+      let p = paths.get(color);
+      if (!p) { p = new Path2D(); paths.set(color, p); }
+      p.rect(SEG.left + b.offset / big * w, y, Math.max(0.5, b.size / big * w - 0.3), h);
     }
-    g.strokeStyle = '#78909c';
-    g.strokeRect(SEG.left + 0.5, y + 0.5, sw, h);
+    outline.rect(SEG.left + 0.5, y + 0.5, sw, h);
   });
+  for (const [color, p] of paths) { g.fillStyle = color; g.fill(p); }
+  g.strokeStyle = '#78909c';
+  g.stroke(outline);
   segCv.dataset.segments = String(m.segments.length);
+  ms.segmentsMs = performance.now() - t0;
   segCv.dataset.event = String(m.event);
 }
 function segHit(ev) {
