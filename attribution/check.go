@@ -59,6 +59,16 @@ type Breach struct {
 	Leak *Leak
 }
 
+// Check returns the limits an's devices break, each device's in the order
+// of BreachKind (Device.Check).
+func (an *Analysis) Check(l Limits) []Breach {
+	var out []Breach
+	for _, d := range an.Devices {
+		out = append(out, d.Check(l)...)
+	}
+	return out
+}
+
 // Check returns the limits the device breaks, in the order of BreachKind.
 func (d *Device) Check(l Limits) []Breach {
 	var out []Breach

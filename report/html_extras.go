@@ -252,6 +252,22 @@ type OpsView struct {
 	Warnings []string
 }
 
+// ProfileViews are a page's sections for a profiler output named source:
+// for a trace, its operators on the device with the highest allocated peak
+// (Trace.PeakDevice), Top of them shown, with the trace's warnings; for an
+// export_memory_timeline file, the category chart.
+func ProfileViews(source string, p trace.Profile, top int) (*OpsView, *TimelineView) {
+	if p.Timeline != nil {
+		return nil, &TimelineView{Source: source, Timeline: p.Timeline}
+	}
+	t := p.Trace
+	ov := &OpsView{Source: source, Table: t.OpTable(t.PeakDevice(), false), Top: top}
+	for _, w := range t.Warnings {
+		ov.Warnings = append(ov.Warnings, w.String())
+	}
+	return ov, nil
+}
+
 // maxOpsRows bounds the operator table whatever Top asks.
 const maxOpsRows = 100
 

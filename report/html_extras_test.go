@@ -155,3 +155,30 @@ func TestHTMLOps(t *testing.T) {
 		t.Errorf("operator table does not say %q", want)
 	}
 }
+
+// TestProfileViews: a trace becomes the operator table of its device with
+// the highest allocated peak, with its warnings; an export_memory_timeline
+// file becomes the category chart.
+func TestProfileViews(t *testing.T) {
+	tr, err := trace.OpenProfile("../fixtures/llama-profiled/trace.json.gz")
+	if err != nil || tr.Trace == nil {
+		t.Fatalf("OpenProfile(trace.json.gz) = %v, %v", tr, err)
+	}
+	tr.Trace.Warnings = append(tr.Trace.Warnings, trace.Warning{Offset: 12, Message: "planted"})
+	ov, tv := ProfileViews("trace.json.gz", tr, 7)
+	want := tr.Trace.OpTable(tr.Trace.PeakDevice(), false)
+	if tv != nil || ov == nil || ov.Source != "trace.json.gz" || ov.Top != 7 || ov.Table.Device != want.Device || len(ov.Table.Rows) != len(want.Rows) || ov.Table.Rows[0] != want.Rows[0] {
+		t.Errorf("ProfileViews(trace) = %+v, %+v; want the table of device %v (%d rows), top 7", ov, tv, want.Device, len(want.Rows))
+	}
+	if ov != nil && (len(ov.Warnings) != len(tr.Trace.Warnings) || ov.Warnings[len(ov.Warnings)-1] != tr.Trace.Warnings[len(tr.Trace.Warnings)-1].String()) {
+		t.Errorf("ProfileViews(trace).Warnings = %q, want the trace's %v", ov.Warnings, tr.Trace.Warnings)
+	}
+	tl, err := trace.OpenProfile("../fixtures/llama-profiled/memory_timeline.json")
+	if err != nil || tl.Timeline == nil {
+		t.Fatalf("OpenProfile(memory_timeline.json) = %v, %v", tl, err)
+	}
+	ov, tv = ProfileViews("memory_timeline.json", tl, 7)
+	if ov != nil || tv == nil || tv.Source != "memory_timeline.json" || tv.Timeline != tl.Timeline {
+		t.Errorf("ProfileViews(timeline) = %+v, %+v; want the category chart", ov, tv)
+	}
+}

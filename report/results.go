@@ -41,19 +41,9 @@ type Peak struct {
 	JoinedBy string // "ops" or "timeline": how the trace was joined, "" for none
 }
 
-// PeakDevice is one device's moment, with what a joined trace says of it.
-type PeakDevice struct {
-	Device *attribution.Device
-	Moment *attribution.Moment
-	// Join, Ops and OpsCovered: the join with a profiler trace, the live
-	// bytes by operator, and the share of the window's bytes that found
-	// their op.
-	Join       *attribution.Join
-	Ops        []attribution.OpBytes
-	OpsCovered float64
-	// Sample: an export_memory_timeline file read at the moment.
-	Sample trace.Sample
-}
+// PeakDevice is one device's moment, with what a joined trace says of it
+// (attribution.Analysis.At).
+type PeakDevice = attribution.DeviceAt
 
 func (*Peak) Kind() string { return "peak" }
 

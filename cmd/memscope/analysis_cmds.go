@@ -104,20 +104,8 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 			case tl != nil:
 				r.JoinedBy = "timeline"
 			}
-			for _, d := range an.Devices {
-				m, err := d.Moment(*at)
-				if err != nil {
-					return nil, usageErrorf("--at: %v", err)
-				}
-				pd := report.PeakDevice{Device: d, Moment: m}
-				if tr != nil {
-					pd.Join = d.JoinTrace(tr)
-					pd.Ops, pd.OpsCovered = pd.Join.ByOp(m)
-				}
-				if tl != nil {
-					pd.Sample = tl.Sample(m.TimeUS)
-				}
-				r.Devices = append(r.Devices, pd)
+			if r.Devices, err = an.At(*at, tr, tl); err != nil {
+				return nil, usageErrorf("--at: %v", err)
 			}
 			return r, nil
 		})
@@ -228,11 +216,7 @@ func checkFlags(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			f := report.CheckFile{Source: cc.shown(p), Truncated: an.Snapshot.Salvaged()}
-			for _, d := range an.Devices {
-				f.Breaches = append(f.Breaches, d.Check(lim)...)
-			}
-			res.Files = append(res.Files, f)
+			res.Files = append(res.Files, report.CheckFile{Source: cc.shown(p), Truncated: an.Snapshot.Salvaged(), Breaches: an.Check(lim)})
 		}
 		if err := report.Write(cc.stdout, o.format(), &res); err != nil {
 			return err

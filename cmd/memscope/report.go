@@ -60,8 +60,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 	if err := refuseOverInput(o.out, append([]string{o.trace, o.run}, paths...)...); err != nil {
 		return err
 	}
-	var analyses []*attribution.Analysis
-	sections := 0
+	var page attribution.Page
 	for _, p := range paths {
 		s, err := openSnapshot(cc, p)
 		if err != nil {
@@ -70,25 +69,11 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 		if err := checkAgainst(cc, p, s, attribution.Options{Filter: filter, Device: o.device}); err != nil {
 			return err
 		}
-		// The timeline's points, as the page will split them if no later
-		// file adds devices: the analysis keeps them from its own replay.
-		devs := len(s.Devices())
-		if o.device >= 0 {
-			devs = 1
-		}
-		points := attribution.ViewOptionsFor(sections + devs).Series.MaxPoints
-		an := attribution.Analyze(s, attribution.Options{Filter: filter, Device: o.device, SeriesPoints: points})
-		sections += len(an.Devices)
-		if sections > attribution.MaxViewSections {
+		page.Add(s, attribution.Options{Filter: filter, Device: o.device})
+		if page.Sections() > attribution.MaxViewSections {
 			return usageErrorf("the snapshots hold more than %d devices; one page shows at most %d (pick one with --device, or fewer files)",
 				attribution.MaxViewSections, attribution.MaxViewSections)
 		}
-		analyses = append(analyses, an)
-	}
-	vo := attribution.ViewOptionsFor(sections)
-	var views []*attribution.View
-	for _, an := range analyses {
-		views = append(views, attribution.NewView(an, vo))
 	}
 	opt := report.HTMLOptions{Title: o.title, Version: version()}
 	if o.run != "" {
@@ -101,7 +86,7 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 			return err
 		}
 	}
-	n, err := writeFile(o.out, func(w io.Writer) error { return report.Write(w, report.HTML, &report.Page{Views: views, Options: opt}) })
+	n, err := writeFile(o.out, func(w io.Writer) error { return report.Write(w, report.HTML, &report.Page{Views: page.Views(), Options: opt}) })
 	if err != nil {
 		return err
 	}
@@ -119,22 +104,13 @@ func runView(dir string) (*report.RunView, error) {
 	return &report.RunView{Sweep: a, Capture: run}, nil
 }
 
-// opsView reads a profiler trace and tabulates its operators on the device
-// with the highest allocated peak; an export_memory_timeline file instead
-// becomes the category chart.
+// opsView reads a profiler trace or an export_memory_timeline file for
+// the page (report.ProfileViews).
 func opsView(cc *cmdContext, path string, top int) (*report.OpsView, *report.TimelineView, error) {
 	prof, err := openProfile(cc, path)
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	if prof.Timeline != nil {
-		return nil, &report.TimelineView{Source: cc.shown(path), Timeline: prof.Timeline}, nil
-	}
-	t := prof.Trace
-	tb := t.OpTable(t.PeakDevice(), false)
-	ov := &report.OpsView{Source: cc.shown(path), Table: tb, Top: top}
-	for _, w := range t.Warnings {
-		ov.Warnings = append(ov.Warnings, w.String())
-	}
-	return ov, nil, nil
+	ov, tv := report.ProfileViews(cc.shown(path), prof, top)
+	return ov, tv, nil
 }

@@ -21,27 +21,7 @@ type sweepOptions struct {
 	snapshots []string
 	noBisect  bool
 	json      bool
-	// workloadArgs are the workload flags the user set, passed on as given.
-	workloadFlags []string
 	fs            *pflag.FlagSet
-}
-
-// sweepWorkloadFlags are passed to the harness when set: name, kind, usage.
-var sweepWorkloadFlags = []struct{ name, kind, usage string }{
-	{"seq", "int", "mlp, llama: tokens per sample (default 512)"},
-	{"layers", "int", "llama: decoder layers (default 12)"},
-	{"hidden", "int", "llama: hidden size (default 1024)"},
-	{"intermediate", "int", "llama: MLP size (default 2816)"},
-	{"heads", "int", "llama: attention heads (default 16)"},
-	{"kv-heads", "int", "llama: key/value heads (default 8)"},
-	{"vocab", "int", "llama: vocabulary (default 128256)"},
-	{"config", "string", "llama: a transformers config.json `FILE` instead of the flags above"},
-	{"checkpointing", "bool", "llama: activation checkpointing in every layer"},
-	{"width", "int", "mlp: width (default 4096)"},
-	{"depth", "int", "mlp: layers (default 8)"},
-	{"classes", "int", "mlp, vit: classes (default 1000)"},
-	{"vision-model", "string", "vit: a torchvision model `NAME` (default vit_b_16)"},
-	{"image-size", "int", "vit: image side in pixels (default 224)"},
 }
 
 func sweepFlags(fs *pflag.FlagSet) runFunc {
@@ -69,14 +49,14 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&c.Parallel, "parallel", "ddp", "with --nproc, the `PARALLEL` wrapper: ddp, fsdp (FSDP2 fully_shard) or none")
 	fs.IntVar(&c.Torchrun.Nproc, "nproc", 0, "run each point as `N` processes under torchrun, one per GPU")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
-	for _, f := range sweepWorkloadFlags {
-		switch f.kind {
+	for _, f := range capture.WorkloadFlags {
+		switch f.Kind {
 		case "int":
-			fs.Int(f.name, 0, f.usage)
+			fs.Int(f.Name, 0, f.Usage)
 		case "string":
-			fs.String(f.name, "", f.usage)
+			fs.String(f.Name, "", f.Usage)
 		case "bool":
-			fs.Bool(f.name, false, f.usage)
+			fs.Bool(f.Name, false, f.Usage)
 		}
 	}
 	c.Torchrun.NodeRank = -1
@@ -92,28 +72,10 @@ func sweepFlags(fs *pflag.FlagSet) runFunc {
 func (o *sweepOptions) check() error {
 	c := &o.cfg
 	c.Bisect = !o.noBisect
-	switch {
-	case len(o.snapshots) == 1 && o.snapshots[0] == "all":
-		c.SnapshotPrecisions = c.Precisions
-	case len(o.snapshots) == 1 && o.snapshots[0] == "none":
-		c.SnapshotPrecisions = nil
-	default:
-		c.SnapshotPrecisions = o.snapshots
-	}
-	c.WorkloadArgs = nil
-	for _, f := range sweepWorkloadFlags {
-		fl := o.fs.Lookup(f.name)
-		if fl == nil || !fl.Changed {
-			continue
-		}
-		if f.kind == "bool" {
-			if fl.Value.String() == "true" {
-				c.WorkloadArgs = append(c.WorkloadArgs, "--"+f.name)
-			}
-			continue
-		}
-		c.WorkloadArgs = append(c.WorkloadArgs, "--"+f.name, fl.Value.String())
-	}
+	c.SetSnapshots(o.snapshots)
+	set := map[string]string{}
+	o.fs.Visit(func(f *pflag.Flag) { set[f.Name] = f.Value.String() })
+	c.SetWorkloadArgs(set)
 	c.Command = append([]string{"memscope", "sweep"}, os.Args[min(2, len(os.Args)):]...)
 	if err := c.Check(); err != nil {
 		return usageErrorf("%v", err)
