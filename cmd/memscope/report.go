@@ -86,7 +86,9 @@ func runReport(cc *cmdContext, o reportOptions, paths []string) error {
 			return err
 		}
 	}
-	n, err := writeFile(o.out, func(w io.Writer) error { return report.Write(w, report.HTML, &report.Page{Views: page.Views(), Options: opt}) })
+	n, err := writeFile(o.out, func(w io.Writer) error {
+		return report.Write(w, report.HTML, &report.Page{Views: page.Views(), Options: opt})
+	})
 	if err != nil {
 		return err
 	}

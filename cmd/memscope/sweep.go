@@ -21,7 +21,7 @@ type sweepOptions struct {
 	snapshots []string
 	noBisect  bool
 	json      bool
-	fs            *pflag.FlagSet
+	fs        *pflag.FlagSet
 }
 
 func sweepFlags(fs *pflag.FlagSet) runFunc {
