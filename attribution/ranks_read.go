@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memscope/memscope/capture"
+	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -414,39 +415,9 @@ func isSummaryJSON(path string) bool {
 	return strings.Contains(string(head[:n]), `"kind": "summary"`) || strings.Contains(string(head[:n]), `"kind":"summary"`)
 }
 
-// summaryDoc is what ranks reads of a summary document (docs/json.md).
-type summaryDoc struct {
-	Schema string `json:"schema"`
-	Kind   string `json:"kind"`
-	Files  []struct {
-		Source   string   `json:"source"`
-		Warnings []string `json:"warnings"`
-		Devices  []struct {
-			Device   int      `json:"device"`
-			Warnings []string `json:"warnings"`
-			Peaks    struct {
-				Allocated struct{ Bytes int64 } `json:"allocated"`
-				Reserved  struct{ Bytes int64 } `json:"reserved"`
-			} `json:"peaks"`
-			DeviceUsedPeak *int64 `json:"device_used_peak"`
-			PeakStep       *int   `json:"peak_step"`
-			PeakPhase      string `json:"peak_phase"`
-			OOMs           int64  `json:"ooms"`
-			Findings       []struct {
-				Kind    string `json:"kind"`
-				Problem bool   `json:"problem"`
-			} `json:"findings"`
-			TopSites []struct {
-				Label string `json:"label"`
-				Bytes int64  `json:"bytes"`
-			} `json:"top_sites"`
-		} `json:"devices"`
-	} `json:"files"`
-}
-
 // SummarySchema is the schema a summary document ranks reads carries
-// (report.Schema).
-const SummarySchema = "memscope/v1"
+// (jsondoc.Schema).
+const SummarySchema = jsondoc.Schema
 
 // maxRankBytes bounds a byte count a summary may give: 1 PiB.
 const maxRankBytes = 1 << 50
@@ -463,7 +434,7 @@ func SummaryRanks(path string) ([]RankStats, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var doc summaryDoc
+	var doc jsondoc.SummaryDoc
 	dec := json.NewDecoder(io.LimitReader(f, maxSummaryJSON))
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("not a summary JSON document (memscope summary --json): %v", err)
@@ -483,7 +454,7 @@ func SummaryRanks(path string) ([]RankStats, error) {
 		for _, c := range []struct {
 			what string
 			v    int64
-		}{{"peak allocated", d.Peaks.Allocated.Bytes}, {"peak reserved", d.Peaks.Reserved.Bytes}} {
+		}{{"peak allocated", d.Peaks["allocated"].Bytes}, {"peak reserved", d.Peaks["reserved"].Bytes}} {
 			if c.v < 0 || c.v > maxRankBytes {
 				return nil, bad(c.what, c.v)
 			}
@@ -504,8 +475,8 @@ func SummaryRanks(path string) ([]RankStats, error) {
 		if len(doc.Files) > 1 || rank < 0 {
 			rank = RankOf(file.Source)
 		}
-		r := RankStats{Name: name, Rank: rank, Device: d.Device, PeakAllocated: d.Peaks.Allocated.Bytes,
-			PeakReserved: d.Peaks.Reserved.Bytes, DeviceUsed: -1, PeakStep: -1, PeakPhase: d.PeakPhase, Retries: -1, OOMs: max(d.OOMs, 0),
+		r := RankStats{Name: name, Rank: rank, Device: d.Device, PeakAllocated: d.Peaks["allocated"].Bytes,
+			PeakReserved: d.Peaks["reserved"].Bytes, DeviceUsed: -1, PeakStep: -1, PeakPhase: d.PeakPhase, Retries: -1, OOMs: int64(max(d.OOMs, 0)),
 			Sites: map[string]int64{}}
 		for _, fd := range d.Findings {
 			if fd.Kind == FindingLeak.String() && fd.Problem {

@@ -8,6 +8,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -449,13 +450,8 @@ type LimitJSON struct {
 	Device string `json:"device"` // the GPU's name with source given, "" otherwise
 }
 
-// LimitFitJSON is an allocated peak against an OOM'd step's limit.
-type LimitFitJSON struct {
-	Peak     int64  `json:"peak"`
-	Verdict  string `json:"verdict"` // fits, tight, cannot tell, does not fit
-	Headroom int64  `json:"headroom"`
-	Over     int64  `json:"over"`
-}
+// LimitFitJSON is jsondoc.LimitFitJSON.
+type LimitFitJSON = jsondoc.LimitFitJSON
 
 func limitFitJSON(f *attribution.LimitFit) *LimitFitJSON {
 	if f == nil {
@@ -471,21 +467,8 @@ type AdviceHolderJSON struct {
 	Blocks int    `json:"blocks"`
 }
 
-// AdviceFixJSON is one fix, worded from the catalog budget shares.
-type AdviceFixJSON struct {
-	Name              string         `json:"name"`
-	Term              string         `json:"term"`
-	Cost              string         `json:"cost"`
-	CostRank          int            `json:"cost_rank"`
-	Removes           int64          `json:"removes"`
-	Blocks            int            `json:"blocks"`
-	NewPeak           int64          `json:"new_peak"`
-	NewPeakEventIndex int            `json:"new_peak_event_index"`
-	Ranks             int64          `json:"ranks,omitempty"`
-	Chunks            int64          `json:"chunks,omitempty"`
-	Fit               *BudgetFitJSON `json:"fit,omitempty"`
-	Limit             *LimitFitJSON  `json:"limit,omitempty"`
-}
+// AdviceFixJSON is jsondoc.AdviceFixJSON.
+type AdviceFixJSON = jsondoc.AdviceFixJSON
 
 func (r *Advice) fileEntry() any {
 	f := AdviceFileJSON{Source: r.Source, Devices: []AdviceJSON{}}

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -34,11 +35,8 @@ type MomentJSON struct {
 	Timeline *TimelineSampleJSON `json:"timeline,omitempty"`
 }
 
-type OpBytesJSON struct {
-	Op     string `json:"op"`
-	Bytes  int64  `json:"bytes"`
-	Blocks int    `json:"blocks"`
-}
+// OpBytesJSON is jsondoc.OpBytesJSON.
+type OpBytesJSON = jsondoc.OpBytesJSON
 
 // opRowsJSON converts the by-operator rows of a joined moment.
 func opRowsJSON(rows []attribution.OpBytes, top int) []OpBytesJSON {
@@ -47,7 +45,7 @@ func opRowsJSON(rows []attribution.OpBytes, top int) []OpBytesJSON {
 		if top >= 0 && i == top {
 			break
 		}
-		out = append(out, OpBytesJSON{r.Label, r.Bytes.Bytes, r.Count})
+		out = append(out, OpBytesJSON{Op: r.Label, Bytes: r.Bytes.Bytes, Blocks: r.Count})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report/jsondoc"
 )
 
 // Budget is 'memscope budget': a prediction, held against a device and
@@ -144,16 +145,8 @@ func fitVerdictText(v budget.FitVerdict) string {
 	return fmt.Sprintf("verdict %d", int(v))
 }
 
-// BudgetFitJSON is the prediction held against a device (budget.Fit), its
-// verdict in words.
-type BudgetFitJSON struct {
-	Device          string  `json:"device"` // name, or "" for a size
-	Memory          int64   `json:"memory"`
-	Need            int64   `json:"need"`
-	Headroom        int64   `json:"headroom"`
-	HeadroomPercent float64 `json:"headroom_percent"`
-	Verdict         string  `json:"verdict"` // fits, tight, does not fit
-}
+// BudgetFitJSON is jsondoc.BudgetFitJSON.
+type BudgetFitJSON = jsondoc.BudgetFitJSON
 
 // BudgetCombinationJSON is a run of predicted fixes applied together
 // (budget.Combination), as advise's combination is of measured ones.
@@ -188,18 +181,18 @@ func budgetFitJSON(f *budget.Fit) *BudgetFitJSON {
 // BudgetJSON is the result of the budget document: the prediction, then
 // the fit, the fixes, the comparison and the notes.
 type BudgetJSON struct {
-	Model    budget.Model        `json:"model"`
-	Shape    budget.Shape        `json:"shape"`
-	Params   budget.Params       `json:"params"`
-	PerParam int64               `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
-	Layer    BudgetLayerJSON     `json:"layer"`
-	Terms    []BudgetTermJSON    `json:"terms"`
-	Phases   []BudgetPhaseJSON   `json:"phases"`
-	Peak     int                 `json:"peak_phase"` // index into phases
-	Outside  int64               `json:"outside"`
-	Warnings []string            `json:"warnings"`
-	Fit      *BudgetFitJSON      `json:"fit,omitempty"`
-	Fixes    []BudgetFixJSON     `json:"fixes"`
+	Model    budget.Model      `json:"model"`
+	Shape    budget.Shape      `json:"shape"`
+	Params   budget.Params     `json:"params"`
+	PerParam int64             `json:"bytes_per_param"` // weights, gradients, master, moments; before sharding
+	Layer    BudgetLayerJSON   `json:"layer"`
+	Terms    []BudgetTermJSON  `json:"terms"`
+	Phases   []BudgetPhaseJSON `json:"phases"`
+	Peak     int               `json:"peak_phase"` // index into phases
+	Outside  int64             `json:"outside"`
+	Warnings []string          `json:"warnings"`
+	Fit      *BudgetFitJSON    `json:"fit,omitempty"`
+	Fixes    []BudgetFixJSON   `json:"fixes"`
 	// Combination is, when no fix alone fits the device, the cheapest
 	// run of fixes that does, or all of them with their miss.
 	Combination *BudgetCombinationJSON `json:"combination,omitempty"`

@@ -8,5 +8,8 @@
 // concerned), and report says what they mean.
 package report
 
-// Schema is the version every JSON document carries in its "schema" field.
-const Schema = "memscope/v1"
+import "github.com/memscope/memscope/report/jsondoc"
+
+// Schema is the version every JSON document carries in its "schema" field
+// (jsondoc.Schema).
+const Schema = jsondoc.Schema

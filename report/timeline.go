@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/trace"
 )
 
@@ -102,17 +103,8 @@ func timelineJSON(ct *trace.CategoryTimeline) TimelineJSON {
 	return j
 }
 
-// TimelineSampleJSON is a memory timeline read at a snapshot's moment
-// (peak and summary with --trace naming an export_memory_timeline file).
-type TimelineSampleJSON struct {
-	Source      string `json:"source"`
-	TimeEpochUS int64  `json:"time_epoch_us"`
-	// Covered is false when the moment lies outside the timeline; the
-	// bytes are then not about that moment and are left empty.
-	Covered    bool             `json:"covered"`
-	Total      int64            `json:"total"`
-	Categories map[string]int64 `json:"categories"`
-}
+// TimelineSampleJSON is jsondoc.TimelineSampleJSON.
+type TimelineSampleJSON = jsondoc.TimelineSampleJSON
 
 // timelineSampleJSON converts a sample; source names the timeline file.
 func timelineSampleJSON(source string, s trace.Sample) *TimelineSampleJSON {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/memscope/memscope/report/jsondoc"
 )
 
 // Format is a form a result can be written in. A command chooses it once,
@@ -135,14 +137,8 @@ func (rw *Writer) Close() error {
 	return writeJSON(rw.w, FilesDoc[any]{Schema: Schema, Kind: rw.kind, Files: rw.files})
 }
 
-// FilesDoc is the document of the commands that read several files: one
-// entry per file (per file and device for ops). T is the entry's type; the
-// documented entry types are listed in docs/json.md.
-type FilesDoc[T any] struct {
-	Schema string `json:"schema"`
-	Kind   string `json:"kind"`
-	Files  []T    `json:"files"`
-}
+// FilesDoc is jsondoc.FilesDoc.
+type FilesDoc[T any] = jsondoc.FilesDoc[T]
 
 // ResultDoc is the document of the commands that write one result about
 // all their inputs (diff, check): the result under "result".

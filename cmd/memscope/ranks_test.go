@@ -286,30 +286,13 @@ func FuzzRanksSummary(f *testing.F) {
 // builtSummary writes a summary document of the schema's shape with the
 // given numbers: files entries of one device each, sites top sites.
 func builtSummary(peak, reserved int64, files, sites int) []byte {
-	type site struct {
-		Label string `json:"label"`
-		Bytes int64  `json:"bytes"`
-	}
-	type dev struct {
-		Device   int            `json:"device"`
-		Peaks    map[string]any `json:"peaks"`
-		TopSites []site         `json:"top_sites"`
-	}
-	type file struct {
-		Source  string `json:"source"`
-		Devices []dev  `json:"devices"`
-	}
-	doc := struct {
-		Schema string `json:"schema"`
-		Kind   string `json:"kind"`
-		Files  []file `json:"files"`
-	}{Schema: report.Schema, Kind: "summary"}
+	doc := report.SummaryDoc{Schema: report.Schema, Kind: "summary"}
 	for i := range files {
-		d := dev{Peaks: map[string]any{"allocated": map[string]int64{"bytes": peak + int64(i)}, "reserved": map[string]int64{"bytes": reserved}}}
+		d := report.SummaryDevice{Peaks: map[string]report.PeakJSON{"allocated": {Bytes: peak + int64(i)}, "reserved": {Bytes: reserved}}}
 		for k := range sites {
-			d.TopSites = append(d.TopSites, site{fmt.Sprintf("f.py:%d g", k), peak / int64(k+1)})
+			d.TopSites = append(d.TopSites, report.SiteJSON{Label: fmt.Sprintf("f.py:%d g", k), Bytes: peak / int64(k+1)})
 		}
-		doc.Files = append(doc.Files, file{Source: fmt.Sprintf("snapshot.rank%d.pickle", i), Devices: []dev{d}})
+		doc.Files = append(doc.Files, report.SummaryFile{Source: fmt.Sprintf("snapshot.rank%d.pickle", i), Devices: []report.SummaryDevice{d}})
 	}
 	b, _ := json.Marshal(doc)
 	return b
