@@ -55,6 +55,12 @@ func TestSummaryRanksReadsJSONDoc(t *testing.T) {
 		!slices.Equal(c.Marks, []string{MarkContradiction}) {
 		t.Errorf("SummaryRanks[1] = %+v", c)
 	}
+	// A field ranks does not read, of the wrong JSON type: not a summary
+	// document (it decodes into the document's own type).
+	os.WriteFile(path, []byte(`{"schema": "memscope/v1", "kind": "summary", "files": [{"devices": [{"steps": "many"}]}]}`), 0o644)
+	if _, err := SummaryRanks(path); err == nil {
+		t.Error(`SummaryRanks("steps": "many"): no error`)
+	}
 	doc.Kind = "peak"
 	b, _ = json.Marshal(doc)
 	os.WriteFile(path, b, 0o644)

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,18 @@ type Torchrun struct {
 	RdzvEndpoint string // host:port
 	RdzvID       string
 	RdzvBackend  string // default c10d
+}
+
+// Check reports the first value of t torchrun cannot run, naming its
+// flag: a negative --nproc, or a multi-node flag without --nproc.
+func (t Torchrun) Check() error {
+	if t.Nproc < 0 {
+		return fmt.Errorf("--nproc %d: want a positive number", t.Nproc)
+	}
+	if t.Nproc <= 1 && (t.Nnodes != "" || t.RdzvEndpoint != "" || t.NodeRank >= 0) {
+		return errors.New("--nnodes, --node-rank and --rdzv-endpoint need --nproc")
+	}
+	return nil
 }
 
 // Args returns torchrun's options, in the underscore spelling every torch

@@ -32,8 +32,8 @@ func captureFlags(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&o.opts.NeutralPaths, "neutral-paths", false, "rewrite frame paths to <repo>/, <site-packages>/… (for sharing)")
 	torchrunFlags(fs, &o.torchrun)
 	return func(cc *cmdContext, args []string) error {
-		if err := checkTorchrun(o.torchrun); err != nil {
-			return err
+		if err := o.torchrun.Check(); err != nil {
+			return usageErrorf("%v", err)
 		}
 		if o.opts.MaxEntries <= 0 {
 			return usageErrorf("--max-entries %d: want a positive number", o.opts.MaxEntries)
@@ -49,16 +49,6 @@ func torchrunFlags(fs *pflag.FlagSet, t *capture.Torchrun) {
 	fs.IntVar(&t.NodeRank, "node-rank", -1, "torchrun --node_rank: this node's `RANK`")
 	fs.StringVar(&t.RdzvEndpoint, "rdzv-endpoint", "", "torchrun --rdzv_endpoint `HOST:PORT` of the rendezvous")
 	fs.StringVar(&t.RdzvID, "rdzv-id", "", "torchrun --rdzv_id: the job's `ID` (default memscope)")
-}
-
-func checkTorchrun(t capture.Torchrun) error {
-	if t.Nproc < 0 {
-		return usageErrorf("--nproc %d: want a positive number", t.Nproc)
-	}
-	if t.Nproc <= 1 && (t.Nnodes != "" || t.RdzvEndpoint != "" || t.NodeRank >= 0) {
-		return usageErrorf("--nnodes, --node-rank and --rdzv-endpoint need --nproc")
-	}
-	return nil
 }
 
 // exitStatusError carries a captured script's non-zero exit status out of

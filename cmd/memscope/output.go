@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"github.com/memscope/memscope/internal/atomicfile"
 	"github.com/memscope/memscope/report"
@@ -17,21 +16,8 @@ import (
 // refuseOverInput returns a usage error when out names the same file as
 // one of inputs (paths or run directories; "" is skipped).
 func refuseOverInput(out string, inputs ...string) error {
-	ost, err := os.Stat(out)
-	if err != nil {
-		return nil // not there yet: no input
-	}
-	for _, in := range inputs {
-		if in == "" {
-			continue
-		}
-		ist, err := os.Stat(in)
-		if err != nil {
-			continue
-		}
-		if os.SameFile(ost, ist) {
-			return usageErrorf("-o %s is %s, an input of this command: refusing to write over it", out, in)
-		}
+	if in, ok := atomicfile.Overwrites(out, inputs...); ok {
+		return usageErrorf("-o %s is %s, an input of this command: refusing to write over it", out, in)
 	}
 	return nil
 }

@@ -96,3 +96,23 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// Overwrites returns the first of inputs (paths or directories; "" is
+// skipped) that name is the same file as, and whether there is one:
+// writing name would write over an input. A name not there yet overwrites
+// nothing.
+func Overwrites(name string, inputs ...string) (string, bool) {
+	ost, err := os.Stat(name)
+	if err != nil {
+		return "", false
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		if ist, err := os.Stat(in); err == nil && os.SameFile(ost, ist) {
+			return in, true
+		}
+	}
+	return "", false
+}

@@ -32,3 +32,36 @@ func TestWrite(t *testing.T) {
 		t.Errorf("%d entries in the folder, want the file alone (no temporary left)", len(ents))
 	}
 }
+
+func TestOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pickle")
+	if err := os.WriteFile(in, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.pickle")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.pickle")
+	if err := os.WriteFile(other, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		inputs []string
+		want   string
+		ok     bool
+	}{
+		{filepath.Join(dir, "new.html"), []string{in}, "", false}, // not there yet
+		{other, []string{"", in, filepath.Join(dir, "missing")}, "", false},
+		{in, []string{other, "", in}, in, true},
+		{link, []string{other, in}, in, true}, // the same file by another name
+		{dir, []string{in, dir + "/."}, dir + "/.", true},
+	} {
+		got, ok := Overwrites(tt.name, tt.inputs...)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Overwrites(%s, %q) = %q, %v; want %q, %v", filepath.Base(tt.name), tt.inputs, got, ok, tt.want, tt.ok)
+		}
+	}
+}
