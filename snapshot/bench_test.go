@@ -16,6 +16,22 @@ import (
 //	MEMSCOPE_BENCH_SNAPSHOT=$PWD/bench-data/big.pickle go test ./snapshot -run '^$' -bench Decode -cpu 1 -benchtime 3x
 func BenchmarkDecode(b *testing.B) {
 	path, size := snapgen.BenchFile(b, "..")
+	benchDecode(b, path, size)
+}
+
+// BenchmarkDecodeRealistic is BenchmarkDecode on a file of realistic shape
+// (gensnap -realistic: its first entries carry most frame definitions, as
+// a real capture's do, so an estimate of the entries from the first ones
+// comes out short; issue 34):
+//
+//	go run ./snapshot/internal/gensnap -o bench-data/r1g.pickle -size 1GiB -realistic
+//	MEMSCOPE_BENCH_REALISTIC=$PWD/bench-data/r1g.pickle go test ./snapshot -run '^$' -bench DecodeRealistic -cpu 1 -benchtime 3x
+func BenchmarkDecodeRealistic(b *testing.B) {
+	path, size := snapgen.BenchFileRealistic(b, "..")
+	benchDecode(b, path, size)
+}
+
+func benchDecode(b *testing.B, path string, size int64) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	events := 0

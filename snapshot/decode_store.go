@@ -1,5 +1,7 @@
 package snapshot
 
+import "sync/atomic"
+
 // This file holds the decoder's bulk storage, each grown by chunks so that
 // tens of millions of entries are never copied on growth: the memo, the
 // items of tuples and the trace entries of each device.
@@ -15,11 +17,13 @@ type eventStore struct {
 	cur    []Event
 	n      int
 
-	// The first list of entries of a pickle of known size is sized once
-	// from its first entries: sizable from its start offset, reserved
-	// when done (see decoder.reserveEvents).
+	// The first list of entries of a pickle of known size is sized from
+	// the bytes its entries take and the bytes left, re-made as it fills
+	// (see decoder.reserveEvents): sizable from its start offset; reserved
+	// once sized; check is the count at which the estimate is re-made.
 	sizable, reserved bool
 	start             int64
+	check             int
 }
 
 func (s *eventStore) add(e Event) int {
@@ -87,14 +91,19 @@ func (s *eventStore) at(i int) Event {
 
 // flat returns the events as one slice. The store keeps that slice as its
 // current chunk. Events that fit the first chunk are not copied, unless
-// more than a quarter of it is unused and it was not reserved.
+// more than a quarter of it is unused and it was not reserved, or more
+// than half of it is unused though it was (the first of several devices'
+// lists, sized from the bytes of all: a copy of this one's entries gives
+// back the rest, which the runtime counts as heap).
 func (s *eventStore) flat() []Event {
-	if len(s.chunks) == 0 && (s.reserved || cap(s.cur)-len(s.cur) <= cap(s.cur)/4) {
+	unused := cap(s.cur) - len(s.cur)
+	if len(s.chunks) == 0 && (s.reserved && unused <= len(s.cur)+eventChunk || unused <= cap(s.cur)/4) {
 		// A reserved chunk's unused tail was never touched: it costs
 		// address space, not memory, and copying would double the peak.
 		s.cur = s.cur[:len(s.cur):len(s.cur)]
 		return s.cur
 	}
+	flatCopies.Add(1)
 	out := make([]Event, 0, s.n)
 	for i, c := range s.chunks {
 		out = append(out, c...)
@@ -104,6 +113,10 @@ func (s *eventStore) flat() []Event {
 	s.chunks, s.cur = nil, out
 	return out
 }
+
+// flatCopies counts the lists of entries flat copied, for tests: a
+// sized list is filled in place.
+var flatCopies atomic.Int64
 
 // tupleArena holds the items of every tuple, back to back in chunks: tuples
 // are immutable and often one per entry (segment_pool_id, and pool_id in

@@ -43,3 +43,6 @@ var benchScanInput func(testing.TB) []byte
 
 // SetBenchScanInput sets benchScanInput.
 func SetBenchScanInput(f func(testing.TB) []byte) { benchScanInput = f }
+
+// FlatCopiesForTest is how many lists of entries flat has copied so far.
+func FlatCopiesForTest() int64 { return flatCopies.Load() }

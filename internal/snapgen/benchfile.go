@@ -15,7 +15,19 @@ import (
 // the path and the file's size.
 func BenchFile(b *testing.B, root string) (string, int64) {
 	b.Helper()
-	path := os.Getenv("MEMSCOPE_BENCH_SNAPSHOT")
+	return benchFile(b, root, os.Getenv("MEMSCOPE_BENCH_SNAPSHOT"), Options{})
+}
+
+// BenchFileRealistic is BenchFile for a file of realistic shape
+// (RealisticOptions: the first entries define most frames, as in real
+// captures): $MEMSCOPE_BENCH_REALISTIC, or about 64 MB generated.
+func BenchFileRealistic(b *testing.B, root string) (string, int64) {
+	b.Helper()
+	return benchFile(b, root, os.Getenv("MEMSCOPE_BENCH_REALISTIC"), RealisticOptions())
+}
+
+func benchFile(b *testing.B, root, path string, opt Options) (string, int64) {
+	b.Helper()
 	if path == "" {
 		src, err := snapshot.Open(DefaultSource(root))
 		if err != nil {
@@ -27,7 +39,7 @@ func BenchFile(b *testing.B, root string) (string, int64) {
 			b.Fatal(err)
 		}
 		w := bufio.NewWriter(f)
-		if _, err := Write(w, src, 64<<20); err != nil {
+		if _, err := WriteOptions(w, src, 64<<20, opt); err != nil {
 			b.Fatal(err)
 		}
 		if err := w.Flush(); err != nil {

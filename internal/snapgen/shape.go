@@ -23,6 +23,16 @@ type Options struct {
 	// _wrapped_call_impl, as a deeper model has) just inside the outermost
 	// frame of every traceback: frames per block and per entry.
 	Frames int
+	// Nesting makes every third added frame a module's forward of its own
+	// for each of the source's call paths and each of its Stacks variants
+	// (a folded torch file, <site-packages>/torch/nn/modules/bench_modules.py
+	// or bench_modules_V.py, a line per path and level), as a larger
+	// model's nesting is: its first steps then
+	// defines hundreds to thousands of frames, each where it is first
+	// used, so that the first entries of the trace carry most of the frame
+	// definitions, as in real captures. Sites are unchanged (torch frames
+	// are folded).
+	Nesting bool
 	// Segments adds this many segments to the end state, held from before
 	// recording, each with Blocks active blocks of 64 KiB (1 without
 	// Blocks) and the rest of its 2 MiB multiple inactive.
@@ -50,9 +60,18 @@ func Realistic() map[string]int {
 	return map[string]int{"stacks": 64, "frames": 12, "segments": 256, "blocks": 16}
 }
 
+// nestingFile holds Options.Nesting's modules (their variants: bench_modules_V.py).
+const nestingFile = "<site-packages>/torch/nn/modules/bench_modules.py"
+
+// RealisticOptions returns Realistic's values as Options, with Nesting.
+func RealisticOptions() Options {
+	r := Realistic()
+	return Options{Stacks: r["stacks"], Frames: r["frames"], Segments: r["segments"], Blocks: r["blocks"], Nesting: true}
+}
+
 func (o Options) String() string {
-	return fmt.Sprintf("stacks=%d frames=%d segments=%d blocks=%d expandable=%v devices=%d",
-		o.Stacks, o.Frames, o.Segments, o.Blocks, o.Expandable, o.Devices)
+	return fmt.Sprintf("stacks=%d frames=%d nesting=%v segments=%d blocks=%d expandable=%v devices=%d",
+		o.Stacks, o.Frames, o.Nesting, o.Segments, o.Blocks, o.Expandable, o.Devices)
 }
 
 // shape returns a copy of s with opt applied (variants aside: the writer
@@ -75,7 +94,15 @@ func shape(s *snapshot.Snapshot, opt Options) *snapshot.Snapshot {
 		fs := make([]snapshot.FrameID, 0, len(old)+len(extra))
 		for i, f := range old {
 			if i == len(old)-1 {
-				fs = append(fs, extra...)
+				for k, e := range extra {
+					if opt.Nesting && k%3 == 0 {
+						// Innermost first: forward, then _call_impl and
+						// _wrapped_call_impl, one module level.
+						e = st.InternFrame(snapshot.Frame{Filename: nestingFile,
+							Line: int64(1 + id*opt.Frames + k), Name: "forward"})
+					}
+					fs = append(fs, e)
+				}
 			}
 			fs = append(fs, st.InternFrame(*s.Stacks.Frame(f)))
 		}
@@ -213,6 +240,14 @@ func variant(st *snapshot.Stacks, cache map[[2]int]snapshot.StackID, id snapshot
 		return n
 	}
 	fs := slices.Clone(st.Stack(id))
+	for i, f := range fs[:len(fs)-1] {
+		// Nesting's modules come in variants too: a variant's first use
+		// defines them, as a larger model's first step defines its frames.
+		if fr := *st.Frame(f); fr.Filename == nestingFile {
+			fr.Filename = fmt.Sprintf("<site-packages>/torch/nn/modules/bench_modules_%d.py", v)
+			fs[i] = st.InternFrame(fr)
+		}
+	}
 	last := *st.Frame(fs[len(fs)-1])
 	fs[len(fs)-1] = st.InternFrame(snapshot.Frame{Filename: fmt.Sprintf("<repo>/bench/variant_%d.py", v), Line: last.Line, Name: last.Name})
 	n := st.InternStack(fs)

@@ -9,11 +9,12 @@
 //
 //	-stacks N      N variants of every traceback, one per repetition in turn
 //	-frames N      N more library frames in every traceback
+//	-nesting       every third of them a module's forward of its own per call path
 //	-segments N    N more segments, held from before recording ...
 //	-blocks N      ... each with N active blocks
 //	-expandable    expandable segments (segment_map / segment_unmap)
 //	-devices N     the trace and segments copied to N devices
-//	-realistic     -stacks 64 -frames 12 -segments 256 -blocks 16, unless given
+//	-realistic     -stacks 64 -frames 12 -nesting -segments 256 -blocks 16, unless given
 package main
 
 import (
@@ -46,11 +47,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&opt.Repeats, "repeats", 0, "write each trace exactly `N` times, whatever -size says (two files of one program at two batches, for fit)")
 	fs.IntVar(&opt.Stacks, "stacks", 0, "up to `N` variants of every traceback, one per block (distinct stacks up to N × the source's)")
 	fs.IntVar(&opt.Frames, "frames", 0, "add `N` library frames to every traceback")
+	fs.BoolVar(&opt.Nesting, "nesting", false, "every third added frame a module's forward of its own per call path: the first step defines most frames, as in real captures")
 	fs.IntVar(&opt.Segments, "segments", 0, "add `N` segments held from before recording")
 	fs.IntVar(&opt.Blocks, "blocks", 0, "`N` active blocks of 64 KiB in each added segment (default 1)")
 	fs.BoolVar(&opt.Expandable, "expandable", false, "expandable segments: is_expandable, segment_map/segment_unmap")
 	fs.IntVar(&opt.Devices, "devices", 0, "copy the first device's trace and segments to `N` devices")
-	realistic := fs.Bool("realistic", false, "the shape of a larger model's run: -stacks 64 -frames 12 -segments 256 -blocks 16 unless given")
+	realistic := fs.Bool("realistic", false, "the shape of a larger model's run: -stacks 64 -frames 12 -nesting -segments 256 -blocks 16 unless given")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if !set[name] {
 				*p = snapgen.Realistic()[name]
 			}
+		}
+		if !set["nesting"] {
+			opt.Nesting = true
 		}
 	}
 	if *out == "" {
