@@ -69,3 +69,40 @@ func TestAnalysisCheck(t *testing.T) {
 		t.Errorf("Check(max peak 4 MiB) = %+v, want nil", got)
 	}
 }
+
+// TestJoinProfile: a trace joins by operator as JoinTrace does, a memory
+// timeline as JoinTimeline does, an empty profile not at all.
+func TestJoinProfile(t *testing.T) {
+	f := fixtureByName(t, "llama-profiled")
+	tr, err := trace.OpenProfile("../fixtures/llama-profiled/trace.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := trace.OpenProfile("../fixtures/llama-profiled/memory_timeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := Summarize(f.an, 5)
+	none.JoinProfile(f.an, "", trace.Profile{}, 5)
+	byTrace, wantTrace := Summarize(f.an, 5), Summarize(f.an, 5)
+	byTrace.JoinProfile(f.an, "trace.json.gz", tr, 5)
+	wantTrace.JoinTrace(f.an, tr.Trace, 5)
+	byTL, wantTL := Summarize(f.an, 5), Summarize(f.an, 5)
+	byTL.JoinProfile(f.an, "memory_timeline.json", tl, 5)
+	wantTL.JoinTimeline("memory_timeline.json", tl.Timeline)
+	if byTL.TimelineSource != "memory_timeline.json" || none.TimelineSource != "" {
+		t.Errorf("TimelineSource = %q (timeline), %q (none); want memory_timeline.json, empty", byTL.TimelineSource, none.TimelineSource)
+	}
+	for i := range none.Devices {
+		n, a, b, c, d := none.Devices[i], byTrace.Devices[i], wantTrace.Devices[i], byTL.Devices[i], wantTL.Devices[i]
+		if n.Joined || n.Ops != nil || n.Timeline != nil {
+			t.Errorf("device %d: an empty profile joined %v, %d ops, timeline %v", n.Device, n.Joined, len(n.Ops), n.Timeline)
+		}
+		if !a.Joined || len(a.Ops) != len(b.Ops) || len(a.Ops) == 0 || a.Ops[0] != b.Ops[0] || a.OpsCovered != b.OpsCovered || a.Timeline != nil {
+			t.Errorf("device %d: JoinProfile(trace) = %d ops, %.3f covered; want JoinTrace's %d, %.3f", a.Device, len(a.Ops), a.OpsCovered, len(b.Ops), b.OpsCovered)
+		}
+		if c.Timeline == nil || *c.Timeline != *d.Timeline || c.Joined {
+			t.Errorf("device %d: JoinProfile(timeline) = %+v, want JoinTimeline's %+v", c.Device, c.Timeline, d.Timeline)
+		}
+	}
+}

@@ -212,6 +212,18 @@ func (s *Summary) JoinTrace(a *Analysis, tr *trace.Trace, top int) {
 	}
 }
 
+// JoinProfile joins the profiler's output of the same run, the file
+// source: a trace by operator (JoinTrace, top rows), or a memory timeline
+// (JoinTimeline). An empty Profile joins nothing.
+func (s *Summary) JoinProfile(a *Analysis, source string, p trace.Profile, top int) {
+	if p.Trace != nil {
+		s.JoinTrace(a, p.Trace, top)
+	}
+	if p.Timeline != nil {
+		s.JoinTimeline(source, p.Timeline)
+	}
+}
+
 // JoinTimeline reads the profiler's memory timeline (the file source) at
 // each device's allocated peak; the two share the epoch µs clock. The
 // timeline is of one device, the one it was exported for (cuda:0 by

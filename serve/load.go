@@ -48,12 +48,7 @@ func Load(paths []string, opt LoadOptions) (*Server, error) {
 			return nil, err
 		}
 		sum := attribution.Summarize(an, 10)
-		if opt.Profile.Trace != nil {
-			sum.JoinTrace(an, opt.Profile.Trace, 10)
-		}
-		if opt.Profile.Timeline != nil {
-			sum.JoinTimeline(opt.Trace, opt.Profile.Timeline)
-		}
+		sum.JoinProfile(an, opt.Trace, opt.Profile, 10)
 		sum.AddDeviceUsed(p)
 		// The snapshot's Source is p, or its neutral form with --neutral-paths.
 		srcs = append(srcs, Source{Path: an.Snapshot.Source, Analysis: an, Summary: sum})

@@ -27,7 +27,6 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	tr, tl := prof.Trace, prof.Timeline
 	paths, err = snapshotPaths(paths)
 	if err != nil {
 		return err
@@ -39,12 +38,7 @@ func summary(cc *cmdContext, opts summaryOptions, paths []string) error {
 			return err
 		}
 		sum := attribution.Summarize(an, opts.top)
-		if tr != nil {
-			sum.JoinTrace(an, tr, opts.top)
-		}
-		if tl != nil {
-			sum.JoinTimeline(opts.trace, tl)
-		}
+		sum.JoinProfile(an, opts.trace, prof, opts.top)
 		sum.AddDeviceUsed(path)
 		if err := rw.Write(&report.Summary{Sum: sum, Stacks: opts.stacks, AllFrames: opts.allFrames}); err != nil {
 			return err
