@@ -72,19 +72,46 @@ func WriteOptions(w io.Writer, s *snapshot.Snapshot, minBytes int64, opt Options
 	if opt.Repeats > 0 {
 		return write(w, s, opt.Repeats, variants)
 	}
-	// Size one and two repetitions to find how many reach minBytes.
-	one, err := write(io.Discard, s, 1, variants)
+	// Size k and k+1 repetitions to find how many reach minBytes, k past
+	// the repetitions that still define frames (each Stacks variant's
+	// first use defines its own): a repetition after those takes the
+	// same bytes as the next.
+	k := 1
+	if variants > 1 {
+		k = variants + 1
+	}
+	size := func(reps int) (int64, error) {
+		st, err := write(io.Discard, s, reps, variants)
+		return st.Bytes, err
+	}
+	one, err := size(k)
 	if err != nil {
 		return Stats{}, err
 	}
-	reps := 1
-	if minBytes > one.Bytes {
-		two, err := write(io.Discard, s, 2, variants)
+	reps := k
+	if minBytes > one {
+		two, err := size(k + 1)
 		if err != nil {
 			return Stats{}, err
 		}
-		per := max(two.Bytes-one.Bytes, 1)
-		reps = 1 + int((minBytes-one.Bytes+per-1)/per)
+		per := max(two-one, 1)
+		reps = k + int((minBytes-one+per-1)/per)
+	} else {
+		// The fewest of 1…k that reach minBytes.
+		lo, hi := 1, k
+		for lo < hi {
+			mid := (lo + hi) / 2
+			n, err := size(mid)
+			if err != nil {
+				return Stats{}, err
+			}
+			if n >= minBytes {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		reps = lo
 	}
 	return write(w, s, reps, variants)
 }
