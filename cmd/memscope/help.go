@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/memscope/memscope/internal/buildversion"
+	"github.com/memscope/memscope/internal/flagvalue"
 )
 
 // overviewIntro and overviewTail frame the generated list of commands.
@@ -32,7 +31,7 @@ func writeOverview(w io.Writer) {
 	}
 	fs := newFlagSet("memscope")
 	globalFlags(fs)
-	fmt.Fprintf(&b, "\nFlags:\n%s\n%s\n", flagUsages(fs), overviewTail)
+	fmt.Fprintf(&b, "\nFlags:\n%s\n%s\n", flagvalue.Usages(fs), overviewTail)
 	io.WriteString(w, b.String())
 }
 
@@ -48,52 +47,8 @@ func writeCommandHelp(w io.Writer, c *command) {
 	if c.long != "" {
 		fmt.Fprintf(&b, "%s\n\n", c.long)
 	}
-	fmt.Fprintf(&b, "Flags:\n%s", flagUsages(fs))
+	fmt.Fprintf(&b, "Flags:\n%s", flagvalue.Usages(fs))
 	io.WriteString(w, b.String())
-}
-
-// flagUsages lists the flags of fs, one a line, in the order they were
-// defined: "  -h, --help    show this help". It is pflag's FlagUsages without
-// the "[=true|false]" that pflag v1.1 adds to every boolean flag.
-func flagUsages(fs *pflag.FlagSet) string {
-	var names, usages []string
-	width := 0
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
-			return
-		}
-		name := "      --" + f.Name
-		if f.Shorthand != "" {
-			name = "  -" + f.Shorthand + ", --" + f.Name
-		}
-		varname, usage := pflag.UnquoteUsage(f)
-		if placeholder, ok := typePlaceholders[varname]; ok {
-			varname = placeholder // pflag's type name: no `NAME` in the usage
-		}
-		if varname != "" {
-			name += " " + varname
-		}
-		def := strings.TrimSuffix(strings.TrimPrefix(f.DefValue, "["), "]") // slices: 1,2,4, not [1,2,4]
-		switch def {
-		case "", "false", "0":
-		default:
-			usage += " (default " + def + ")"
-		}
-		names, usages = append(names, name), append(usages, usage)
-		width = max(width, len(name))
-	})
-	var b strings.Builder
-	for i := range names {
-		fmt.Fprintf(&b, "%-*s   %s\n", width, names[i], usages[i])
-	}
-	return b.String()
-}
-
-// typePlaceholders replace the type names pflag shows for a flag whose
-// usage names no `PLACEHOLDER`.
-var typePlaceholders = map[string]string{
-	"int": "N", "int64": "N", "uint": "N", "float": "F", "float64": "F", "duration": "DURATION",
-	"string": "S", "strings": "LIST", "ints": "LIST",
 }
 
 // runHelp is the help command.

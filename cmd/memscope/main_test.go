@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscope/memscope/budget"
+	"github.com/memscope/memscope/internal/flagvalue"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ with the current output")
@@ -134,7 +135,7 @@ func TestCommandTable(t *testing.T) {
 				t.Errorf("command %q: long help line %d is %d columns, want ≤ 80", c.name, i+1, len([]rune(line)))
 			}
 		}
-		checkArgs(c.args, nil) // panics on a malformed spec
+		flagvalue.CheckArgs(c.args, nil) // panics on a malformed spec
 	}
 }
 
@@ -266,37 +267,6 @@ func TestExitCode(t *testing.T) {
 	}
 	if badInput(nil) != nil {
 		t.Errorf("badInput(nil) != nil")
-	}
-}
-
-func TestCheckArgs(t *testing.T) {
-	for _, tt := range []struct {
-		spec    string
-		got     []string
-		wantErr string
-	}{
-		{"", nil, ""},
-		{"", []string{"x"}, `unexpected argument "x"`},
-		{"SNAP...", nil, "missing SNAP argument"},
-		{"SNAP...", []string{"a"}, ""},
-		{"SNAP...", []string{"a", "b", "c"}, ""},
-		{"A B", []string{"a"}, "missing B argument"},
-		{"A B", []string{"a", "b"}, ""},
-		{"A B", []string{"a", "b", "c"}, `unexpected argument "c"`},
-		{"[COMMAND]", nil, ""},
-		{"[COMMAND]", []string{"x"}, ""},
-		{"[COMMAND]", []string{"x", "y"}, `unexpected argument "y"`},
-		{"SNAP [TRACE...]", nil, "missing SNAP argument"},
-		{"SNAP [TRACE...]", []string{"a", "b", "c"}, ""},
-	} {
-		err := checkArgs(tt.spec, tt.got)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
-		}
-		if gotErr != tt.wantErr {
-			t.Errorf("checkArgs(%q, %q) = %q, want %q", tt.spec, tt.got, gotErr, tt.wantErr)
-		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/memscope/memscope/internal/flagvalue"
 	"github.com/memscope/memscope/internal/textsafe"
@@ -81,7 +80,7 @@ func runCommand(cc *cmdContext, c *command, args []string) error {
 		writeCommandHelp(cc.stdout, c)
 		return nil
 	}
-	if err := checkArgs(c.args, fs.Args()); err != nil {
+	if err := flagvalue.CheckArgs(c.args, fs.Args()); err != nil {
 		return &usageError{cmd: c.name, msg: err.Error()}
 	}
 	cc.maxMemory = memoryFlagOf(fs)
@@ -109,36 +108,6 @@ func newFlagSet(name string) *pflag.FlagSet {
 	fs.Usage = func() {}
 	fs.SortFlags = false // list flags in the order the table defines them
 	return fs
-}
-
-// checkArgs checks the number of positional arguments got against the
-// synopsis spec (command.args): each word is one argument; "[X]" is
-// optional; "X..." (or "[X...]") may repeat. Optional words follow the
-// required ones and only the last word may repeat.
-func checkArgs(spec string, got []string) error {
-	words := strings.Fields(spec)
-	min, max := 0, len(words)
-	for i, w := range words {
-		if strings.HasSuffix(w, "...") || strings.HasSuffix(w, "...]") {
-			if i != len(words)-1 {
-				panic("invariant violation: command args " + spec + ": only the last may repeat")
-			}
-			max = -1
-		}
-		if !strings.HasPrefix(w, "[") {
-			if min != i {
-				panic("invariant violation: command args " + spec + ": required after optional")
-			}
-			min++
-		}
-	}
-	switch {
-	case len(got) < min:
-		return fmt.Errorf("missing %s argument", strings.TrimSuffix(words[len(got)], "..."))
-	case max >= 0 && len(got) > max:
-		return fmt.Errorf("unexpected argument %q", got[max])
-	}
-	return nil
 }
 
 // warnf prints a warning: something the user should know about the result

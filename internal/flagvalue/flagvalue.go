@@ -1,8 +1,11 @@
-// Package flagvalue holds memscope's typed flag values: a CUDA device, a
-// size, a device's memory (a size or a GPU name), --neutral-paths. Each
-// checks its value as pflag sets it, so a rule is written once, and says
-// what was wrong in its own words: the command line reports an Error's
-// message (Message) as it is, without pflag's "invalid argument" frame.
+// Package flagvalue holds memscope's command-line rules that are not one
+// command's: the typed flag values (a CUDA device, a size, a device's
+// memory as a size or a GPU name, --neutral-paths), the flags' usage
+// listing help prints (Usages) and the positional-argument rule of a
+// command's synopsis (CheckArgs). Each value checks itself as pflag sets
+// it, so a rule is written once, and says what was wrong in its own words:
+// the command line reports an Error's message (Message) as it is, without
+// pflag's "invalid argument" frame.
 package flagvalue
 
 import (
