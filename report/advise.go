@@ -19,14 +19,8 @@ type Advice struct {
 	Devices []AdviceDevice
 }
 
-// AdviceDevice is one device's advice.
-type AdviceDevice struct {
-	Device int
-	Advice *attribution.Advice
-	// Timeline is the device's replay, for where the peak lies in its
-	// history (nil: the peak's event index is printed as it is).
-	Timeline *snapshot.Timeline
-}
+// AdviceDevice is one device's advice (attribution.Analysis.Advise).
+type AdviceDevice = attribution.DeviceAdvice
 
 func (*Advice) Kind() string { return "advise" }
 

@@ -28,14 +28,7 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 			return usageErrorf("--loss-chunks %d: want 2 or more", *chunks)
 		}
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
-			r := &report.Advice{Source: cc.shown(path)}
-			for _, d := range an.Devices {
-				if len(d.Timeline.Events) == 0 && len(an.Devices) > 1 {
-					continue
-				}
-				r.Devices = append(r.Devices, report.AdviceDevice{Device: d.Device, Advice: d.Advise(opt), Timeline: d.Timeline})
-			}
-			return r, nil
+			return &report.Advice{Source: cc.shown(path), Devices: an.Advise(opt)}, nil
 		})
 	}
 }
