@@ -163,7 +163,10 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 			return nil, refuse("%s ran out of memory at batch %d: fit needs recordings that ran to the end", tmpl.Path, tmpl.Batch)
 		}
 	}
-	rc, err := allocator.NewRecording(tmpl.Snap, device, allocator.WhatIfOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, MemoryLimit: opt.MemoryLimit})
+	// One replay of the template serves the what-ifs and the start-state
+	// check below.
+	tl := snapshot.Replay(tmpl.Snap, device, snapshot.ReplayOptions{})
+	rc, err := allocator.NewRecording(tmpl.Snap, device, allocator.WhatIfOptions{DeviceTotal: opt.DeviceTotal, MemoryFraction: opt.MemoryFraction, MemoryLimit: opt.MemoryLimit, Timeline: tl})
 	if err != nil {
 		return nil, refuse("%s: %v", tmpl.Path, err)
 	}
@@ -185,7 +188,6 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 			}
 		}
 	}()
-	tl := snapshot.Replay(tmpl.Snap, device, snapshot.ReplayOptions{})
 	if _, live, ranges := tl.StartState(); len(live) > 0 || len(ranges) > 0 {
 		m.LateStart = true
 		for _, b := range live {

@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/memscope/memscope/allocator"
 )
@@ -145,16 +146,8 @@ func (m *Model) Frontier(set allocator.Settings, maxBatch int) (*Frontier, error
 		}
 		f.FirstFail = runs[hi]
 	}
-	sortPoints(f.Points)
+	slices.SortFunc(f.Points, func(a, b *Point) int { return a.Batch - b.Batch })
 	return f, nil
-}
-
-func sortPoints(ps []*Point) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].Batch < ps[j-1].Batch; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
 }
 
 // RecordedSettings is the template's allocator settings (its

@@ -28,14 +28,14 @@ type Fit struct {
 }
 
 // fitWords are the words of one dimension: its name, what one unit of it
-// is, and the plural of the name.
-type fitWords struct{ name, unit, names string }
+// is, the plural of the name, and its table column's heading.
+type fitWords struct{ name, unit, names, column string }
 
 func (r *Fit) words() fitWords {
 	if r.Dim == "seq" {
-		return fitWords{"sequence length", "token", "sequence lengths"}
+		return fitWords{"sequence length", "token", "sequence lengths", "seq"}
 	}
-	return fitWords{"batch", "sample", "batches"}
+	return fitWords{"batch", "sample", "batches", "batch"}
 }
 
 func (*Fit) Kind() string { return "fit" }
@@ -125,7 +125,7 @@ func (r *Fit) writeText(w io.Writer) error {
 				units.Bytes(int64(c.AllocatedFixed)), units.Bytes(int64(c.AllocatedPerSample)), wd.unit,
 				units.Bytes(int64(c.ReservedFixed)), units.Bytes(int64(c.ReservedPerSample)), wd.unit)
 		}
-		ew.printf("  %7s  %14s  %14s  %s\n", map[bool]string{true: "seq", false: "batch"}[r.Dim == "seq"], "peak allocated", "peak reserved", "")
+		ew.printf("  %7s  %14s  %14s  %s\n", wd.column, "peak allocated", "peak reserved", "")
 		for _, p := range f.Points {
 			v := "fits"
 			if !p.Fits {
