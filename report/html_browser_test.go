@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -55,20 +56,32 @@ func runChromium(t *testing.T, bin string, args ...string) (stdout, stderr strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
+		"--enable-logging=stderr", "--v=0", "--hide-scrollbars",
 		"--virtual-time-budget=10000",
 		// No network: every host is unknown and every request goes to a
 		// proxy that is not there, so a page that needs a CDN fails.
 		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	// A browser that dies of a signal (CI containers have seen chromium
+	// segfault at start, before it loads the page) is run again, twice at
+	// most; any other failure, or a third crash, fails the test.
+	for try := 1; ; try++ {
+		a := append(append([]string{"--user-data-dir=" + t.TempDir()}, base...), args...) // a fresh profile each try
+		cmd := exec.CommandContext(ctx, bin, a...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err == nil {
+			return out.String(), errb.String()
+		}
+		var exit *exec.ExitError
+		if try < 3 && ctx.Err() == nil && errors.As(err, &exit) && !exit.Exited() {
+			t.Logf("chromium %s: %v (try %d of 3; running it again)", strings.Join(args, " "), err, try)
+			continue
+		}
 		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
-	return out.String(), errb.String()
 }
 
 var (

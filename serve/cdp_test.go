@@ -63,8 +63,24 @@ func (l *lockedBuffer) String() string {
 }
 
 // startChromium runs a headless Chromium with a fresh profile and attaches
-// to a new blank page.
+// to a new blank page. A browser that does not answer its first command
+// (CI containers have seen chromium segfault at start) is started again,
+// twice at most.
 func startChromium(t *testing.T, bin string, onEvent func(cdpMessage)) *cdp {
+	t.Helper()
+	for try := 1; ; try++ {
+		c, err := launchChromium(t, bin, onEvent)
+		if err == nil {
+			return c
+		}
+		if try == 3 {
+			t.Fatalf("%v\nchromium: %.4000s", err, c.stderr)
+		}
+		t.Logf("%v (try %d of 3; starting chromium again)", err, try)
+	}
+}
+
+func launchChromium(t *testing.T, bin string, onEvent func(cdpMessage)) (*cdp, error) {
 	t.Helper()
 	toChrome, ourEnd, err := os.Pipe() // chromium's fd 3: it reads
 	if err != nil {
@@ -75,7 +91,7 @@ func startChromium(t *testing.T, bin string, onEvent func(cdpMessage)) *cdp {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--remote-debugging-pipe",
 		"--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
 		"--disable-sync", "--disable-quic", "--disable-extensions", "--hide-scrollbars", "--mute-audio",
 		"--user-data-dir="+t.TempDir(), "about:blank")
@@ -107,7 +123,7 @@ func startChromium(t *testing.T, bin string, onEvent func(cdpMessage)) *cdp {
 		TargetID string `json:"targetId"`
 	}
 	if err := c.callInto("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatalf("Target.createTarget: %v\nchromium: %s", err, c.stderr)
+		return c, fmt.Errorf("Target.createTarget: %w", err)
 	}
 	var att struct {
 		SessionID string `json:"sessionId"`
@@ -116,7 +132,7 @@ func startChromium(t *testing.T, bin string, onEvent func(cdpMessage)) *cdp {
 		t.Fatalf("Target.attachToTarget: %v", err)
 	}
 	c.session = att.SessionID
-	return c
+	return c, nil
 }
 
 func (c *cdp) read(r *bufio.Reader) {
