@@ -424,6 +424,10 @@ func (r *replayer) request(i int) {
 			return
 		}
 		q = q[lead:]
+	} else if lead > 0 && ev.Action == snapshot.ActionAlloc {
+		if _, capped := r.a.set.allowedMax(); !capped || r.collect {
+			r.rep.RetriesUncertain++ // the cap that made it a retry is not known
+		}
 	}
 	r.dev.start(q)
 	if b := r.a.malloc(ev.Size, ev.Stream, pool); b != nil {

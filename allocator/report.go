@@ -157,6 +157,12 @@ type ReplayReport struct {
 	// Retries and OOMs are the model's num_alloc_retries and num_ooms over
 	// the trace; Reserved its reserved bytes at the end.
 	Retries, OOMs int
+	// RetriesUncertain counts the retries read from releases that an
+	// empty_cache() or a garbage collector could as well have made: ones
+	// before a request whose segment passes the recording's peak of
+	// reserved, with no cap known (ReplayOptions) or a garbage collector
+	// at work. Where it is not 0, torch's count may be Retries less it.
+	RetriesUncertain int
 	Reserved      int64
 
 	// End compares the simulated end state with the snapshot's segments,

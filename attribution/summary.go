@@ -95,6 +95,9 @@ type DeviceSummary struct {
 	// unmapped). Every pool counts, private ones too.
 	TorchSegments, InactiveSplit int
 	InactiveSplitBytes           int64
+	// AllocRetries is torch's num_alloc_retries (Device.AllocRetries);
+	// nil where it cannot be told.
+	AllocRetries *int
 
 	// Warnings are the replay's; Lost what a wrapped ring buffer lost, to
 	// be said with the snapshot.WarnWrapped one (nil when not estimated).
@@ -165,6 +168,9 @@ func summarizeDevice(s *snapshot.Snapshot, dev *Device, top int) DeviceSummary {
 			ds.PeakOffsetUS = t.PeakAllocated.TimeUS - first
 			ds.PeakRanges = snapshot.RangesAt(dev.ranges, t.PeakAllocated.TimeUS)
 		}
+	}
+	if n, ok := dev.AllocRetries(); ok {
+		ds.AllocRetries = &n
 	}
 	ds.Steps, ds.StepsSource, ds.StepsRange = len(dev.Phases.Steps), dev.Phases.Source, dev.Phases.Range
 	ds.StepsCutBy = -1

@@ -56,7 +56,7 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 			Steps: d.Steps, StepsSource: d.StepsSource, StepsFrom: stepsFromText(d.StepsSource, d.StepsRange, d.Events) + cutByText(d.StepsCutBy),
 			TopSites: []SiteJSON{}, LiveBlocksAtPeak: d.LiveAtPeak,
 			Events: d.Events, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
-			OOMs: d.OOMs, Warnings: deviceWarnings(d),
+			OOMs: d.OOMs, AllocRetries: d.AllocRetries, Warnings: deviceWarnings(d),
 			EndStats:           EndStatsJSON{Segment: d.TorchSegments, InactiveSplit: d.InactiveSplit, InactiveSplitBytes: d.InactiveSplitBytes},
 			PrivatePoolsAtPeak: privatePoolsJSON(d.PrivatePools), PrivatePoolsAtEnd: privatePoolsJSON(d.PrivatePoolsEnd),
 			StepTable: stepTableJSON(d.StepTable),

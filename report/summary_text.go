@@ -48,6 +48,9 @@ func deviceText(ew *errWriter, sum *attribution.Summary, d *attribution.DeviceSu
 	if d.OOMs > 0 {
 		ew.printf(", %s", nouns(d.OOMs, "out-of-memory event"))
 	}
+	if r := d.AllocRetries; r != nil && *r > 0 {
+		ew.printf(", %s (cudaMalloc failed, the cache released, tried again)", nouns(*r, "allocation retry"))
+	}
 	ew.printf("\n\n")
 
 	tw := newTable(ew, tabwriter.AlignRight)

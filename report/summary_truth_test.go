@@ -31,7 +31,7 @@ func TestSummaryMemoryStatsTruth(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		testenv.Need(t, "no fixtures with truth.json and snapshot.pickle: %v", err)
 	}
-	compared := 0
+	compared, retries := 0, 0
 	for _, dir := range dirs {
 		tr, err := truth.Read(filepath.Join(dir, "truth.json"))
 		if err != nil {
@@ -48,7 +48,16 @@ func TestSummaryMemoryStatsTruth(t *testing.T) {
 		d := f.Devices[0]
 		got := map[string]int64{"num_ooms": int64(d.OOMs), "segment.all.current": int64(d.EndStats.Segment),
 			"inactive_split.all.current": int64(d.EndStats.InactiveSplit), "inactive_split_bytes.all.current": d.EndStats.InactiveSplitBytes}
-		for _, k := range []string{"segment.all.current", "inactive_split.all.current", "inactive_split_bytes.all.current", "num_ooms"} {
+		keys := []string{"segment.all.current", "inactive_split.all.current", "inactive_split_bytes.all.current", "num_ooms"}
+		if d.AllocRetries != nil {
+			got["num_alloc_retries"] = int64(*d.AllocRetries)
+			keys = append(keys, "num_alloc_retries")
+			retries++
+			if *d.AllocRetries > 0 {
+				t.Logf("%s: %d alloc retries", dir, *d.AllocRetries)
+			}
+		}
+		for _, k := range keys {
 			want, ok := tr.MemoryStatsEnd[k]
 			if !ok {
 				continue
@@ -59,7 +68,7 @@ func TestSummaryMemoryStatsTruth(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d values compared on %d fixtures", compared, len(dirs))
+	t.Logf("%d values compared on %d fixtures (num_alloc_retries known on %d)", compared, len(dirs), retries)
 	if compared == 0 {
 		t.Error("no fixture's truth.json has the memory_stats_end keys")
 	}

@@ -262,6 +262,10 @@ class Device:
     # The end state as torch.cuda.memory_stats() counts it: segment,
     # inactive_split, inactive_split_bytes (each torch's NAME.all.current).
     end_stats: Dict[str, int] = field(default_factory=dict)
+    # torch's num_alloc_retries over the recording; None where it cannot be
+    # told (the recording began late, or the allocator model does not
+    # follow it).
+    alloc_retries: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -284,7 +288,8 @@ class Device:
             private_pools_at_peak=[PrivatePool._from(p) for p in d.get("private_pools_at_peak") or []],
             private_pools_at_end=[PrivatePool._from(p) for p in d.get("private_pools_at_end") or []],
             step_table=StepTable._from(d.get("step_table")),
-            end_stats={k: int(v) for k, v in (d.get("end_stats") or {}).items()}, raw=d)
+            end_stats={k: int(v) for k, v in (d.get("end_stats") or {}).items()},
+            alloc_retries=opt("num_alloc_retries"), raw=d)
 
     def finding(self, kind):
         """The finding of that kind (leak, fragmentation, oom), or None."""
@@ -296,6 +301,7 @@ class Device:
         ("allocated_bytes.all.peak": the recording's allocated peak,
         "….all.current": the value at its end; "num_ooms": the OOMs
         recorded, torch's count when the recording began with the process;
+        "num_alloc_retries": the cudaMalloc retries, when they can be told;
         "segment.all.current", "inactive_split.all.current" and
         "inactive_split_bytes.all.current" from the end state's segments),
         and memscope.* for the rest. Keys whose value is unknown are left
@@ -305,6 +311,8 @@ class Device:
             s["%s_bytes.all.peak" % q] = getattr(self.peaks, q).bytes
             s["%s_bytes.all.current" % q] = getattr(self.end, q)
         s["num_ooms"] = self.ooms
+        if self.alloc_retries is not None:
+            s["num_alloc_retries"] = self.alloc_retries
         for k, v in sorted(self.end_stats.items()):
             s["%s.all.current" % k] = v
         for q in QUANTITIES:

@@ -265,7 +265,8 @@ class BinaryTest(unittest.TestCase):
 
     def test_scalars_torch_keys(self):
         # scalars() carries torch's memory_stats() names for what summary
-        # --json gives: num_ooms from ooms, NAME.all.current from end_stats.
+        # --json gives: num_ooms from ooms, num_alloc_retries, NAME.all.current
+        # from end_stats.
         doc = summary_doc()
         path = os.path.join(self.tmp, "summary.json")
         with open(path, "w") as f:
@@ -273,10 +274,18 @@ class BinaryTest(unittest.TestCase):
         fake = script(self.tmp, "fake-summary", "cat '%s'\n" % path)
         with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
             s = memscope.analyze("x").scalars()
-        want = {"num_ooms": 3, "segment.all.current": 7, "inactive_split.all.current": 2,
+        want = {"num_ooms": 3, "num_alloc_retries": 4, "segment.all.current": 7, "inactive_split.all.current": 2,
                 "inactive_split_bytes.all.current": 1536, "allocated_bytes.all.peak": 900,
                 "reserved_bytes.all.current": 2097152, "memscope.ooms": 3}
         self.assertEqual({k: s.get(k) for k in want}, want)
+        # A count summary could not tell (null) is left out, not 0.
+        doc["files"][0]["devices"][0]["num_alloc_retries"] = None
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        with mock.patch.dict(os.environ, clean_env(MEMSCOPE_BIN=fake), clear=True):
+            s = memscope.analyze("x").scalars()
+        self.assertNotIn("num_alloc_retries", s)
+        self.assertEqual(s["num_ooms"], 3)
 
 
 def summary_doc():
@@ -298,6 +307,7 @@ def summary_doc():
               "times_recorded": True, "peak_ranges": [], "peak_step": 1, "peak_phase": "backward", "steps": 2,
               "steps_source": "harness", "steps_from": "memscope annotations", "top_sites": [],
               "live_blocks_at_peak": 0, "events": 0, "segments": 1, "blocks": 1, "active_blocks": 1, "ooms": 3,
+              "num_alloc_retries": 4,
               "end_stats": {"segment": 7, "inactive_split": 2, "inactive_split_bytes": 1536},
               "categories_at_peak": {}, "findings": [], "fixes": [], "warnings": [],
               "private_pools_at_peak": [], "private_pools_at_end": pools, "step_table": table}

@@ -128,6 +128,7 @@ type SummaryDevice struct {
 	Blocks           int                 `json:"blocks"`
 	ActiveBlocks     int                 `json:"active_blocks"`
 	OOMs             int                 `json:"ooms"`
+	AllocRetries     *int                `json:"num_alloc_retries"` // torch's count; null: the recording began late or the model does not follow it
 	EndStats         EndStatsJSON        `json:"end_stats"`
 	Categories       map[string]int64    `json:"categories_at_peak"` // allocated bytes by category
 	// PrivatePoolsAtPeak and PrivatePoolsAtEnd: the private pools (CUDA
