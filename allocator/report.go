@@ -163,7 +163,7 @@ type ReplayReport struct {
 	// reserved, with no cap known (ReplayOptions) or a garbage collector
 	// at work. Where it is not 0, torch's count may be Retries less it.
 	RetriesUncertain int
-	Reserved      int64
+	Reserved         int64
 
 	// End compares the simulated end state with the snapshot's segments,
 	// block for block (only when in step at the end).

@@ -3,6 +3,7 @@ platform, inside the Python package, zipped as a wheel (PEP 427, 491).
 
     python3 python/build_wheels.py OUTDIR [VERSION]
     python3 python/build_wheels.py --host OUTDIR [VERSION]
+    python3 python/build_wheels.py --sdist OUTDIR [VERSION]
     python3 python/build_wheels.py --print-version
 
 Offline and standard library only: the wheel is a zip with the package,
@@ -14,6 +15,12 @@ The Go binary is static (CGO_ENABLED=0), built with -trimpath and
 -ldflags "-s -w -X main.buildVersion=VERSION", once per GOOS/GOARCH: the
 manylinux and musllinux wheels of an architecture hold the same binary.
 --host builds only the wheels of the go command's own GOOS/GOARCH.
+--sdist writes the source distribution instead, memscope-VERSION.tar.gz:
+the Go sources the binary is built from (no tests, no fixtures), its Go
+modules vendored (go mod vendor), the Python package and this file, and
+an in-tree PEP 517 backend (python/memscope_backend.py), so that
+`pip install memscope-VERSION.tar.gz` on a machine with Go and no network
+builds the host's wheel with this file.
 VERSION defaults to the one git describe gives (see
 version_from_describe); it must be a PEP 440 version. The go command is
 $GO, else go on PATH; GOCACHE and the other Go settings come from the
@@ -30,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
@@ -204,7 +212,9 @@ def go_licenses(go):
     for line in r.stdout.splitlines():
         path, _, d = line.partition("\t")
         if path and path != "github.com/memscope/memscope":
-            dirs[path] = d
+            # Built from vendor/ (an sdist), a module has no directory of
+            # its own: go mod vendor copied its licence there.
+            dirs[path] = d or os.path.join(REPO, "vendor", path)
     r = subprocess.run([go, "env", "GOROOT"], capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout.strip():
         raise BuildError("go env GOROOT: exit status %d\n%s" % (r.returncode, r.stderr.strip()))
@@ -254,6 +264,106 @@ def write_wheel(outdir, version, platform_tag, binary, binary_name, licenses=())
             info.create_system = 3  # Unix, so that readers honour the mode
             z.writestr(info, data)
     os.replace(tmp, path)
+    return path
+
+
+# What an sdist holds besides the Go packages the binary is built from.
+SDIST_FILES = ["go.mod", "go.sum", "LICENSE", "NOTICE", "README.md", "report/echarts/LICENSE-d3",
+               "python/build_wheels.py", "python/build.sh", "python/memscope_backend.py", "python/README.md"]
+
+PYPROJECT = """# The source distribution's build: python/memscope_backend.py builds the
+# host's wheel with python/build_wheels.py, which needs the go command
+# (go.mod names the version; $GO or go on PATH). The Go modules are
+# vendored: no network is needed.
+[build-system]
+requires = []
+build-backend = "memscope_backend"
+backend-path = ["python"]
+"""
+
+
+def sdist_sources(go):
+    """The repository's files the binary is built from, paths relative to
+    the repository: every non-test .go, assembly and embedded file of the
+    module's packages that ./cmd/memscope imports (every GOOS's files: go
+    list names the others' as ignored), default.pgo beside main."""
+    fmt = "{{if .Module}}{{if eq .Module.Path \"github.com/memscope/memscope\"}}" \
+          "{{.Dir}}\t{{join .GoFiles \" \"}} {{join .IgnoredGoFiles \" \"}} {{join .SFiles \" \"}} {{join .HFiles \" \"}} " \
+          "{{join .IgnoredOtherFiles \" \"}} {{join .EmbedFiles \" \"}}\n{{end}}{{end}}"
+    r = subprocess.run([go, "list", "-deps", "-f", fmt, GO_PACKAGE], cwd=REPO, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError("go list -deps %s: exit status %d\n%s" % (GO_PACKAGE, r.returncode, r.stderr.strip()))
+    out = set()
+    for line in r.stdout.splitlines():
+        d, _, names = line.partition("\t")
+        rel = os.path.relpath(d, REPO)
+        for n in names.split():
+            if not n.endswith("_test.go"):
+                out.add(os.path.normpath(os.path.join(rel, n)))
+        if os.path.isfile(os.path.join(d, "default.pgo")):
+            out.add(os.path.normpath(os.path.join(rel, "default.pgo")))
+    return sorted(out)
+
+
+def write_sdist(outdir, version):
+    """Write memscope-VERSION.tar.gz into outdir; returns its path. From a
+    repository checkout it collects the sources (sdist_sources, SDIST_FILES,
+    the Python package, vendor/ from go mod vendor); from an unpacked sdist
+    (PKG-INFO at its root) it packs that tree again."""
+    if not valid_version(version):
+        raise BuildError("version %r is not a normalised PEP 440 version (e.g. 1.2.3, 0.1.0.dev4, 1.0rc1)" % version)
+    os.makedirs(outdir, exist_ok=True)
+    base = "%s-%s" % (NAME, version)
+    files = []  # (path in the sdist, path on disk)
+    with tempfile.TemporaryDirectory(prefix="memscope-sdist-") as tmp:
+        if os.path.isfile(os.path.join(REPO, "PKG-INFO")):
+            for d, dirs, names in os.walk(REPO):
+                dirs[:] = sorted(x for x in dirs if x not in ("__pycache__",))
+                for n in sorted(names):
+                    p = os.path.join(d, n)
+                    rel = os.path.relpath(p, REPO)
+                    if rel not in ("PKG-INFO", "pyproject.toml"):
+                        files.append((rel, p))
+        else:
+            go = go_command()
+            rels = set(sdist_sources(go)) | set(SDIST_FILES)
+            pkg = os.path.join(HERE, NAME)
+            rels |= {os.path.join("python", NAME, n) for n in os.listdir(pkg) if n.endswith(".py") and n != "_version.py"}
+            files += [(rel, os.path.join(REPO, rel)) for rel in sorted(rels)]
+            vendor = os.path.join(tmp, "vendor")
+            r = subprocess.run([go, "mod", "vendor", "-o", vendor], cwd=REPO, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise BuildError("go mod vendor: exit status %d\n%s" % (r.returncode, r.stderr.strip()))
+            for d, dirs, names in os.walk(vendor):
+                dirs.sort()
+                for n in sorted(names):
+                    p = os.path.join(d, n)
+                    files.append((os.path.join("vendor", os.path.relpath(p, vendor)), p))
+        generated = [("PKG-INFO", metadata(version).encode()), ("pyproject.toml", PYPROJECT.encode()),
+                     (os.path.join("python", NAME, "_version.py"), ('__version__ = "%s"\n' % version).encode())]
+        names = {rel for rel, _ in generated}
+        path = os.path.join(outdir, base + ".tar.gz")
+        tmpfile = path + ".tmp"
+        mtime = time.mktime(_zip_date() + (0, 0, -1))
+        with open(tmpfile, "wb") as raw:
+            # A fixed mtime in the gzip header and the entries: reproducible.
+            import gzip
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=int(mtime)) as gz:
+                with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                    def add(rel, data, mode):
+                        info = tarfile.TarInfo("%s/%s" % (base, rel.replace(os.sep, "/")))
+                        info.size, info.mode, info.mtime = len(data), mode, int(mtime)
+                        info.uname = info.gname = ""
+                        tar.addfile(info, io.BytesIO(data))
+                    for rel, data in generated:
+                        add(rel, data, 0o644)
+                    for rel, p in sorted(files):
+                        if rel in names:
+                            continue
+                        with open(p, "rb") as f:
+                            data = f.read()
+                        add(rel, data, 0o755 if os.access(p, os.X_OK) and rel.endswith(".sh") else 0o644)
+        os.replace(tmpfile, path)
     return path
 
 
@@ -323,6 +433,7 @@ def main(argv):
     p.add_argument("outdir", nargs="?", help="folder the wheels are written to")
     p.add_argument("version", nargs="?", help="the wheels' PEP 440 version (default: from git describe)")
     p.add_argument("--host", action="store_true", help="build only the wheels of the go command's GOOS/GOARCH")
+    p.add_argument("--sdist", action="store_true", help="write the source distribution (memscope-VERSION.tar.gz) instead")
     p.add_argument("--print-version", action="store_true", help="print the default version and exit")
     args = p.parse_args(argv)
     if args.print_version:
@@ -333,6 +444,10 @@ def main(argv):
         print("build_wheels.py: OUTDIR is required", file=sys.stderr)
         return 2
     try:
+        if args.sdist:
+            path = write_sdist(args.outdir, args.version or default_version())
+            print("wrote %s (%.1f MiB)" % (path, os.path.getsize(path) / (1 << 20)), file=sys.stderr)
+            return 0
         platforms = host_platforms(go_command()) if args.host else PLATFORMS
         build(args.outdir, args.version or default_version(), platforms)
     except BuildError as e:

@@ -10,8 +10,10 @@
 package python
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"debug/elf"
 	"debug/macho"
@@ -835,4 +837,121 @@ func keys(m map[string]float64) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestSdist writes the source distribution (build_wheels.py --sdist) and
+// checks what it holds: PKG-INFO with the version and licence, the
+// in-tree backend, the Go sources without tests or fixtures, the vendored
+// modules; then pip builds the host's wheel from it in a fresh venv with
+// no index (the modules vendored, nothing fetched), the wheel passes
+// TestWheel's checks, and its memscope says the sdist's version.
+func TestSdist(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds memscope from an sdist with pip; skipped with -short")
+	}
+	py := needPython(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Need(t, "the go command is not on PATH: the sdist's backend builds with it")
+	}
+	if r := runStatus(".", nil, py, "-c", "import venv, ensurepip"); r.err != nil {
+		testenv.Need(t, "python3 has no venv/ensurepip (Debian: apt-get install python3-venv): %s", strings.TrimSpace(r.stderr))
+	}
+	dist := t.TempDir()
+	start := time.Now()
+	run(t, ".", []string{"GO=" + goCmd}, py, "build_wheels.py", "--sdist", dist, testVersion)
+	t.Logf("build_wheels.py --sdist: %s", time.Since(start).Round(time.Millisecond))
+	sdist := filepath.Join(dist, "memscope-"+testVersion+".tar.gz")
+	files := readTarGz(t, sdist)
+	root := "memscope-" + testVersion + "/"
+	pkgInfo := string(files[root+"PKG-INFO"])
+	for _, want := range []string{"\nVersion: " + testVersion + "\n", "\nLicense: Apache-2.0\n", "Name: memscope\n"} {
+		if !strings.Contains(pkgInfo, want) {
+			t.Errorf("PKG-INFO does not say %q:\n%s", strings.TrimSpace(want), pkgInfo)
+		}
+	}
+	if py := string(files[root+"pyproject.toml"]); !strings.Contains(py, `build-backend = "memscope_backend"`) || !strings.Contains(py, `backend-path = ["python"]`) {
+		t.Errorf("pyproject.toml does not name the in-tree backend:\n%s", py)
+	}
+	for _, want := range []string{"go.mod", "go.sum", "LICENSE", "NOTICE", "vendor/modules.txt", "cmd/memscope/main.go",
+		"cmd/memscope/default.pgo", "capture/harness.py", "report/echarts/echarts.min.js", "python/memscope_backend.py",
+		"python/build_wheels.py", "python/memscope/__init__.py", "internal/addrmap/prefetch_amd64.s"} {
+		if files[root+want] == nil {
+			t.Errorf("the sdist has no %s", want)
+		}
+	}
+	if v := string(files[root+"python/memscope/_version.py"]); v != `__version__ = "`+testVersion+`"`+"\n" {
+		t.Errorf("python/memscope/_version.py = %q", v)
+	}
+	for name := range files {
+		if !strings.HasPrefix(name, root) {
+			t.Errorf("%s is outside %s", name, root)
+		}
+		rel := strings.TrimPrefix(name, root)
+		if strings.HasSuffix(rel, "_test.go") && !strings.HasPrefix(rel, "vendor/") || strings.HasPrefix(rel, "fixtures/") || strings.Contains(rel, "/testdata/") {
+			t.Errorf("the sdist holds %s: no tests, fixtures or test data", rel)
+		}
+	}
+
+	venv := filepath.Join(t.TempDir(), "venv")
+	run(t, ".", nil, py, "-m", "venv", venv)
+	vpy := filepath.Join(venv, "bin", "python")
+	wheels := t.TempDir()
+	start = time.Now()
+	run(t, ".", []string{"GO=" + goCmd, "PIP_NO_CACHE_DIR=1"}, vpy, "-m", "pip", "wheel", "--no-index", "--no-deps", "-q", "-w", wheels, sdist)
+	t.Logf("pip wheel from the sdist: %s", time.Since(start).Round(time.Millisecond))
+	var host *platform
+	for i := range platforms {
+		if p := &platforms[i]; p.goos == runtime.GOOS && p.goarch == runtime.GOARCH && !strings.HasPrefix(p.tag, "musllinux") {
+			host = p
+			break
+		}
+	}
+	if host == nil {
+		t.Skipf("no wheel platform for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	wheel := filepath.Join(wheels, fmt.Sprintf("memscope-%s-py3-none-%s.whl", testVersion, host.tag))
+	if _, err := os.Stat(wheel); err != nil {
+		entries, _ := os.ReadDir(wheels)
+		t.Fatalf("pip wheel did not write %s (%v); it wrote %v", filepath.Base(wheel), err, entries)
+	}
+	checkWheel(t, wheel, *host)
+	run(t, ".", []string{"PIP_NO_CACHE_DIR=1"}, vpy, "-m", "pip", "install", "--no-index", "--no-deps", "-q", wheel)
+	if got, want := run(t, t.TempDir(), nil, filepath.Join(venv, "bin", "memscope"), "--version"), "memscope "+testVersion+"\n"; got != want {
+		t.Errorf("memscope --version from the sdist's wheel = %q, want %q", got, want)
+	}
+}
+
+// readTarGz returns the regular files of a .tar.gz by name.
+func readTarGz(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	tr := tar.NewReader(gz)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			t.Errorf("%s: %s is not a regular file", path, h.Name)
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", path, h.Name, err)
+		}
+		out[h.Name] = b
+	}
 }
