@@ -135,6 +135,11 @@ func TestNeutralPaths(t *testing.T) {
 	absoluteSnapshot(t, filepath.Join(prof, "snapshot.pickle"), profSnap)
 	absoluteTrace(t, filepath.Join(prof, "trace.json.gz"), profTrace)
 
+	runDir := filepath.Join(runs, "ddp") // a capture run directory under the reader's home
+	if err := os.Symlink(filepath.Join(fixtures, "capture-ddp"), runDir); err != nil {
+		t.Fatal(err)
+	}
+
 	forbidden := []string{home, "/home/ann", "/usr/lib/python3.12", "site-packages/"}
 	for _, tc := range []struct {
 		name string
@@ -144,6 +149,7 @@ func TestNeutralPaths(t *testing.T) {
 		{"summary", []string{"summary", snap}, ""},
 		{"summary-json", []string{"summary", "--json", "--stacks", snap}, ""},
 		{"summary-stacks", []string{"summary", "--stacks", snap}, ""},
+		{"summary-run-json", []string{"summary", "--json", "--run", runDir}, ""},
 		{"peak", []string{"peak", "--tree", snap}, ""},
 		{"peak-json", []string{"peak", "--json", snap}, ""},
 		{"leaks", []string{"leaks", snap}, ""},
