@@ -240,3 +240,85 @@ func TestChromiumNotes(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestChromiumMomentHover: the moment page draws only the segment rows in
+// view and draws the others as the page scrolls; a row far down the page
+// (scrolled to) answers a hover with its own block (size, site) and its
+// free hole, as /api/moment gives them.
+func TestChromiumMomentHover(t *testing.T) {
+	srv := newServer(t, "../fixtures/sweep-llama/points/bf16-b20-largest-fit/snapshot.pickle")
+	v := srv.views[0]
+	req, _ := http.NewRequest("GET", "/api/moment?at=peak", nil)
+	ans, err := srv.moment(v, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ans.(*Moment)
+	c, base, problems := openBrowser(t, srv)
+	c.page(t, "Page.navigate", map[string]any{"url": base + "#moment?at=peak"})
+	c.waitFor(t, "the moment view draws", `document.body.dataset.page === 'moment' && document.getElementById('segs').dataset.segments !== undefined`, 60*time.Second)
+	var view struct{ Height, Inner float64 }
+	c.eval(t, `({height: document.getElementById('segs').height, inner: window.innerHeight})`, &view)
+	if rows := float64(len(m.Segments)*16 + 10); rows <= view.Inner || view.Height > view.Inner {
+		t.Fatalf("%d segments (%.0f px) in a window %.0f px tall; the canvas is %.0f px: want more rows than fit, a canvas no taller than the window", len(m.Segments), rows, view.Inner, view.Height)
+	}
+	// The lowest row with a block at least 4 px wide and a hole as wide.
+	const left, right, row = 150, 10, 16
+	var big int64 = 1
+	for _, s := range m.Segments {
+		big = max(big, s.Size)
+	}
+	var width float64
+	c.eval(t, `document.getElementById('segs').clientWidth`, &width)
+	px := func(n int64) float64 { return float64(n) / float64(big) * (width - left - right) }
+	k, bi, hi := -1, -1, -1
+	for i := len(m.Segments) - 1; i >= 0 && k < 0; i-- {
+		s := m.Segments[i]
+		b, h := -1, -1
+		for j, blk := range s.Blocks {
+			if px(blk.Size) >= 4 {
+				b = j
+				break
+			}
+		}
+		for j, hole := range s.Holes {
+			if px(hole.Size) >= 4 {
+				h = j
+				break
+			}
+		}
+		if b >= 0 && h >= 0 && float64(5+i*row) > view.Inner {
+			k, bi, hi = i, b, h
+		}
+	}
+	if k < 0 {
+		t.Fatal("no segment below the first window with a block and a hole 4 px wide")
+	}
+	seg := m.Segments[k]
+	c.eval(t, fmt.Sprintf(`window.scrollTo(0, document.getElementById('segs-wrap').getBoundingClientRect().top + window.scrollY + %d - 200)`, 5+k*row), nil)
+	c.waitFor(t, "the rows in view are drawn", fmt.Sprintf(`(() => { const [a, b] = document.getElementById('segs').dataset.drawn.split('-').map(Number); return a <= %d && %d < b; })()`, k, k), 30*time.Second)
+	var canvas struct{ Left, Top, ViewTop float64 }
+	c.eval(t, `(() => { const r = document.getElementById('segs').getBoundingClientRect(); return {left: r.left, top: r.top, viewTop: memscope.segViewTop()}; })()`, &canvas)
+	y := canvas.Top + float64(5+k*row) - canvas.ViewTop + 6
+	hover := func(offset, size int64, want ...string) {
+		t.Helper()
+		x := canvas.Left + left + px(offset) + px(size)/2
+		c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x, "y": y})
+		c.waitFor(t, "the tooltip", `document.getElementById('tip').style.display === 'block'`, 30*time.Second)
+		var tip string
+		c.eval(t, `document.getElementById('tip').innerText`, &tip)
+		for _, w := range want {
+			if !strings.Contains(tip, w) {
+				t.Errorf("hovering offset %d of segment %d (%s): the tooltip does not say %q:\n%s", offset+size/2, k, seg.Addr, w, tip)
+			}
+		}
+		c.page(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": 1, "y": 1})
+	}
+	b := seg.Blocks[bi]
+	hover(b.Offset, b.Size, "segment "+seg.Addr, m.Sites[b.Site])
+	h := seg.Holes[hi]
+	hover(h.Offset, h.Size, "segment "+seg.Addr, "free hole")
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}

@@ -19,11 +19,14 @@ type Moment struct {
 	// of an expandable segment as one); past maxSegments the smallest are
 	// left out. BlocksOmitted counts the blocks of segments drawn as fill
 	// only (past maxBlocks).
-	SegmentsTotal int      `json:"segments_total"`
-	BlocksOmitted int      `json:"blocks_omitted"`
-	Categories    []Bytes  `json:"categories"`
-	Streams       []Stream `json:"streams"`
-	TopSites      []Site   `json:"top_sites"`
+	SegmentsTotal int `json:"segments_total"`
+	BlocksOmitted int `json:"blocks_omitted"`
+	// Sites are the blocks' site labels, each once: a Block's Site is an
+	// index into it (a moment of 20,000 blocks names a few dozen sites).
+	Sites      []string `json:"sites"`
+	Categories []Bytes  `json:"categories"`
+	Streams    []Stream `json:"streams"`
+	TopSites   []Site   `json:"top_sites"`
 }
 
 // Frag is the fragmentation at a moment (attribution.Fragmentation).
@@ -58,19 +61,25 @@ type PrivatePool struct {
 
 // Segment is one reserved segment with its blocks and holes.
 type Segment struct {
-	Addr        string             `json:"addr"`
-	Size        int64              `json:"size"`
-	Pool        string             `json:"pool"` // small or large
-	PoolID      [2]int64           `json:"pool_id"`
-	Expandable  bool               `json:"expandable"`
-	Stream      int64              `json:"stream"`
-	Allocated   int64              `json:"allocated"`
-	PendingFree int64              `json:"pending_free"`
-	Free        int64              `json:"free"`
-	LargestHole int64              `json:"largest_hole"`
-	NBlocks     int                `json:"n_blocks"`
-	Blocks      []Block            `json:"blocks"`
-	Holes       []attribution.Hole `json:"holes"`
+	Addr        string   `json:"addr"`
+	Size        int64    `json:"size"`
+	Pool        string   `json:"pool"` // small or large
+	PoolID      [2]int64 `json:"pool_id"`
+	Expandable  bool     `json:"expandable"`
+	Stream      int64    `json:"stream"`
+	Allocated   int64    `json:"allocated"`
+	PendingFree int64    `json:"pending_free"`
+	Free        int64    `json:"free"`
+	LargestHole int64    `json:"largest_hole"`
+	NBlocks     int      `json:"n_blocks"`
+	Blocks      []Block  `json:"blocks"`
+	Holes       []Hole   `json:"holes"`
+}
+
+// Hole is one free block of a segment, at its offset.
+type Hole struct {
+	Offset int64 `json:"offset"`
+	Size   int64 `json:"size"`
 }
 
 // Block is one active block of a segment.
@@ -81,7 +90,7 @@ type Block struct {
 	ID        *int64 `json:"id"` // for /api/alloc; null when the block's allocation is not known
 	Pending   bool   `json:"pending_free"`
 	Category  string `json:"category"`
-	Site      string `json:"site"`
+	Site      int    `json:"site"` // an index into Moment.Sites
 }
 
 // Stream is what one stream and pool hold.
@@ -116,6 +125,17 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 		out.Streams = append(out.Streams, Stream{Stream: sb.Stream, PoolID: [2]int64{sb.Pool.A, sb.Pool.B}, Bytes: sb.Bytes.Bytes, Count: sb.Count})
 	}
 	x := v.idx()
+	siteAt := map[string]int{}
+	site := func(label string) int {
+		i, ok := siteAt[label]
+		if !ok {
+			i = len(out.Sites)
+			siteAt[label] = i
+			out.Sites = append(out.Sites, label)
+		}
+		return i
+	}
+	out.Sites = []string{}
 	segs := d.SegmentLayouts(m)
 	out.SegmentsTotal = len(segs)
 	blocks := 0
@@ -126,7 +146,7 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 		l := &segs[i]
 		seg := Segment{Addr: fmt.Sprintf("0x%x", l.Addr), Size: l.Size, Pool: "large", PoolID: [2]int64{l.Pool.A, l.Pool.B},
 			Expandable: l.Expandable, Stream: l.Stream, Allocated: l.Allocated, PendingFree: l.PendingFree, Free: l.Free,
-			LargestHole: l.LargestHole, NBlocks: len(l.Blocks), Blocks: []Block{}, Holes: []attribution.Hole{}}
+			LargestHole: l.LargestHole, NBlocks: len(l.Blocks), Blocks: []Block{}, Holes: []Hole{}}
 		if l.Small {
 			seg.Pool = "small"
 		}
@@ -140,13 +160,15 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 					Category: d.CategoryOf(b).String()}
 				if id, ok := x.idOfLive(b); ok {
 					blk.ID = &id
-					blk.Site = x.siteLabels[x.recs[x.recOf(id)].site] // the index's label of its site, made once
+					blk.Site = site(x.siteLabels[x.recs[x.recOf(id)].site]) // the index's label of its site, made once
 				} else {
-					blk.Site = d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks)
+					blk.Site = site(d.SiteOfBlock(b).Label(v.an.Snapshot.Stacks))
 				}
 				seg.Blocks = append(seg.Blocks, blk)
 			}
-			seg.Holes = append(seg.Holes, l.Holes...)
+			for _, h := range l.Holes {
+				seg.Holes = append(seg.Holes, Hole{Offset: h.Offset, Size: h.Size})
+			}
 		}
 		out.Segments = append(out.Segments, seg)
 	}

@@ -477,22 +477,35 @@ async function loadMoment(at) {
 const catColor = { parameter: '#5c6bc0', 'optimizer state': '#8e24aa', gradient: '#ef6c00', activation: '#43a047', input: '#00897b',
   temporary: '#fdd835', 'before recording': '#795548', 'kv cache': '#d81b60', unknown: '#90a4ae' };
 const SEG = { row: 16, left: 150, right: 10 };
+// The segments are drawn on a canvas the height of the window at most,
+// sticky inside a wrapper as tall as every row: only the rows in view are
+// drawn, again as the page scrolls (a canvas of 300 rows, 4,800 px, cost
+// most of the page's time to allocate and paint).
+const segWrap = $('segs-wrap');
+const segView = { top: 0, big: 1 };
 function drawSegments() {
   const m = moment;
   if (!m) return;
   const t0 = performance.now();
   const W = segCv.clientWidth;
-  const H = Math.max(30, m.segments.length * SEG.row + 10);
-  segCv.width = W; segCv.height = H; segCv.style.height = H + 'px';
+  const full = Math.max(30, m.segments.length * SEG.row + 10);
+  segWrap.style.height = full + 'px';
+  const H = Math.min(full, Math.max(200, window.innerHeight));
+  const top = Math.max(0, Math.min(full - H, -segWrap.getBoundingClientRect().top));
+  segView.top = top;
+  if (segCv.width !== W || segCv.height !== H) { segCv.width = W; segCv.height = H; segCv.style.height = H + 'px'; }
   const g = segCv.getContext('2d');
   g.clearRect(0, 0, W, H);
   let big = 1;
   for (const s of m.segments) big = Math.max(big, s.size);
+  segView.big = big;
   const w = W - SEG.left - SEG.right;
   g.font = '11px system-ui, sans-serif';
   const paths = new Map(), outline = new Path2D();
-  m.segments.forEach((s, i) => {
-    const y = 5 + i * SEG.row, h = SEG.row - 4, sw = s.size / big * w;
+  const first = Math.max(0, Math.floor((top - 5) / SEG.row)), last = Math.min(m.segments.length, Math.ceil((top + H) / SEG.row));
+  for (let i = first; i < last; i++) {
+    const s = m.segments[i];
+    const y = 5 + i * SEG.row - top, h = SEG.row - 4, sw = s.size / big * w;
     g.fillStyle = '#455a64';
     g.fillText(fmtBytes(s.size) + ' ' + s.pool + (s.stream ? ' s' + s.stream : ''), 4, y + 10);
     g.fillStyle = '#eceff1';
@@ -508,25 +521,30 @@ function drawSegments() {
       p.rect(SEG.left + b.offset / big * w, y, Math.max(0.5, b.size / big * w - 0.3), h);
     }
     outline.rect(SEG.left + 0.5, y + 0.5, sw, h);
-  });
+  }
   for (const [color, p] of paths) { g.fillStyle = color; g.fill(p); }
   g.strokeStyle = '#78909c';
   g.stroke(outline);
   segCv.dataset.segments = String(m.segments.length);
+  segCv.dataset.drawn = first + '-' + last;
   ms.segmentsMs = performance.now() - t0;
   segCv.dataset.event = String(m.event);
 }
+ms.segViewTop = () => segView.top;
+let segFrame = 0;
+window.addEventListener('scroll', () => {
+  if (document.body.dataset.page !== 'moment' || !moment || segFrame) return;
+  segFrame = requestAnimationFrame(() => { segFrame = 0; drawSegments(); });
+}, { passive: true });
 function segHit(ev) {
   const m = moment;
   if (!m) return null;
   const r = segCv.getBoundingClientRect();
-  const px = ev.clientX - r.left, py = ev.clientY - r.top;
+  const px = ev.clientX - r.left, py = ev.clientY - r.top + segView.top;
   const i = Math.floor((py - 5) / SEG.row);
   const s = m.segments[i];
   if (!s) return null;
-  let big = 1;
-  for (const t of m.segments) big = Math.max(big, t.size);
-  const off = (px - SEG.left) / (segCv.clientWidth - SEG.left - SEG.right) * big;
+  const off = (px - SEG.left) / (segCv.clientWidth - SEG.left - SEG.right) * segView.big;
   if (off < 0 || off > s.size) return null;
   for (const b of s.blocks) if (off >= b.offset && off < b.offset + b.size) return { seg: s, block: b };
   for (const h of s.holes) if (off >= h.offset && off < h.offset + h.size) return { seg: s, hole: h };
@@ -539,7 +557,7 @@ segCv.addEventListener('mousemove', (ev) => {
   let html = 'segment ' + esc(s.addr) + ' · ' + fmtBytes(s.size) + ' · ' + s.pool + ' pool' + (s.expandable ? ' (expandable)' : '') +
     ' · stream ' + s.stream + '<br>allocated ' + fmtBytes(s.allocated) + ', free ' + fmtBytes(s.free) + ' (largest hole ' + fmtBytes(s.largest_hole) + ')';
   if (h.block) html = '<b>' + fmtBytes(h.block.size) + '</b> (requested ' + fmtBytes(h.block.requested) + ') · ' + esc(h.block.category) +
-    (h.block.pending_free ? ' · freed, pending' : '') + '<br>' + esc(h.block.site) + '<br>' + html;
+    (h.block.pending_free ? ' · freed, pending' : '') + '<br>' + esc(moment.sites[h.block.site]) + '<br>' + html;
   if (h.hole) html = '<b>free hole ' + fmtBytes(h.hole.size) + '</b><br>' + html;
   showTip(ev, html);
 });
