@@ -140,6 +140,29 @@ type AdviceFix struct {
 	// it against the step's limit instead (each nil otherwise).
 	Fit   *budget.Fit
 	Limit *LimitFit
+	// Shrinks are the recorded requests the fix makes smaller (a fraction
+	// Num/Den of each goes: the logits' slices, the optimizer state's
+	// bytes), by the stack and alloc event of each block in the step;
+	// Moves says it also changes what it cannot say as a smaller request
+	// (a block dropped, made earlier, or a new buffer), and MovesBytes is
+	// what those changes add to the new peak (NewPeak less the peak with
+	// the shrinks alone; 0 when they add nothing or take bytes away).
+	// Package fit drives the allocator model with the shrunk requests at
+	// other batches.
+	Shrinks    []FixShrink
+	Moves      bool
+	MovesBytes int64
+	// MovesSave says the other changes take bytes away (the new peak is
+	// below the shrinks' alone): the shrinks then say less than the fix.
+	MovesSave bool
+}
+
+// FixShrink is one recorded request a fix makes smaller: Num/Den of it
+// goes.
+type FixShrink struct {
+	Stack    snapshot.StackID
+	Alloc    int // the alloc event in the recording
+	Num, Den int64
 }
 
 // adviseBlock is a block live during the peak's step: live after events
@@ -367,6 +390,20 @@ func (d *Device) advise(opt AdviseOptions) (ad *Advice, st *adviseStep, fixDelta
 		}
 		if f.NewPeak >= ref || (ref-f.NewPeak)*100 < ref {
 			return
+		}
+		var shrinks []delta
+		for _, x := range ds {
+			if x.op == opShrink && x.block >= 0 && st.blocks[x.block].alloc >= 0 {
+				b := &st.blocks[x.block]
+				f.Shrinks = append(f.Shrinks, FixShrink{Stack: b.stack, Alloc: b.alloc, Num: x.num, Den: x.den})
+				shrinks = append(shrinks, x)
+			} else {
+				f.Moves = true
+			}
+		}
+		if f.Moves && len(shrinks) > 0 {
+			alone, _ := st.peakWith(shrinks)
+			f.MovesBytes, f.MovesSave = max(0, f.NewPeak-alone), f.NewPeak < alone
 		}
 		switch {
 		case ad.OOM != nil:

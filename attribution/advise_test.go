@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -158,7 +159,7 @@ func TestSummaryCarriesAdvice(t *testing.T) {
 			t.Fatalf("%s: %d fixes in the summary, want %d", c.path, len(got), c.want)
 		}
 		for i := range got {
-			if got[i] != ad.Fixes[i] {
+			if !reflect.DeepEqual(got[i], ad.Fixes[i]) {
 				t.Errorf("%s: summary fix %d = %+v, advise's %+v", c.path, i, got[i], ad.Fixes[i])
 			}
 		}

@@ -34,14 +34,20 @@ type OOMAt struct {
 // At drives the job's request stream at batch n through the allocator
 // model under set.
 func (m *Model) At(n int, set allocator.Settings) (*Point, error) {
-	return m.at(n, set, nil)
+	return m.at(n, set, nil, nil)
 }
 
-func (m *Model) at(n int, set allocator.Settings, buf []int64) (*Point, error) {
+// at is At with the sizes' buffer (nil: a new one) and a change made to
+// the synthesized sizes before the run (nil: none).
+func (m *Model) at(n int, set allocator.Settings, buf []int64, change func(n int, sizes []int64)) (*Point, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("batch %d: a batch is 1 or more", n)
 	}
-	out, err := m.rc.WhatIfSized(set, m.Sizes(n, buf))
+	sizes := m.Sizes(n, buf)
+	if change != nil {
+		change(n, sizes)
+	}
+	out, err := m.rc.WhatIfSized(set, sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +87,11 @@ type Frontier struct {
 // then bisects, each step one run of the model over the synthesized
 // stream (its size buffer reused).
 func (m *Model) Frontier(set allocator.Settings, maxBatch int) (*Frontier, error) {
+	return m.frontier(set, maxBatch, nil)
+}
+
+// frontier is Frontier with a change made to every run's sizes (at).
+func (m *Model) frontier(set allocator.Settings, maxBatch int, change func(n int, sizes []int64)) (*Frontier, error) {
 	if maxBatch <= 0 {
 		maxBatch = 1 << 16
 	}
@@ -91,7 +102,7 @@ func (m *Model) Frontier(set allocator.Settings, maxBatch int) (*Frontier, error
 		if p, ok := runs[n]; ok {
 			return p, nil
 		}
-		p, err := m.at(n, set, buf)
+		p, err := m.at(n, set, buf, change)
 		if err != nil {
 			return nil, err
 		}

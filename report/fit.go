@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/memscope/memscope/fit"
 	"github.com/memscope/memscope/internal/units"
@@ -25,6 +26,14 @@ type Fit struct {
 	// Comparisons hold the prediction against recordings at other
 	// batches (--compare).
 	Comparisons []*fit.Comparison
+	// Need is the model's run at one batch with no cap, its Fits and OOM
+	// the capped run's (fit --at, budget with snapshots); nil when not
+	// asked.
+	Need *fit.Point
+	// Fixes are advise's fixes along the curve (fit --advise); Advised
+	// says they were asked for (none may apply).
+	Fixes   []fit.Fix
+	Advised bool
 }
 
 // fitWords are the words of one dimension: its name, what one unit of it
@@ -134,6 +143,24 @@ func (r *Fit) writeText(w io.Writer) error {
 			ew.printf("  %7d  %14s  %14s  %s\n", p.Batch, units.Bytes(p.PeakAllocated), units.Bytes(p.PeakReserved), v)
 		}
 	}
+	if p := r.Need; p != nil {
+		ew.printf("\nat %s %d the step needs %s reserved (peak allocated %s)", wd.name, p.Batch, units.Bytes(p.PeakReserved), units.Bytes(p.PeakAllocated))
+		switch {
+		case res.Capacity <= 0:
+			ew.printf("\n")
+		case p.Fits:
+			ew.printf(": it fits, %s of the cap left\n", units.Bytes(res.Capacity-p.PeakReserved))
+		default:
+			ew.printf(": %s over the cap", units.Bytes(max(0, p.PeakReserved-res.Capacity)))
+			if p.OOM != nil {
+				ew.printf("; out of memory at %s", oomAtText(p.OOM))
+			}
+			ew.printf("\n")
+		}
+	}
+	if r.Advised {
+		r.fixesText(ew, wd)
+	}
 	for _, c := range r.Comparisons {
 		ew.printf("\nheld against %s (a recording at %s %d):\n", c.Path, wd.name, c.Batch)
 		ew.printf("  %d of its %s predicted at their size, %d at another; %d predicted and not made, %d made and not predicted\n",
@@ -154,6 +181,42 @@ func (r *Fit) writeText(w io.Writer) error {
 	}
 	ew.printf("\nsame program, other sizes: each run is the template's requests at that %s through the allocator model\n", wd.name)
 	return ew.err
+}
+
+// fixesText words advise's fixes along the curve, the most batch first,
+// then those not carried and why.
+func (r *Fit) fixesText(ew *errWriter, wd fitWords) {
+	res := r.Result
+	base := 0
+	if len(res.Frontiers) > 0 {
+		base = res.Frontiers[0].LargestFit
+	}
+	if len(r.Fixes) == 0 {
+		ew.printf("\nadvise's fixes: none (they are for a training step's peak)\n")
+		return
+	}
+	fixes := append([]fit.Fix(nil), r.Fixes...)
+	slices.SortStableFunc(fixes, func(a, b fit.Fix) int { return b.LargestFit - a.LargestFit })
+	ew.printf("\nwith advise's fixes, under the recorded settings (%d fits without one):\n", base)
+	ew.printf("  %14s  %14s  %s\n", "largest "+wd.column, "reserved there", "fix")
+	for _, f := range fixes {
+		if !f.Carried {
+			continue
+		}
+		n := fmt.Sprint(f.LargestFit)
+		if f.LargestFit == f.Max {
+			n = fmt.Sprintf("%d+", f.Max) // the search's end
+		}
+		ew.printf("  %14s  %14s  %s\n", n, units.Bytes(f.Need), adviceFixWords(f.Advice).name)
+	}
+	ew.printf("  each: the template's requests the fix makes smaller (the logits' slices, the moments' bytes, the\n"+
+		"  activations of half the micro-batch) shrunk at every %s, through the allocator model, under the cap\n"+
+		"  less what else the fix adds at the step's peak\n", wd.name)
+	for _, f := range fixes {
+		if !f.Carried {
+			ew.printf("  not carried: %s: %s\n", adviceFixWords(f.Advice).name, f.Why)
+		}
+	}
 }
 
 func oomAtText(o *fit.OOMAt) string {
@@ -180,6 +243,25 @@ type FitJSON struct {
 	CapFrom   string            `json:"capacity_from"`
 	Frontiers []FitFrontierJSON `json:"frontiers"`
 	Compared  []FitCompareJSON  `json:"compared"`
+	// Need is the step at --at's batch, uncapped (fits and oom: the capped
+	// run's); null when not asked. Fixes are advise's fixes along the
+	// curve with --advise; null when not asked.
+	Need  *FitPointJSON `json:"need"`
+	Fixes []FitFixJSON  `json:"fixes"`
+}
+
+// FitFixJSON is one of advise's fixes along the curve.
+type FitFixJSON struct {
+	Fix        string        `json:"fix"`  // in words
+	Term       string        `json:"term"` // the term it shrinks (advise's)
+	Carried    bool          `json:"carried"`
+	Why        string        `json:"why"`             // when not carried
+	Shrunk     int           `json:"shrunk_requests"` // the template's requests it makes smaller
+	AddsAtPeak int64         `json:"adds_at_peak"`    // what else it adds at the step's peak, taken off the cap
+	LargestFit int           `json:"largest_fit"`
+	Need       int64         `json:"peak_reserved"` // the model's there
+	FirstFail  *FitPointJSON `json:"first_fail"`    // the run at largest_fit+1; null when the search's end fits
+	SearchMax  int           `json:"search_max"`
 }
 
 type FitCompareJSON struct {
@@ -314,6 +396,22 @@ func (r *Fit) document() any {
 			cj.RecordedOnly = append(cj.RecordedOnly, FitGroupJSON{Kind: "recorded_only", Site: g.Label, Count: g.Count, Bytes: g.Bytes})
 		}
 		v.Compared = append(v.Compared, cj)
+	}
+	if r.Need != nil {
+		p := fitPointJSON(r.Need)
+		v.Need = &p
+	}
+	if r.Advised {
+		v.Fixes = []FitFixJSON{}
+		for _, f := range r.Fixes {
+			var ff *FitPointJSON
+			if f.FirstFail != nil {
+				p := fitPointJSON(f.FirstFail)
+				ff = &p
+			}
+			v.Fixes = append(v.Fixes, FitFixJSON{Fix: adviceFixWords(f.Advice).name, Term: adviseTermName(f.Advice.Term), Carried: f.Carried,
+				Why: f.Why, Shrunk: f.Shrunk, AddsAtPeak: f.Advice.MovesBytes, LargestFit: f.LargestFit, Need: f.Need, FirstFail: ff, SearchMax: f.Max})
+		}
 	}
 	return ResultDoc[FitJSON]{Schema: Schema, Kind: "fit", Result: v}
 }

@@ -3,12 +3,16 @@ process, optionally under a per-process cap, optionally recorded the way
 users record (plain torch.cuda.memory._record_memory_history from the
 process's first allocation, _snapshot at the end; no memscope code runs).
 
-    python3 fitwork.py --workload lm|conv|gen --batch N --out DIR [--cap BYTES] [--record] [--seq L]
+    python3 fitwork.py --workload lm|conv|gen --batch N --out DIR [--cap BYTES] [--record] [--seq L] [--loss chunked]
 
 lm    a LlamaForCausalLM from a config (1024 hidden, 6 layers, 32,000
       vocabulary, random weights), fp32 weights under bf16 autocast, AdamW,
       512 tokens per sample (--seq), 3 steps (forward, backward, optimizer.step,
-      zero_grad).
+      zero_grad). --loss chunked: the cross-entropy in 8 slices of the
+      tokens, each slice's fp32 logits made, reduced and back-propagated
+      before the next (advise's "chunked cross-entropy (8 chunks, upcast per
+      chunk)"; the hidden states cut from the graph, their gradient
+      gathered, then sent back through the model).
 conv  torchvision's resnet50, fp32, 224x224 images, SGD with momentum 0.9,
       3 steps.
 gen   the same Llama in bf16 serving generate(): N prompts of 1,024 tokens (--seq),
@@ -43,6 +47,28 @@ def llama_config():
                        num_attention_heads=16, num_key_value_heads=8, max_position_embeddings=4096)
 
 
+LOSS = "plain"
+
+
+def chunked_backward(model, hidden, ids, chunks=8):
+    """The shifted cross-entropy over ids in chunks of the tokens, each
+    chunk's fp32 logits made and back-propagated before the next; then the
+    hidden states' gathered gradient through the model."""
+    import torch.nn.functional as F
+    h = hidden.detach().requires_grad_()
+    flat = h[:, :-1].reshape(-1, h.shape[-1])
+    y = ids[:, 1:].reshape(-1)
+    n = flat.shape[0]
+    size = -(-n // chunks)
+    for s in range(0, n, size):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model.lm_head(flat[s:s + size]).float()
+        part = F.cross_entropy(logits, y[s:s + size], reduction="sum") / n
+        part.backward(retain_graph=True)
+        del logits, part
+    hidden.backward(h.grad)
+
+
 def lm(truth, batch, seq):
     from transformers import LlamaForCausalLM
     torch.manual_seed(0)
@@ -53,14 +79,22 @@ def lm(truth, batch, seq):
     for step in range(STEPS):
         ids = torch.randint(0, 32000, (batch, seq), generator=g).cuda()
         truth.phase(step, "forward")
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        truth.phase(step, "backward")
-        loss.backward()
+        if LOSS == "chunked":
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                hidden = model.model(input_ids=ids).last_hidden_state
+            truth.phase(step, "backward")
+            chunked_backward(model, hidden, ids)
+            del hidden
+        else:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+            truth.phase(step, "backward")
+            loss.backward()
+            del loss
         truth.phase(step, "optimizer")
         opt.step()
         opt.zero_grad(set_to_none=True)
-        del loss, ids
+        del ids
 
 
 def conv(truth, batch, seq):
@@ -110,7 +144,10 @@ def main():
     p.add_argument("--cap", type=int, default=0, help="per-process cap in bytes (0: none)")
     p.add_argument("--record", action="store_true")
     p.add_argument("--seq", type=int, default=0, help="lm: tokens per sample (512); gen: prompt tokens (1024)")
+    p.add_argument("--loss", choices=["plain", "chunked"], default="plain", help="lm: the cross-entropy whole or in 8 chunks")
     args = p.parse_args()
+    global LOSS
+    LOSS = args.loss
     total = torch.cuda.get_device_properties(0).total_memory
     if args.cap:
         torch.cuda.set_per_process_memory_fraction(args.cap / total)
@@ -121,7 +158,7 @@ def main():
     if args.record:
         torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
     seq = args.seq or {"lm": 512, "gen": 1024}.get(args.workload, 0)
-    truth = Truth("fit-" + args.workload, __file__, workload=args.workload, batch=args.batch, seq=seq,
+    truth = Truth("fit-" + args.workload, __file__, workload=args.workload, batch=args.batch, seq=seq, loss=args.loss,
                   cap_bytes=args.cap, cap_fraction=args.cap / total if args.cap else 0)
     truth.begin_window()
     truth.phase(-1, "setup")  # the model's build: the phases partition the run

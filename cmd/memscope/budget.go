@@ -65,6 +65,9 @@ func budgetFlags(fs *pflag.FlagSet) runFunc {
 	memoryFlag(fs)
 	a.Set = fs.Changed
 	return func(cc *cmdContext, args []string) error {
+		if len(args) >= 2 {
+			return budgetFromRecordings(cc, &o, fs, args)
+		}
 		if len(args) > 0 {
 			if o.snapshot != "" {
 				return usageErrorf("give the snapshot once: as SNAP or with --snapshot")
@@ -145,4 +148,29 @@ func (o *budgetOptions) snapshotDevice(cc *cmdContext) (*attribution.Device, err
 		return nil, badInput(fmt.Errorf("%s: no device has recorded events (it has %s, none with a trace); record with torch.cuda.memory._record_memory_history", o.snapshot, snapshot.DeviceList(s.Devices())))
 	}
 	return d, nil
+}
+
+// budgetFromRecordings is 'memscope budget --batch N A B …': two or more
+// snapshots of the job at other batches give the step's need at N from
+// memscope fit's curve (the model's run at N, allocator-exact, with no
+// cap), held against --device-memory with advise's fixes along the curve.
+func budgetFromRecordings(cc *cmdContext, o *budgetOptions, fs *pflag.FlagSet, paths []string) error {
+	for _, name := range []string{"config", "vocab", "hidden", "layers", "heads", "kv-heads", "head-dim", "intermediate", "seq",
+		"snapshot", "truth", "run", "mode", "precision", "optimizer", "loss", "checkpointing", "accumulation", "shard-ranks"} {
+		if fs.Changed(name) {
+			return usageErrorf("--%s: with two or more snapshots budget reads the step from them (memscope fit's curve), not from a model's shape; give --batch N (and --device-memory)", name)
+		}
+	}
+	if !fs.Changed("batch") {
+		return usageErrorf("with two or more snapshots, give the batch to budget at: --batch N (the snapshots' own batches come from their names, b8/… or bs16…; memscope fit --batches gives them otherwise)")
+	}
+	if o.ask.GPU.Memory <= 0 {
+		return usageErrorf("with two or more snapshots, give the device to hold the step against: --device-memory SIZE or a GPU name (A100-80GB, H100, …)")
+	}
+	fo := fitOptions{json: o.json, device: o.device, gpu: o.ask.GPU, overhead: budget.DefaultOutside, maxBatch: 65536, top: 5, dim: "batch",
+		at: int(o.ask.Shape.Batch), advise: true}
+	if o.ask.Shape.Outside >= 0 {
+		fo.overhead = o.ask.Shape.Outside
+	}
+	return runFit(cc, fo, paths)
 }

@@ -68,7 +68,7 @@ func init() {
 		{name: "check", args: "SNAP...", flags: checkFlags},
 		{name: "ops", args: "TRACE...", flags: opsFlags},
 		{name: "pprof", args: "SNAP", flags: pprofFlags},
-		{name: "budget", args: "[SNAP]", flags: budgetFlags},
+		{name: "budget", args: "[SNAP...]", flags: budgetFlags},
 		{name: "advise", args: "SNAP...", flags: adviseFlags},
 		{name: "capture", args: "COMMAND...", flags: captureFlags},
 		{name: "sweep", args: "", flags: sweepFlags},

@@ -26,6 +26,8 @@ type fitOptions struct {
 	dim         string
 	html        string
 	compare     []string
+	at          int  // --at: the step's need at that batch (0: none)
+	advise      bool // --advise: advise's fixes along the curve
 }
 
 func fitFlags(fs *pflag.FlagSet) runFunc {
@@ -42,81 +44,101 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 	fs.StringArrayVar(&o.compare, "compare", nil, "hold the prediction at a recording's batch against that recording, `SNAP` (its batch from its name, or SNAP@N): which requests the small recordings did not foresee; repeat for several")
 	fs.StringVar(&o.html, "html", "", "also write the chart and tables as a self-contained page to `FILE` (offline)")
 	fs.StringVar(&o.dim, "dim", "batch", "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
+	fs.IntVar(&o.at, "at", 0, "also say what the step needs at `N` (its peaks with no cap, and whether it fits the cap)")
+	fs.BoolVar(&o.advise, "advise", false, "also carry advise's fixes along the curve: the largest batch that fits with each, its requests made smaller through the allocator model")
 	memoryFlag(fs)
-	return func(cc *cmdContext, paths []string) error {
-		if len(paths) < 2 {
-			return usageErrorf("fit needs two or more snapshots of the job at different batch sizes")
+	return func(cc *cmdContext, paths []string) error { return runFit(cc, o, paths) }
+}
+
+// runFit is 'memscope fit', and 'memscope budget' given two or more
+// snapshots: the curve, the frontiers, and what was asked of them.
+func runFit(cc *cmdContext, o fitOptions, paths []string) error {
+	if len(paths) < 2 {
+		return usageErrorf("fit needs two or more snapshots of the job at different batch sizes")
+	}
+	if o.at < 0 {
+		return usageErrorf("--at %d: want a batch of 1 or more", o.at)
+	}
+	if o.dim != "batch" && o.dim != "seq" {
+		return usageErrorf("--dim %q: batch or seq", o.dim)
+	}
+	if o.maxBatch < 1 {
+		return usageErrorf("--max-batch %d: want 1 or more", o.maxBatch)
+	}
+	var batches []int
+	var err error
+	if o.batches != "" {
+		if batches, err = fit.ParseBatches(o.batches, len(paths)); err != nil {
+			return usageErrorf("%v", err)
 		}
-		if o.dim != "batch" && o.dim != "seq" {
-			return usageErrorf("--dim %q: batch or seq", o.dim)
+	}
+	capacity, capFrom, err := fit.Cap(o.memoryLimit, o.gpu, o.overhead)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	sets, err := fit.Settings(o.confs)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if o.html != "" {
+		if err := refuseOverInput(o.html, paths...); err != nil {
+			return err
 		}
-		if o.maxBatch < 1 {
-			return usageErrorf("--max-batch %d: want 1 or more", o.maxBatch)
+	}
+	snaps, err := openSnapshots(cc, paths)
+	if err != nil {
+		return err
+	}
+	var ins []fit.Input
+	for i, p := range paths {
+		in := fit.Input{Path: cc.shown(p), Snap: snaps[i]}
+		if batches != nil {
+			in.Batch = batches[i]
 		}
-		var batches []int
-		var err error
-		if o.batches != "" {
-			if batches, err = fit.ParseBatches(o.batches, len(paths)); err != nil {
-				return usageErrorf("%v", err)
-			}
+		ins = append(ins, in)
+	}
+	m, err := fit.New(ins, fit.FirstDevice(ins[0].Snap, o.device), fit.Options{MemoryLimit: capacity})
+	if err != nil {
+		return badInput(err)
+	}
+	sets[0].Settings = m.RecordedSettings()
+	res, err := m.Run(sets, capacity, o.maxBatch)
+	if err != nil {
+		return badInput(err)
+	}
+	r := &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim, Version: version()}
+	if o.at > 0 {
+		if r.Need, err = m.Need(o.at, capacity); err != nil {
+			return badInput(err)
 		}
-		capacity, capFrom, err := fit.Cap(o.memoryLimit, o.gpu, o.overhead)
+	}
+	if o.advise {
+		if r.Fixes, err = m.Fixes(capacity, o.maxBatch); err != nil {
+			return badInput(err)
+		}
+		r.Advised = true
+	}
+	for _, c := range o.compare {
+		path, batch, err := fit.ParseCompare(c)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
-		sets, err := fit.Settings(o.confs)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		if o.html != "" {
-			if err := refuseOverInput(o.html, paths...); err != nil {
-				return err
-			}
-		}
-		snaps, err := openSnapshots(cc, paths)
+		s, err := openSnapshot(cc, path)
 		if err != nil {
 			return err
 		}
-		var ins []fit.Input
-		for i, p := range paths {
-			in := fit.Input{Path: cc.shown(p), Snap: snaps[i]}
-			if batches != nil {
-				in.Batch = batches[i]
-			}
-			ins = append(ins, in)
-		}
-		m, err := fit.New(ins, fit.FirstDevice(ins[0].Snap, o.device), fit.Options{MemoryLimit: capacity})
+		cmp, err := m.Compare(fit.Input{Path: cc.shown(path), Snap: s, Batch: batch})
 		if err != nil {
 			return badInput(err)
 		}
-		sets[0].Settings = m.RecordedSettings()
-		res, err := m.Run(sets, capacity, o.maxBatch)
-		if err != nil {
-			return badInput(err)
-		}
-		r := &report.Fit{Result: res, CapFrom: capFrom, Top: o.top, Dim: o.dim, Version: version()}
-		for _, c := range o.compare {
-			path, batch, err := fit.ParseCompare(c)
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			s, err := openSnapshot(cc, path)
-			if err != nil {
-				return err
-			}
-			cmp, err := m.Compare(fit.Input{Path: cc.shown(path), Snap: s, Batch: batch})
-			if err != nil {
-				return badInput(err)
-			}
-			r.Comparisons = append(r.Comparisons, cmp)
-		}
-		if o.html != "" {
-			n, err := writeFile(o.html, func(w io.Writer) error { return report.Write(w, report.HTML, r) })
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cc.stderr, "wrote %s (%s): it works offline\n", o.html, units.Bytes(n))
-		}
-		return report.Write(cc.stdout, formatOf(o.json), r)
+		r.Comparisons = append(r.Comparisons, cmp)
 	}
+	if o.html != "" {
+		n, err := writeFile(o.html, func(w io.Writer) error { return report.Write(w, report.HTML, r) })
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cc.stderr, "wrote %s (%s): it works offline\n", o.html, units.Bytes(n))
+	}
+	return report.Write(cc.stdout, formatOf(o.json), r)
 }

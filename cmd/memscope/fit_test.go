@@ -135,3 +135,68 @@ func TestFitCompare(t *testing.T) {
 		t.Errorf("--compare x@0: %v", r.err)
 	}
 }
+
+// TestBudgetFromRecordings: 'memscope budget --batch 10 --device-memory
+// 6912MiB' given the Llama recorded at 1, 2 and 4 budgets from fit's
+// curve: the cap is the device less the 768 MiB outside the allocator
+// (6 GiB, the cap torch's frontier was measured under), the step at 10
+// needs torch's peaks there to the byte (cap6144MiB/b10/truth.json:
+// 5,694,898,176 B allocated, 6,404,702,208 B reserved) and fits; advise's
+// chunked loss is carried along the curve, past the frontier of 10, with
+// its next batch an OOM; checkpointing is named as not carried. 'fit --at'
+// gives the same need. The model's flags, or no --batch or device, are
+// refused with the reason.
+func TestBudgetFromRecordings(t *testing.T) {
+	dir := "../../fixtures/fit-lm/"
+	snaps := []string{dir + "b1/snapshot.pickle.gz", dir + "b2/snapshot.pickle.gz", dir + "b4/snapshot.pickle.gz"}
+	var doc report.ResultDoc[report.FitJSON]
+	runJSON(t, &doc, append([]string{"budget", "--json", "--batch", "10", "--device-memory", "6912MiB"}, snaps...)...)
+	r := doc.Result
+	if doc.Kind != "fit" || r.Capacity != 6<<30 || !strings.Contains(r.CapFrom, "768.00 MiB") {
+		t.Fatalf("kind %q, capacity %d from %q: want fit's document under 6 GiB", doc.Kind, r.Capacity, r.CapFrom)
+	}
+	if n := r.Need; n == nil || n.Batch != 10 || !n.Fits || n.PeakAllocated != 5694898176 || n.PeakReserved != 6404702208 {
+		t.Errorf("need %+v: want batch 10 fitting at torch's 5694898176 B allocated, 6404702208 B reserved", r.Need)
+	}
+	chunked, ckpt := false, false
+	for _, f := range r.Fixes {
+		switch {
+		case strings.HasPrefix(f.Fix, "chunked cross-entropy"):
+			chunked = true
+			if !f.Carried || f.LargestFit <= r.Frontiers[0].LargestFit || f.FirstFail == nil || f.FirstFail.Fits || f.FirstFail.Batch != f.LargestFit+1 || f.Shrunk == 0 {
+				t.Errorf("chunked loss %+v: want it carried past %d, its next batch an OOM", f, r.Frontiers[0].LargestFit)
+			}
+		case strings.HasPrefix(f.Fix, "full activation checkpointing"):
+			ckpt = true
+			if f.Carried || f.Why == "" {
+				t.Errorf("checkpointing %+v: want it not carried, with the reason", f)
+			}
+		}
+	}
+	if !chunked || !ckpt {
+		t.Errorf("fixes %+v: want the chunked loss and checkpointing", r.Fixes)
+	}
+	var fitDoc report.ResultDoc[report.FitJSON]
+	runJSON(t, &fitDoc, append([]string{"fit", "--json", "--at", "10", "--memory-limit", "6GiB"}, snaps...)...)
+	if a, b := fitDoc.Result.Need, r.Need; a == nil || b == nil || *a != *b || fitDoc.Result.Fixes != nil {
+		t.Errorf("fit --at 10: need %+v, fixes %v; budget's %+v and no fixes without --advise", a, fitDoc.Result.Fixes, b)
+	}
+	text := runMemscope(append([]string{"budget", "--batch", "10", "--device-memory", "6912MiB"}, snaps...)...)
+	if text.err != nil || !strings.Contains(text.stdout, "at batch 10 the step needs 5.96 GiB reserved") || !strings.Contains(text.stdout, "with advise's fixes") {
+		t.Errorf("budget's text: %v\n%s", text.err, text.stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"budget", "--batch", "10", "--config", "x.json", "--device-memory", "H100"}, "--config: with two or more snapshots"},
+		{[]string{"budget", "--device-memory", "H100"}, "give the batch to budget at: --batch N"},
+		{[]string{"budget", "--batch", "10"}, "--device-memory SIZE or a GPU name"},
+		{[]string{"fit", "--at", "-1", "--memory-limit", "6GiB"}, "--at -1"},
+	} {
+		r := runMemscope(append(c.args, snaps...)...)
+		if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+			t.Errorf("%v: %v; want an error saying %q", c.args, r.err, c.want)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func init() {
 		report.OpsJSON{}, report.OpRowJSON{}, report.ModuleTypeJSON{}, report.TimelineJSON{}, report.TimelinePeakJSON{}, report.TimelineCurveJSON{},
 		report.AdviceFileJSON{}, report.AdviceInferenceJSON{}, report.AdviceSettingJSON{}, report.AdviceJSON{}, report.AdviceHolderJSON{}, report.AdviceFixJSON{}, report.AdviceCombinationJSON{}, report.BudgetFitJSON{}, report.AdviceOOMJSON{}, report.LimitJSON{}, report.LimitFitJSON{},
 		report.WhatIfFileJSON{}, report.WhatIfDeviceJSON{}, report.WhatIfReplayJSON{}, report.WhatIfRunJSON{},
-		report.FitJSON{}, report.FitFrontierJSON{}, report.FitPointJSON{}, report.FitOOMJSON{}, report.FitCurveJSON{}, report.FitKindsJSON{}, report.FitGroupJSON{}, report.FitInputJSON{}, report.FitCompareJSON{}, report.FitSizeMissJSON{},
+		report.FitJSON{}, report.FitFrontierJSON{}, report.FitPointJSON{}, report.FitOOMJSON{}, report.FitCurveJSON{}, report.FitKindsJSON{}, report.FitGroupJSON{}, report.FitInputJSON{}, report.FitCompareJSON{}, report.FitSizeMissJSON{}, report.FitFixJSON{},
 	} {
 		t := reflect.TypeOf(v)
 		reportTypes[t.Name()] = t
