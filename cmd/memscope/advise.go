@@ -19,7 +19,18 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 	flagvalue.GPU(fs, &gpu, "hold each fix against a device of `SIZE` or a GPU name: ")
 	ranks := fs.Int64("ranks", budget.DefaultRanks, "data-parallel `N` ranks to suggest optimizer-state sharding over")
 	chunks := fs.Int64("loss-chunks", 8, "slices `N` of the chunked cross-entropy suggested")
+	frontier := fs.Bool("frontier", false, "the files are one job at two or more batches (b1/, b2/ … in their names): carry the fixes along memscope fit's curve, the largest batch that fits --device-memory with each")
 	return func(cc *cmdContext, paths []string) error {
+		if *frontier {
+			if gpu.Memory <= 0 {
+				return usageErrorf("--frontier: give the device the batch must fit: --device-memory SIZE or a GPU name")
+			}
+			if fs.Changed("ranks") || fs.Changed("loss-chunks") {
+				return usageErrorf("--frontier carries advise's fixes as fit does (8 ranks, 8 loss chunks); --ranks and --loss-chunks do not apply")
+			}
+			return runFit(cc, fitOptions{json: o.json, device: o.device, gpu: gpu, overhead: budget.DefaultOutside, maxBatch: 65536, top: 5,
+				dim: "batch", advise: true}, paths)
+		}
 		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks, Settings: true, DeviceName: gpu.Name, DeviceMemory: gpu.Memory}
 		if *ranks < 2 {
 			return usageErrorf("--ranks %d: want 2 or more", *ranks)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -145,7 +147,7 @@ func TestFitCompare(t *testing.T) {
 // chunked loss is carried along the curve, past the frontier of 10, with
 // its next batch an OOM; checkpointing is named as not carried. 'fit --at'
 // gives the same need. The model's flags, or no --batch or device, are
-// refused with the reason.
+// refused with the reason. advise --frontier gives the same fixes.
 func TestBudgetFromRecordings(t *testing.T) {
 	dir := "../../fixtures/fit-lm/"
 	snaps := []string{dir + "b1/snapshot.pickle.gz", dir + "b2/snapshot.pickle.gz", dir + "b4/snapshot.pickle.gz"}
@@ -181,6 +183,11 @@ func TestBudgetFromRecordings(t *testing.T) {
 	if a, b := fitDoc.Result.Need, r.Need; a == nil || b == nil || *a != *b || fitDoc.Result.Fixes != nil {
 		t.Errorf("fit --at 10: need %+v, fixes %v; budget's %+v and no fixes without --advise", a, fitDoc.Result.Fixes, b)
 	}
+	var adv report.ResultDoc[report.FitJSON]
+	runJSON(t, &adv, append([]string{"advise", "--frontier", "--json", "--device-memory", "6912MiB"}, snaps...)...)
+	if a, b := fmt.Sprintf("%+v", adv.Result.Fixes), fmt.Sprintf("%+v", r.Fixes); !reflect.DeepEqual(adv.Result.Fixes, r.Fixes) || adv.Result.Need != nil {
+		t.Errorf("advise --frontier: fixes %s, need %+v; want budget's %s and no need", a, adv.Result.Need, b)
+	}
 	text := runMemscope(append([]string{"budget", "--batch", "10", "--device-memory", "6912MiB"}, snaps...)...)
 	if text.err != nil || !strings.Contains(text.stdout, "at batch 10 the step needs 5.96 GiB reserved") || !strings.Contains(text.stdout, "with advise's fixes") {
 		t.Errorf("budget's text: %v\n%s", text.err, text.stdout)
@@ -192,6 +199,7 @@ func TestBudgetFromRecordings(t *testing.T) {
 		{[]string{"budget", "--batch", "10", "--config", "x.json", "--device-memory", "H100"}, "--config: with two or more snapshots"},
 		{[]string{"budget", "--device-memory", "H100"}, "give the batch to budget at: --batch N"},
 		{[]string{"budget", "--batch", "10"}, "--device-memory SIZE or a GPU name"},
+		{[]string{"advise", "--frontier"}, "--frontier: give the device"},
 		{[]string{"fit", "--at", "-1", "--memory-limit", "6GiB"}, "--at -1"},
 	} {
 		r := runMemscope(append(c.args, snaps...)...)
