@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -49,6 +50,49 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 		return nil, usageErrorf("%v", err)
 	}
 	return analyzeSnapshot(cc, path, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes})
+}
+
+// analyzePair opens and analyses two snapshots at once, one on each core
+// (diff waits for the slower, not for their sum); the same file named
+// twice is read and analysed once.
+func (o *analysisOptions) analyzePair(cc *cmdContext, pa, pb string) (a, b *attribution.Analysis, err error) {
+	f, err := attribution.NewFilter(o.ignore, o.focus)
+	if err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	opt := attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes}
+	paths := []string{pa, pb}
+	if sameFile(pa, pb) {
+		paths = paths[:1]
+	}
+	snaps, err := openSnapshots(cc, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, s := range snaps {
+		if err := checkAgainst(cc, paths[i], s, opt); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(snaps) == 1 {
+		a = attribution.Analyze(snaps[0], opt)
+		return a, a, nil
+	}
+	done := make(chan struct{})
+	go func() { b = attribution.Analyze(snaps[1], opt); close(done) }()
+	a = attribution.Analyze(snaps[0], opt)
+	<-done
+	return a, b, nil
+}
+
+// sameFile reports whether two paths name one existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // format is the output format the flags chose.
@@ -168,11 +212,7 @@ func diffFlags(fs *pflag.FlagSet) runFunc {
 		case sweepA || sweepB:
 			return usageErrorf("diff compares two sweep runs, or two snapshots (files or capture run directories), not one of each")
 		}
-		a, err := o.analyze(cc, pa)
-		if err != nil {
-			return err
-		}
-		b, err := o.analyze(cc, pb)
+		a, b, err := o.analyzePair(cc, pa, pb)
 		if err != nil {
 			return err
 		}
