@@ -120,7 +120,7 @@ const maxLabel = 240
 func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 	p := &page{Title: opt.Title, Version: opt.Version, EChartsVersion: EChartsVersion,
 		Library: template.JS(echartsLib), Notice: echartsNotice}
-	for _, name := range []string{"style.css", "early.js", "glue.js"} {
+	for _, name := range []string{"style.css", "early.js", "units.js", "glue.js"} {
 		b, err := htmlFS.ReadFile("html/" + name)
 		if err != nil {
 			return fmt.Errorf("invariant violation: embedded %s: %w", name, err)
@@ -130,8 +130,10 @@ func writeHTML(w io.Writer, views []*attribution.View, opt HTMLOptions) error {
 			p.CSS = template.CSS(b)
 		case "early.js":
 			p.Early = template.JS(b)
+		case "units.js":
+			p.Glue = template.JS(b) + "\n" // the glue's formatters are these
 		default:
-			p.Glue = template.JS(b)
+			p.Glue += template.JS(b)
 		}
 	}
 	var names []string
@@ -184,4 +186,15 @@ func buildExtras(opt HTMLOptions) (lead, after []extraSection) {
 		after = append(after, timelineSection(opt.Timeline))
 	}
 	return lead, after
+}
+
+// UnitsJS is the page script that formats sizes and times as memscope's
+// text does (report/html/units.js): the report's pages inline it, and
+// memscope serve serves it to its page, so both print one rule.
+func UnitsJS() []byte {
+	b, err := htmlFS.ReadFile("html/units.js")
+	if err != nil {
+		panic("invariant violation: embedded units.js: " + err.Error())
+	}
+	return b
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memscope/memscope/internal/units"
 )
 
 // encodings records the Content-Encoding of each /api answer the page
@@ -321,4 +323,57 @@ func TestChromiumMomentHover(t *testing.T) {
 	for _, p := range problems() {
 		t.Error(p)
 	}
+}
+
+// TestChromiumUnits: the page formats sizes and times with report's
+// units.js (served as /units.js), which prints what the text output
+// prints: every value here, edges of each unit and rounding included,
+// equals internal/units' to the character.
+func TestChromiumUnits(t *testing.T) {
+	srv := newServer(t, "../fixtures/llama-bf16/snapshot.pickle")
+	c, base, problems := openBrowser(t, srv)
+	c.page(t, "Page.navigate", map[string]any{"url": base})
+	c.waitFor(t, "the page's scripts", `typeof memscopeUnits === 'object'`, 60*time.Second)
+	sizes := []int64{0, 1, 512, 1023, 1024, 1025, 1535, 1536, 10239, 1<<20 - 1, 1 << 20, 1<<20 + 5242, 37 << 20,
+		1<<30 - 1, 1<<30 - 5368709, 12_884_901_888, 5_694_898_176, 1 << 40, 1<<50 + 12345, -1, -1536, -(37 << 20), math.MaxInt64, math.MinInt64 + 1}
+	times := []int64{0, 1, 999, 1000, 1004, 1005, 9994, 9995, 99949, 99950, 999499, 999500, 4_560_000, 12_345_678,
+		999_499_999, 999_500_000, 3_600_000_000, -850, -1_234_567}
+	var got struct{ Bytes, Times []string }
+	c.eval(t, fmt.Sprintf(`({bytes: %s.map((n) => memscopeUnits.bytes(BigInt(n))), times: %s.map((n) => memscopeUnits.duration(BigInt(n)))})`,
+		jsBigInts(sizes), jsBigInts(times)), &got)
+	for i, n := range sizes {
+		if want := units.Bytes(n); i >= len(got.Bytes) || got.Bytes[i] != want {
+			t.Errorf("memscopeUnits.bytes(%d) = %q, want %q", n, at(got.Bytes, i), want)
+		}
+	}
+	for i, n := range times {
+		if want := units.Duration(n); i >= len(got.Times) || got.Times[i] != want {
+			t.Errorf("memscopeUnits.duration(%d) = %q, want %q", n, at(got.Times, i), want)
+		}
+	}
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// jsBigInts writes ns as a JavaScript array of strings (BigInt takes
+// them exactly, past 2^53).
+func jsBigInts(ns []int64) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, n := range ns {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%q", strconv.FormatInt(n, 10))
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return "(none)"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memscope/memscope/report"
 	"io/fs"
 	"math"
 	"net/http"
@@ -114,6 +115,11 @@ func New(srcs []Source, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.Handle("/", http.FileServerFS(static))
+	units := report.UnitsJS()
+	s.mux.HandleFunc("/units.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Write(units)
+	})
 	for path, h := range map[string]func(v *view, r *http.Request) (any, error){
 		"summary":  s.summary,
 		"timeline": s.timeline,

@@ -10,25 +10,10 @@
   var status = document.getElementById("memscope-status");
   var errors = window.memscopeErrors || [];
 
-  // Binary units as memscope prints them: whole bytes below 1 KiB, else
-  // two decimals in the largest unit below 1024.
-  function fmtBytes(n) {
-    n = Number(n);
-    var neg = n < 0, u = Math.abs(n);
-    if (u < 1024) return (neg ? "-" : "") + Math.round(u) + " B";
-    var units = ["KiB", "MiB", "GiB", "TiB"], k = 0, v = u / 1024;
-    while (Math.round(v * 100) >= 1024 * 100 && k < units.length - 1) { v /= 1024; k++; }
-    return (neg ? "-" : "") + v.toFixed(2) + " " + units[k];
-  }
-  // Three significant digits of a time given in ms.
-  function fmtMs(ms) {
-    var us = Math.abs(Number(ms) * 1000), s = ms < 0 ? "-" : "";
-    if (us < 1000) return s + Math.round(us) + " µs";
-    var v = us / 1000, unit = " ms";
-    if (v >= 999.5) { v /= 1000; unit = " s"; }
-    if (v >= 1000) return s + Math.round(v) + unit;
-    return s + v.toPrecision(3) + unit;
-  }
+  // Sizes and times as memscope prints them: memscopeUnits (units.js,
+  // inlined before this file).
+  var fmtBytes = memscopeUnits.bytes;
+  function fmtMs(ms) { return memscopeUnits.duration(Number(ms) * 1000); }
   // Axis labels: three significant digits are enough.
   function fmtAxisBytes(n) {
     var s = fmtBytes(n), m = /^(-?)([0-9.]+) (\S+)$/.exec(s);

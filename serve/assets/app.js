@@ -5,20 +5,11 @@
 const $ = (id) => document.getElementById(id);
 const ms = window.memscope = { view: 0, requests: 0, lastMs: 0, errors: [] };
 
-function fmtBytes(n) {
-  const neg = n < 0; n = Math.abs(n);
-  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-  const s = i === 0 ? String(n) : n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0);
-  return (neg ? '−' : '') + s + ' ' + u[i];
-}
+// Sizes and times as memscope prints them: memscopeUnits (/units.js, the
+// report's units.js).
+const fmtBytes = memscopeUnits.bytes;
 function fmtX(x, axis) {
-  if (axis !== 'time_us') return 'event ' + x;
-  const a = Math.abs(x);
-  if (a >= 1e6) return (x / 1e6).toFixed(a >= 1e8 ? 1 : 3) + ' s';
-  if (a >= 1e3) return (x / 1e3).toFixed(a >= 1e5 ? 1 : 2) + ' ms';
-  return x + ' µs';
+  return axis === 'time_us' ? memscopeUnits.duration(x) : 'event ' + x;
 }
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
