@@ -1,8 +1,6 @@
 package attribution
 
 import (
-	"fmt"
-
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -145,8 +143,8 @@ func (d *Device) moment(f *Fragmentation) *Moment {
 	panic("invariant violation: fragmentation result of no moment")
 }
 
-// bands shades the phases; with more than max, one band per step; with
-// more steps than max, runs of steps.
+// bands shades the phases (Phases.Shades: one band each, or per step,
+// or runs of steps past max), at their times after the first event.
 func (d *Device) bands(maxBands int) []Band {
 	p := d.Phases
 	t := d.Timeline
@@ -154,27 +152,13 @@ func (d *Device) bands(maxBands int) []Band {
 		return []Band{}
 	}
 	t0 := t.Events[0].TimeUS
-	out := []Band{}
-	if len(p.List) <= maxBands {
-		for _, ph := range p.List {
-			name := ph.Name
-			if ph.Step >= 0 {
-				name = fmt.Sprintf("step %d %s", ph.Step, ph.Name)
-			}
-			out = append(out, Band{Name: name, Phase: ph.Name, StartUS: ph.StartUS - t0, EndUS: ph.EndUS - t0})
-		}
-		return out
+	all := make([]int, len(p.List))
+	for i := range all {
+		all[i] = i
 	}
-	steps := p.Steps
-	per := (len(steps) + maxBands - 1) / max(maxBands, 1)
-	for i := 0; i < len(steps); i += per {
-		j := min(i+per, len(steps)) - 1
-		first, last := &p.List[steps[i].Phases[0]], &p.List[steps[j].Phases[len(steps[j].Phases)-1]]
-		name := fmt.Sprintf("step %d", steps[i].Step)
-		if j > i {
-			name = fmt.Sprintf("steps %d–%d", steps[i].Step, steps[j].Step)
-		}
-		out = append(out, Band{Name: name, StartUS: first.StartUS - t0, EndUS: last.EndUS - t0})
+	out := []Band{}
+	for _, s := range p.Shades(all, maxBands) {
+		out = append(out, Band{Name: s.Name, Phase: s.Phase, StartUS: p.List[s.First].StartUS - t0, EndUS: p.List[s.Last].EndUS - t0})
 	}
 	return out
 }

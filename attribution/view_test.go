@@ -146,3 +146,53 @@ func TestBands(t *testing.T) {
 		}
 	}
 }
+
+// TestShades: the one rule that shades phases (the report's bands and
+// serve's shades both call it): a phase outside the steps, as setup, is a
+// shade of its own when shading per step, and starts a run past that; a
+// run names its steps; every phase of in is in exactly one shade, in
+// order.
+func TestShades(t *testing.T) {
+	p := &Phases{}
+	p.List = append(p.List, Phase{Step: -1, Name: "setup"})
+	for s := range 10 {
+		for _, n := range []string{"forward", "backward", "optimizer"} {
+			p.List = append(p.List, Phase{Step: s, Name: n})
+		}
+	}
+	p.List = append(p.List, Phase{Step: -1, Name: "eval"})
+	all := make([]int, len(p.List))
+	for i := range all {
+		all[i] = i
+	}
+	for _, c := range []struct {
+		in    []int
+		max   int
+		names []string
+	}{
+		{all[1:4], 3, []string{"step 0 forward", "step 0 backward", "step 0 optimizer"}},
+		{all, 12, []string{"setup", "step 0", "step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8", "step 9", "eval"}},
+		{all, 5, []string{"steps 0–1", "steps 2–4", "steps 5–7", "steps 8–9"}},
+		{[]int{0, 31}, 1, []string{"setup to eval"}},
+		{all[4:31], 4, []string{"steps 1–3", "steps 4–6", "steps 7–9"}},
+	} {
+		got := p.Shades(c.in, c.max)
+		var names []string
+		next := 0
+		for _, s := range got {
+			names = append(names, s.Name)
+			if s.First != c.in[next] || s.Last < s.First {
+				t.Errorf("Shades(%d phases, %d): shade %q covers %d–%d, want it to start at %d", len(c.in), c.max, s.Name, s.First, s.Last, c.in[next])
+			}
+			for next < len(c.in) && c.in[next] <= s.Last {
+				next++
+			}
+		}
+		if next != len(c.in) || len(got) > c.max {
+			t.Errorf("Shades(%d phases, %d): %d shades covering %d phases", len(c.in), c.max, len(got), next)
+		}
+		if len(c.names) > 0 && !slices.Equal(names, c.names) {
+			t.Errorf("Shades(%d phases, %d) = %q, want %q", len(c.in), c.max, names, c.names)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"container/heap"
-	"fmt"
 	"math/bits"
 	"sort"
 
@@ -412,8 +411,6 @@ func (x *index) block(r int) snapshot.LiveBlock {
 		AllocIndex: int(rc.start), AllocTimeUS: ev.TimeUS}
 }
 
-// shades lists the phases overlapping [from, to]; past maxShades, runs of
-// consecutive phases are merged into one shade each.
 // columns cuts [from, to] into at most px columns: their left edges on
 // the axis, then the last one's right edge, and their event ranges
 // (column c holds events [bound[c], bound[c+1])). In event order there
@@ -500,40 +497,29 @@ func overview(d *attribution.Device, ax *axis, pts []attribution.SeriesPoint, fr
 	return tl
 }
 
+// shades lists the phases overlapping [from, to] as attribution's one rule
+// shades them (Phases.Shades: each phase, or per step, or runs of steps
+// past maxShades), on the axis.
 func (x *index) shades(from, to int64) []Shade {
-	var in []Shade
-	t0 := x.t0
-	for _, ph := range x.d.Phases.List {
-		if ph.Last < ph.First {
-			continue
-		}
-		s := Shade{Name: ph.Name, Phase: ph.Name, Step: ph.Step, X0: int64(ph.First), X1: int64(ph.Last)}
+	p := x.d.Phases
+	on := func(ph *attribution.Phase) (x0, x1 int64) {
 		if x.timed {
-			s.X0, s.X1 = ph.StartUS-t0, ph.EndUS-t0
+			return ph.StartUS - x.t0, ph.EndUS - x.t0
 		}
-		if s.X1 < from || s.X0 > to {
-			continue
-		}
-		if ph.Step >= 0 && len(in) < maxShades {
-			s.Name = fmt.Sprintf("step %d %s", ph.Step, ph.Name) // past maxShades the runs are named instead
-		}
-		in = append(in, s)
+		return int64(ph.First), int64(ph.Last)
 	}
-	if len(in) <= maxShades {
-		if in == nil {
-			return []Shade{}
+	var in []int
+	for i := range p.List {
+		ph := &p.List[i]
+		if x0, x1 := on(ph); ph.Last >= ph.First && x1 >= from && x0 <= to {
+			in = append(in, i)
 		}
-		return in
 	}
-	per := (len(in) + maxShades - 1) / maxShades
 	out := []Shade{}
-	for i := 0; i < len(in); i += per {
-		j := min(i+per, len(in)) - 1
-		s := Shade{Name: fmt.Sprintf("steps %d–%d", in[i].Step, in[j].Step), Step: in[i].Step, X0: in[i].X0, X1: in[j].X1}
-		if in[i].Step == in[j].Step {
-			s.Name = fmt.Sprintf("step %d", in[i].Step)
-		}
-		out = append(out, s)
+	for _, s := range p.Shades(in, maxShades) {
+		x0, _ := on(&p.List[s.First])
+		_, x1 := on(&p.List[s.Last])
+		out = append(out, Shade{Name: s.Name, Phase: s.Phase, Step: s.Step, X0: x0, X1: x1})
 	}
 	return out
 }

@@ -146,13 +146,15 @@ function drawTimeline() {
   const yOf = (b) => box.t + box.h - b / ymax * box.h;
   // phases
   g.font = '11px system-ui, sans-serif';
-  for (const p of d.phases) {
+  d.phases.forEach((p, i) => {
     const x0 = Math.max(box.l, xOfAxis(p.x0)), x1 = Math.min(box.l + box.w, xOfAxis(p.x1 + (d.axis === 'event' ? 1 : 0)));
-    if (x1 <= x0) continue;
-    g.fillStyle = phaseColor[p.phase] || (p.step % 2 ? 'rgba(120,144,156,.08)' : 'rgba(120,144,156,.16)');
+    if (x1 <= x0) return;
+    // A step or a run of steps: every other one darker, so that runs of
+    // two steps (which all start at an odd step) still alternate.
+    g.fillStyle = phaseColor[p.phase] || (i % 2 ? 'rgba(120,144,156,.08)' : 'rgba(120,144,156,.16)');
     g.fillRect(x0, box.t, x1 - x0, box.h);
     if (x1 - x0 > 50) { g.fillStyle = '#607d8b'; g.fillText(p.name, x0 + 3, box.t + 11, x1 - x0 - 6); }
-  }
+  });
   // bands
   for (let i = 0; i < d.bands.length; i++) {
     const b = d.bands[i];
