@@ -198,3 +198,14 @@ func UnitsJS() []byte {
 	}
 	return b
 }
+
+// Page is 'memscope report': one HTML page of several snapshots' views and
+// the extras of HTMLOptions.
+type Page struct {
+	Views   []*attribution.View
+	Options HTMLOptions
+}
+
+func (*Page) Kind() string { return "report" }
+
+func (r *Page) writeHTML(w io.Writer) error { return writeHTML(w, r.Views, r.Options) }

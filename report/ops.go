@@ -4,10 +4,46 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/internal/units"
+	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/trace"
 )
+
+// OpBytesJSON is jsondoc.OpBytesJSON.
+type OpBytesJSON = jsondoc.OpBytesJSON
+
+// opRowsJSON converts the by-operator rows of a joined moment.
+func opRowsJSON(rows []attribution.OpBytes, top int) []OpBytesJSON {
+	out := []OpBytesJSON{}
+	for i, r := range rows {
+		if top >= 0 && i == top {
+			break
+		}
+		out = append(out, OpBytesJSON{Op: r.Label, Bytes: r.Bytes.Bytes, Blocks: r.Count})
+	}
+	return out
+}
+
+// opBytesText writes the live bytes of a moment by operator (from a joined
+// profiler trace).
+func opBytesText(w io.Writer, j *attribution.Join, rows []attribution.OpBytes, covered float64, total int64, top int) error {
+	ew := &errWriter{w: w}
+	ew.printf("\nby operator (joined with the profiler trace; %.1f%% of the bytes allocated in its window found their op):\n", 100*covered)
+	joinWindowsText(ew, j)
+	for i, r := range rows {
+		if i == top {
+			break
+		}
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(r.Bytes.Bytes) / float64(total)
+		}
+		ew.printf("  %10s %5.1f%% %5d  %s\n", units.Bytes(r.Bytes.Bytes), share, r.Count, clipTail(r.Label, 70))
+	}
+	return ew.err
+}
 
 // opsText writes a per-operator (or per-module) memory table. cpuOnly
 // says the trace has memory events of the CPU only.
@@ -218,4 +254,31 @@ func clipTail(s string, n int) string {
 		return string(r)
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// Ops is 'memscope ops' of one device of one profiler trace.
+type Ops struct {
+	Source string
+	Table  *trace.Table
+	Top    int // rows to print; -1 for all
+	// CPUOnly says the trace's memory events are all CPU memory: its CPU
+	// table is shown, without --cpu, with a note saying so.
+	CPUOnly bool
+}
+
+func (*Ops) Kind() string { return "ops" }
+
+func (r *Ops) writeText(w io.Writer) error { return opsText(w, r.Source, r.Table, r.Top, r.CPUOnly) }
+
+// OpsFileJSON is an entry of the ops document: one device's table of one
+// trace, or the curves of an export_memory_timeline file.
+type OpsFileJSON struct {
+	Source   string        `json:"source"`
+	Table    *OpsJSON      `json:"table,omitempty"`
+	Timeline *TimelineJSON `json:"timeline,omitempty"`
+}
+
+func (r *Ops) fileEntry() any {
+	t := opsJSON(r.Table, r.Top, r.CPUOnly)
+	return OpsFileJSON{Source: r.Source, Table: &t}
 }

@@ -118,7 +118,8 @@ func (k siteKind) String() string {
 }
 
 func stackOf(id snapshot.StackID) sampleStack { return sampleStack{id: id} }
-func siteOnly(kind siteKind) sampleStack      { return sampleStack{site: kind} }
+
+func siteOnly(kind siteKind) sampleStack { return sampleStack{site: kind} }
 
 // namedSite returns where a block whose site its stack does not decide is
 // charged when the analysis named it (attribution.Site.Named): the
@@ -491,4 +492,19 @@ func (b *pprofBuilder) newLocation(name, file string, line int64) uint64 {
 	}
 	b.lines = append(b.lines, ppLine{fn: fn, line: line})
 	return uint64(len(b.lines))
+}
+
+// Profile is 'memscope pprof': the blocks live at a moment and every
+// allocation of one device, as a pprof profile.
+type Profile struct {
+	Analysis *attribution.Analysis
+	Device   *attribution.Device
+	Moment   *attribution.Moment
+	Allocs   iter.Seq[attribution.Allocation]
+}
+
+func (*Profile) Kind() string { return "pprof" }
+
+func (r *Profile) writePProf(w io.Writer) error {
+	return writePProf(w, r.Analysis, r.Device, r.Moment, r.Allocs)
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/report/jsondoc"
-	"github.com/memscope/memscope/snapshot"
 )
 
 // SummaryDoc is jsondoc.SummaryDoc.
@@ -88,41 +87,4 @@ func summaryFile(s *attribution.Summary) SummaryFile {
 		f.Devices = append(f.Devices, sd)
 	}
 	return f
-}
-
-func numbers(n snapshot.Numbers) Numbers {
-	return Numbers{Requested: n.Requested, Allocated: n.Allocated, Active: n.Active, Reserved: n.Reserved}
-}
-
-func peak(p snapshot.Peak) PeakJSON {
-	return PeakJSON{Bytes: p.Bytes, EventIndex: p.Index, TimeEpochUS: p.TimeUS}
-}
-
-func frameJSON(f *snapshot.Frame) FrameJSON {
-	return FrameJSON{Name: f.Name, Filename: f.Filename, Line: f.Line}
-}
-
-func stackJSON(st *snapshot.Stacks, id snapshot.StackID) []FrameJSON {
-	out := []FrameJSON{}
-	for _, fid := range st.Stack(id) {
-		out = append(out, frameJSON(st.Frame(fid)))
-	}
-	return out
-}
-
-func warningStrings(ws []snapshot.Warning) []string {
-	out := []string{}
-	for _, w := range ws {
-		out = append(out, w.Message)
-	}
-	return out
-}
-
-func inferenceJSON(inf *attribution.Inference) *InferenceJSON {
-	return &InferenceJSON{Calls: inf.Calls, Weights: inf.Weights.Bytes, KVCache: inf.KVCache.Bytes,
-		KVCacheBlocks: inf.KVCache.Count, KVCacheRequested: inf.KVRequested, Growing: inf.Growing,
-		KVAfterPrefill: inf.KVAfterPrefill, DecodeSteps: inf.DecodeSteps, GrowthPerStep: inf.GrowthPerStep,
-		PeakPhase: inf.PeakPhase, PeakIndex: inf.PeakIndex, Peak: inf.Peak, Activations: inf.Activations,
-		DecodePeakIndex: inf.DecodePeakIndex, DecodePeak: inf.DecodePeak, DecodeActivations: inf.DecodeActivations,
-		Engine: inf.Engine, Trainer: inf.Trainer}
 }

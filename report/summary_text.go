@@ -7,8 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/attribution"
-	"github.com/memscope/memscope/internal/srcpath"
-	"github.com/memscope/memscope/internal/textsafe"
 	"github.com/memscope/memscope/internal/units"
 	"github.com/memscope/memscope/snapshot"
 )
@@ -199,66 +197,6 @@ func siteStackText(ew *errWriter, st *snapshot.Stacks, id snapshot.StackID, all 
 	}
 }
 
-// siteHeading heads the site column of a text table.
-const siteHeading = "site (innermost user or library frame)"
-
-// siteLines is a site's name in a text table, each line clipped to width:
-// "file:line function", and for a library site a second line naming the
-// user's line that called it.
-func siteLines(st *snapshot.Stacks, s attribution.SiteBytes, width int) []string {
-	if !s.Site.HasCaller {
-		return []string{clip(s.Label, width)}
-	}
-	const from = "  called from "
-	return []string{clip(attribution.SiteKey(st, s.Site), width),
-		from + clip(attribution.FrameLabel(st.Frame(s.Site.Caller)), width-len(from))}
-}
-
-// clip fits s to n characters by the one rule of labels (srcpath.Clip):
-// files lose their directories from the left, never their names or lines.
-func clip(s string, n int) string { return srcpath.Clip(s, n) }
-
-// errWriter keeps the first write error so renderers can write freely and
-// check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-// printf prints to e with its string arguments escaped (see safe.go).
-func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, escapeArgs(args)...)
-}
-
-// wrap breaks s into lines of at most width columns at spaces, indenting
-// every line after the first with indent.
-func wrap(s string, width int, indent string) safeText {
-	var b strings.Builder
-	col := 0
-	for i, w := range strings.Fields(textsafe.Escape(s)) {
-		n := len([]rune(w))
-		if i > 0 && col+1+n > width {
-			b.WriteString("\n" + indent)
-			col = len(indent)
-		} else if i > 0 {
-			b.WriteByte(' ')
-			col++
-		}
-		b.WriteString(w)
-		col += n
-	}
-	return safeText(b.String())
-}
-
 // stepsFromText says where step boundaries came from (Phases.Source and
 // Range; events is how many the trace holds).
 func stepsFromText(source, rangeName string, events int) string {
@@ -289,15 +227,6 @@ func stepsFromText(source, rangeName string, events int) string {
 	return "no annotation and no repeating allocation pattern"
 }
 
-// phasesFrom says where a device's step boundaries came from.
-func phasesFrom(d *attribution.Device) string {
-	s := stepsFromText(d.Phases.Source, d.Phases.Range, len(d.Timeline.Events))
-	if d.Phases.CutElsewhere {
-		s += cutByText(d.Phases.CutDevice)
-	}
-	return s
-}
-
 // cutByText says that another device's OOM ended a device's one pass
 // (-1: none did).
 func cutByText(device int) string {
@@ -305,14 +234,6 @@ func cutByText(device int) string {
 		return ""
 	}
 	return fmt.Sprintf(", cut short by device %d's out-of-memory error (one process drives these GPUs: DataParallel, or a model split over them)", device)
-}
-
-// stepsLine says how many steps were found and from what.
-func stepsLine(n int, from string) string {
-	if n == 0 {
-		return "no steps found: " + from
-	}
-	return nouns(n, "step") + ", from " + from
 }
 
 // inferenceText says where an inference run's memory is: weights, the KV
@@ -360,66 +281,4 @@ func inferenceText(ew *errWriter, inf *attribution.Inference) {
 	default:
 		row("peak", inf.Activations, what+" at the peak ("+units.Bytes(inf.Peak)+" allocated)")
 	}
-}
-
-// engineKnob names the setting that sizes a serving engine's KV pool.
-func engineKnob(engine string) string {
-	switch engine {
-	case "vLLM":
-		return "gpu_memory_utilization (the share of the device for weights, activations and the pool)"
-	case "SGLang":
-		return "mem_fraction_static (the share of the device for weights and the pool)"
-	case "LMDeploy":
-		return "cache_max_entry_count (the share of free memory for the pool)"
-	case "TensorRT-LLM":
-		return "KvCacheConfig's free_gpu_memory_fraction"
-	}
-	return "the engine's memory fraction"
-}
-
-// endStateNote says why a device's peak is the snapshot's end state, when
-// it has no allocation history: none recorded, or a trace of one entry;
-// "" when it has one.
-func endStateNote(d *attribution.DeviceSummary) string {
-	switch {
-	case d.Events == 0:
-		return "is the snapshot's end state: no allocation history was recorded"
-	case oneEntry(d.Warnings):
-		return "is the snapshot's end state: the trace holds one entry, no allocation history (see the warnings)"
-	}
-	return ""
-}
-
-// oneEntry reports whether a device's warnings say its trace holds one
-// entry from a recording that keeps one (snapshot.Timeline.OneEntry).
-func oneEntry(ws []snapshot.Warning) bool {
-	for _, w := range ws {
-		if w.Kind == snapshot.WarnOneEntry {
-			return true
-		}
-	}
-	return false
-}
-
-// privatePoolsText names the private pools reserved at a moment (CUDA
-// graphs' and MemPools'), their bytes, and that their free memory serves
-// no other request.
-func privatePoolsText(ew *errWriter, pools []attribution.PrivatePool, when string) {
-	if len(pools) == 0 {
-		return
-	}
-	var reserved, free int64
-	var parts []string
-	for _, p := range pools {
-		reserved += p.Reserved
-		free += p.Free
-		segs := "segments"
-		if p.Segments == 1 {
-			segs = "segment"
-		}
-		parts = append(parts, fmt.Sprintf("pool (%d,%d) %s reserved in %d %s, %s allocated",
-			p.Pool.A, p.Pool.B, units.Bytes(p.Reserved), p.Segments, segs, units.Bytes(p.Allocated)))
-	}
-	ew.printf("\n%s\n", wrap(fmt.Sprintf("private pools %s (CUDA graphs' or torch.cuda.MemPool's): %s reserved, %s of it free; held for their graphs' replays or their MemPool's own allocations, that free memory serves no other request and empty_cache() does not release it: %s",
-		when, units.Bytes(reserved), units.Bytes(free), strings.Join(parts, "; ")), 98, "  "))
 }

@@ -1,7 +1,3 @@
-// This file builds the page section of 'memscope fit --html': the
-// predicted peaks against the batch under each setting, the cap, the
-// frontiers, and the runs as a table.
-
 package report
 
 import (
@@ -10,9 +6,12 @@ import (
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/memscope/memscope/internal/units"
 )
+
+// This file builds the page section of 'memscope fit --html': the
+// predicted peaks against the batch under each setting, the cap, the
+// frontiers, and the runs as a table.
 
 // fitSection is a fit result's section: one chart (peak allocated and
 // reserved of every run the search made, per setting; the cap; a line at

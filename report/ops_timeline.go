@@ -11,6 +11,22 @@ import (
 	"github.com/memscope/memscope/trace"
 )
 
+// MemoryTimeline is 'memscope ops' of an export_memory_timeline file: live
+// bytes by torch's categories.
+type MemoryTimeline struct {
+	Source   string
+	Timeline *trace.CategoryTimeline
+}
+
+func (*MemoryTimeline) Kind() string { return "ops" }
+
+func (r *MemoryTimeline) writeText(w io.Writer) error { return timelineText(w, r.Source, r.Timeline) }
+
+func (r *MemoryTimeline) fileEntry() any {
+	t := timelineJSON(r.Timeline)
+	return OpsFileJSON{Source: r.Source, Timeline: &t}
+}
+
 // timelineCategories names torch's memory-profiler categories
 // (export_memory_timeline's columns) in memscope's words.
 var timelineCategories = [trace.NumCategories]string{
