@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -89,37 +87,17 @@ func runServe(cc *cmdContext, o serveOptions, paths []string) error {
 	if err != nil {
 		return badInput(err)
 	}
-	ln, err := net.Listen("tcp", o.http)
-	if err != nil {
-		return usageErrorf("--http %s: %v", o.http, err)
-	}
-	name, _, _ := net.SplitHostPort(o.http)
-	access, err := serve.NewAccess(ln.Addr(), name)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	base := "http://" + ln.Addr().String() + "/"
-	url := access.URL(base)
 	ctx, stop := serveContext()
 	defer stop()
-	hs := &http.Server{Handler: serve.Guard(srv, access), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	// The URL, with its token when the address is not loopback, is
-	// printed once, on stdout; the progress line names the address only.
-	fmt.Fprintln(cc.stdout, url)
-	progress.Listening(base, access.Token != "")
-	serveListening(url)
-	select {
-	case err := <-done:
-		return fmt.Errorf("serving on %s: %w", url, err)
-	case <-ctx.Done():
+	err = serve.Run(ctx, srv, o.http, func(url, base string, token bool) {
+		// The URL, with its token when the address is not loopback, is
+		// printed once, on stdout; the progress line names the address only.
+		fmt.Fprintln(cc.stdout, url)
+		progress.Listening(base, token)
+		serveListening(url)
+	})
+	if le := (*serve.ListenError)(nil); errors.As(err, &le) {
+		return usageErrorf("--http %s: %v", o.http, le.Err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return err
 }
