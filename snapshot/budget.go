@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/memscope/memscope/internal/units"
@@ -142,4 +144,25 @@ func (d *decoder) setBudget(size int64, gzipped bool) {
 	default:
 		d.budgetFor = "a file of " + units.Bytes(size)
 	}
+}
+
+// OpenAll opens the snapshots at paths as OpenWith does, as many at a time
+// as there are cores (a command that reads several files waits for the
+// slowest, not for their sum): the snapshots and the errors by path, each
+// as OpenWith gives them (a file cut short has both).
+func OpenAll(paths []string, opt Options) ([]*Snapshot, []error) {
+	snaps := make([]*Snapshot, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			snaps[i], errs[i] = OpenWith(p, opt)
+		}()
+	}
+	wg.Wait()
+	return snaps, errs
 }

@@ -80,6 +80,16 @@ func (t *Stacks) Stack(id StackID) []FrameID {
 // Frame returns frame id.
 func (t *Stacks) Frame(id FrameID) *Frame { return &t.Frames[id] }
 
+// Files returns every frame's file name, by FrameID (the recording's files
+// read together, as srcpath.Neutral.Files takes them).
+func (t *Stacks) Files() []string {
+	out := make([]string, len(t.Frames))
+	for i := range t.Frames {
+		out[i] = t.Frames[i].Filename
+	}
+	return out
+}
+
 // RewriteFiles replaces every frame's file name f with rename(f), once per
 // distinct name: memscope's --neutral-paths. Frame and stack IDs stay as
 // they are; frames that become equal keep their own IDs.

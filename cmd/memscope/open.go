@@ -1,9 +1,6 @@
 package main
 
 import (
-	"runtime"
-	"sync"
-
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/capture"
 	"github.com/memscope/memscope/internal/flagvalue"
@@ -49,11 +46,7 @@ func (cc *cmdContext) neutralize(s *snapshot.Snapshot) {
 	if cc.neutral == nil || s == nil {
 		return
 	}
-	files := make([]string, len(s.Stacks.Frames))
-	for i := range s.Stacks.Frames {
-		files[i] = s.Stacks.Frames[i].Filename
-	}
-	s.Stacks.RewriteFiles(cc.neutral.Files(files))
+	s.Stacks.RewriteFiles(cc.neutral.Files(s.Stacks.Files()))
 	s.Source = cc.neutral.Path(s.Source)
 }
 
@@ -80,27 +73,14 @@ func openSnapshot(cc *cmdContext, path string) (*snapshot.Snapshot, error) {
 	return s, nil
 }
 
-// openSnapshots opens the snapshots at paths as openSnapshot does, two
-// or more at a time on as many cores (a command that reads several files,
-// as fit does, waits for the slowest, not for their sum). Warnings come in
+// openSnapshots opens the snapshots at paths as openSnapshot does, as
+// many at a time as there are cores (snapshot.OpenAll). Warnings come in
 // the order of paths; the first error, in that order, is returned.
 func openSnapshots(cc *cmdContext, paths []string) ([]*snapshot.Snapshot, error) {
-	snaps := make([]*snapshot.Snapshot, len(paths))
-	errs := make([]error, len(paths))
 	for _, p := range paths {
 		memlimit.Add(cc.maxMemory, p, memlimit.Snapshot)
 	}
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for i, p := range paths {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			snaps[i], errs[i] = snapshot.OpenWith(p, snapshot.Options{MaxMemory: cc.maxMemory})
-		}()
-	}
-	wg.Wait()
+	snaps, errs := snapshot.OpenAll(paths, snapshot.Options{MaxMemory: cc.maxMemory})
 	memlimit.Collect()
 	for i, err := range errs {
 		if err == nil {
