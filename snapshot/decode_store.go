@@ -61,6 +61,7 @@ func (s *eventStore) reserve(extra int) {
 		return
 	}
 	nc := make([]Event, len(s.cur), len(s.cur)+extra)
+	hugePages(nc)
 	copy(nc, s.cur)
 	s.cur = nc
 }
