@@ -64,6 +64,9 @@ func (d *Device) runSettings() ([]SettingAdvice, string) {
 		if w.err != nil {
 			return nil, w.err.Error()
 		}
+		if w.res.Replay != nil {
+			d.sim.rep.CompareAndSwap(nil, w.res.Replay) // the same check for every setting
+		}
 		if !w.res.Replay.Exact() {
 			// The what-ifs stopped at the divergence: no setting is
 			// advised from a model that does not follow the recording.

@@ -3,6 +3,9 @@ package attribution
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/memscope/memscope/allocator"
 )
 
 // This file decides the fragmentation verdict at the peak from the
@@ -18,6 +21,9 @@ type simulation struct {
 	once     sync.Once
 	settings []SettingAdvice
 	why      string // why the model could not run or be trusted; "" when it could
+	// rep is the check of the recorded decisions the what-ifs rested on,
+	// once they have run (AllocRetries reads its count from it).
+	rep atomic.Pointer[allocator.ReplayReport]
 }
 
 // simulatedPeakVerdict decides the peak's fragmentation verdict by the

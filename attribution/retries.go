@@ -17,7 +17,8 @@ import (
 // is nothing to release, and then it fails: a recording from the start
 // with no segment released or unmapped and no OOM has none, and nothing
 // is replayed. Otherwise the model replays the trace (allocator.Replay)
-// and counts them as torch does.
+// and counts them as torch does, unless the simulation of the
+// fragmentation verdict did so already.
 func (d *Device) AllocRetries() (n int, ok bool) {
 	t := d.Timeline
 	if t == nil || t.Start.Reserved > 0 || t.Start.Allocated > 0 {
@@ -34,8 +35,16 @@ func (d *Device) AllocRetries() (n int, ok bool) {
 	if !released && len(t.OOMs) == 0 {
 		return 0, true
 	}
-	rep, err := allocator.ReplayWith(s, d.Device, allocator.ReplayOptions{Timeline: t})
-	if err != nil || !rep.Exact() || rep.StartFromState || rep.RetriesUncertain > 0 {
+	// The fragmentation verdict's simulation, where it ran, checked the
+	// recorded decisions already.
+	rep := d.sim.rep.Load()
+	if rep == nil {
+		var err error
+		if rep, err = allocator.ReplayWith(s, d.Device, allocator.ReplayOptions{Timeline: t}); err != nil {
+			return 0, false
+		}
+	}
+	if !rep.Exact() || rep.StartFromState || rep.RetriesUncertain > 0 {
 		return 0, false
 	}
 	return rep.Retries, true

@@ -85,6 +85,7 @@ type Model struct {
 	Warnings    []string
 	rc          *allocator.Recording
 	phases      *attribution.Phases // set when phasesReady is closed
+	dev         *attribution.Device // the template's device analysed, set with phases
 	phasesReady chan struct{}
 	recordedSet allocator.Settings
 }
@@ -181,10 +182,10 @@ func New(inputs []Input, device int, opt Options) (*Model, error) {
 	m.phasesReady = make(chan struct{})
 	go func() {
 		defer close(m.phasesReady)
-		a := attribution.Analyze(tmpl.Snap, attribution.Options{})
+		a := attribution.Analyze(tmpl.Snap, attribution.Options{Device: device})
 		for _, d := range a.Devices {
 			if d.Device == device {
-				m.phases = d.Phases
+				m.phases, m.dev = d.Phases, d
 			}
 		}
 	}()

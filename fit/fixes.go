@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"github.com/memscope/memscope/allocator"
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/snapshot"
@@ -52,15 +53,12 @@ func (m *Model) Fixes(capacity int64, maxBatch int) ([]Fix, error) {
 	if maxBatch <= 0 {
 		maxBatch = 1 << 16
 	}
-	in := m.Inputs[m.Template]
-	an := attribution.Analyze(in.Snap, attribution.Options{Device: m.Device})
-	var adv *attribution.Advice
-	for _, d := range an.Devices {
-		if d.Device == m.Device {
-			adv = d.Advise(attribution.AdviseOptions{Ranks: budget.DefaultRanks, LossChunks: 8})
-		}
+	// The template's analysis New made for the phases.
+	if <-m.phasesReady; m.dev == nil {
+		return nil, nil
 	}
-	if adv == nil || !adv.Training || adv.OOM != nil {
+	adv := m.dev.Advise(attribution.AdviseOptions{Ranks: budget.DefaultRanks, LossChunks: 8})
+	if !adv.Training || adv.OOM != nil {
 		return nil, nil
 	}
 	var out []Fix
@@ -97,9 +95,7 @@ func (m *Model) Fixes(capacity int64, maxBatch int) ([]Fix, error) {
 // whether it fits under capacity (0: no cap given), as a Point: Fits and
 // OOM are then the capped run's.
 func (m *Model) Need(n int, capacity int64) (*Point, error) {
-	uncapped := m.recordedSet
-	uncapped.MemoryLimit = 1 << 50
-	p, err := m.At(n, uncapped)
+	p, err := m.At(n, m.Uncapped())
 	if err != nil || capacity <= 0 {
 		return p, err
 	}
@@ -109,6 +105,14 @@ func (m *Model) Need(n int, capacity int64) (*Point, error) {
 	}
 	p.Fits, p.OOM, p.Survived = capped.Fits, capped.OOM, capped.Survived
 	return p, nil
+}
+
+// Uncapped is the recorded settings with no cap: the cap the model was
+// made with (Options) does not hold.
+func (m *Model) Uncapped() allocator.Settings {
+	s := m.recordedSet
+	s.MemoryLimit = 1 << 50
+	return s
 }
 
 // shrinker returns the change that shrinks every template request made

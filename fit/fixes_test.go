@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memscope/memscope/allocator"
 	"github.com/memscope/memscope/budget"
 	"github.com/memscope/memscope/internal/truth"
 )
@@ -120,7 +119,7 @@ func TestNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := m.At(25, func() allocator.Settings { s := m.RecordedSettings(); s.MemoryLimit = 1 << 50; return s }())
+	full, err := m.At(25, m.Uncapped())
 	if err != nil {
 		t.Fatal(err)
 	}

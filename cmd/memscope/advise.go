@@ -28,8 +28,9 @@ func adviseFlags(fs *pflag.FlagSet) runFunc {
 			if fs.Changed("ranks") || fs.Changed("loss-chunks") {
 				return usageErrorf("--frontier carries advise's fixes as fit does (8 ranks, 8 loss chunks); --ranks and --loss-chunks do not apply")
 			}
-			return runFit(cc, fitOptions{json: o.json, device: o.device, gpu: gpu, overhead: budget.DefaultOutside, maxBatch: 65536, top: 5,
-				dim: "batch", advise: true}, paths)
+			fo := fitDefaults()
+			fo.json, fo.device, fo.gpu, fo.advise = o.json, o.device, gpu, true
+			return runFit(cc, fo, paths)
 		}
 		opt := attribution.AdviseOptions{Ranks: *ranks, LossChunks: *chunks, Settings: true, DeviceName: gpu.Name, DeviceMemory: gpu.Memory}
 		if *ranks < 2 {

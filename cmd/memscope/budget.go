@@ -167,8 +167,8 @@ func budgetFromRecordings(cc *cmdContext, o *budgetOptions, fs *pflag.FlagSet, p
 	if o.ask.GPU.Memory <= 0 {
 		return usageErrorf("with two or more snapshots, give the device to hold the step against: --device-memory SIZE or a GPU name (A100-80GB, H100, …)")
 	}
-	fo := fitOptions{json: o.json, device: o.device, gpu: o.ask.GPU, overhead: budget.DefaultOutside, maxBatch: 65536, top: 5, dim: "batch",
-		at: int(o.ask.Shape.Batch), advise: true}
+	fo := fitDefaults()
+	fo.json, fo.device, fo.gpu, fo.at, fo.advise = o.json, o.device, o.ask.GPU, int(o.ask.Shape.Batch), true
 	if o.ask.Shape.Outside >= 0 {
 		fo.overhead = o.ask.Shape.Outside
 	}

@@ -30,8 +30,14 @@ type fitOptions struct {
 	advise      bool // --advise: advise's fixes along the curve
 }
 
+// fitDefaults are fit's options as its flags default them: budget and
+// advise --frontier, which run fit with flags of their own, start there.
+func fitDefaults() fitOptions {
+	return fitOptions{device: -1, overhead: budget.DefaultOutside, maxBatch: 65536, top: 5, dim: "batch"}
+}
+
 func fitFlags(fs *pflag.FlagSet) runFunc {
-	o := fitOptions{overhead: budget.DefaultOutside}
+	o := fitDefaults()
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of text; sizes are raw bytes")
 	flagvalue.Device(fs, &o.device, "fit CUDA device `N`; -1: the first with recorded events")
 	fs.StringVar(&o.batches, "batches", "", "the batch `B,B,...` each file was recorded at, in the files' order (default: read from the names: b8, bs8, batch8)")
@@ -39,11 +45,11 @@ func fitFlags(fs *pflag.FlagSet) runFunc {
 	flagvalue.Size(fs, &o.memoryLimit, "memory-limit", true, "24GiB", "the cap the batch must fit under, `SIZE` (e.g. 24GiB), as set_per_process_memory_fraction sets one")
 	flagvalue.GPU(fs, &o.gpu, "or the device it must fit on, a `SIZE` or a GPU name (less --overhead): ")
 	flagvalue.Size(fs, &o.overhead, "overhead", false, "", "memory outside the allocator on that device, `SIZE` (CUDA context, libraries, NCCL; default 768 MiB)")
-	fs.IntVar(&o.maxBatch, "max-batch", 65536, "search batches up to `N`")
-	fs.IntVar(&o.top, "top", 5, "name `N` stacks per kind")
+	fs.IntVar(&o.maxBatch, "max-batch", o.maxBatch, "search batches up to `N`")
+	fs.IntVar(&o.top, "top", o.top, "name `N` stacks per kind")
 	fs.StringArrayVar(&o.compare, "compare", nil, "hold the prediction at a recording's batch against that recording, `SNAP` (its batch from its name, or SNAP@N): which requests the small recordings did not foresee; repeat for several")
 	fs.StringVar(&o.html, "html", "", "also write the chart and tables as a self-contained page to `FILE` (offline)")
-	fs.StringVar(&o.dim, "dim", "batch", "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
+	fs.StringVar(&o.dim, "dim", o.dim, "what the recordings' sizes scale, `DIM`: batch (samples per step) or seq (tokens per sample; --batches then gives the lengths)")
 	fs.IntVar(&o.at, "at", 0, "also say what the step needs at `N` (its peaks with no cap, and whether it fits the cap)")
 	fs.BoolVar(&o.advise, "advise", false, "also carry advise's fixes along the curve: the largest batch that fits with each, its requests made smaller through the allocator model")
 	memoryFlag(fs)
