@@ -16,7 +16,9 @@ var serveRecorded = []string{"default", "expandable"}
 
 // serveMisses are the serving what-ifs whose point estimate misses
 // torch's reserved peak by more than 5%, with the cause; torch's value
-// must still lie inside the stated bound.
+// must still lie inside the stated bound. TestWhatIfTwins shows both
+// causes on twin programs whose files are alike and whose torch peaks
+// are not: no point drawn from the file can be within 5% of both.
 var serveMisses = map[string]string{
 	// The ring wrapped after the run's peak: the start state holds 1.45
 	// GiB of segments the window never needs, and under expandable

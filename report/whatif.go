@@ -64,6 +64,9 @@ func (r *WhatIf) writeText(w io.Writer) error {
 		tw := newTable(ew, 0)
 		head := []string{"", "recorded settings"}
 		for _, c := range d.Confs {
+			if strings.TrimSpace(c) == "" {
+				c = "defaults" // --conf "": torch's default settings
+			}
 			head = append(head, textsafe.Escape(c))
 		}
 		fmt.Fprintf(tw, "%s\n", strings.Join(head, "\t"))

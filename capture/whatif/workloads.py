@@ -3,7 +3,7 @@
 starts), recorded with plain torch calls from the process's first
 allocation, so the trace holds every request the program made.
 
-    python3 workloads.py --workload varlen|fragoom|sidestream|servefull|servelate|servewrap --out DIR
+    python3 workloads.py --workload varlen|fragoom|sidestream|servefull|servelate|servewrap|twinwrap-a|twinwrap-b|twinlate-a|twinlate-b --out DIR
 
 Each run writes DIR/snapshot.pickle and DIR/truth.json (memscope-truth/v1,
 "plain": true): the window (one phase over the whole run, so its peaks are
@@ -131,6 +131,44 @@ def serve_requests(truth, model, cfg):
         del out, ids
 
 
+def run_plan(plan):
+    """Runs a plan of ("a", key, bytes) and ("f", key) steps through this
+    one allocating line, so two plans leave the same stacks."""
+    live = {}
+    for op in plan:
+        if op[0] == "a":
+            live[op[1]] = torch.empty(op[2], dtype=torch.uint8, device="cuda")
+        else:
+            del live[op[1]]
+
+
+# Twins: two programs whose recordings hold the same requests and the same
+# start state, made by different histories the recording does not keep
+# (the ring wrapped past them, or recording began after them), so that no
+# reading of the files can tell them apart while torch's reserved peak
+# under another setting differs. twinwrap* record from the start into a
+# ring of 64 entries under the default allocator: a holds ten 104 MiB
+# blocks at once (peak allocated 1,040 MiB), b one at a time, each segment
+# pinned by a 53 MiB block while the next is made (peak about 581 MiB);
+# both end their prefix with ten free 104 MiB segments. twinlate* start
+# recording after their prefix: a frees one 500 MiB block, b fifty 10 MiB
+# blocks, and under expandable segments both leave one free 500 MiB
+# mapped range; the window asks for four 100 MiB blocks at once, three
+# times.
+TWIN_PREFIX = {
+    "twinwrap-a": [("a", i, 104 * MiB) for i in range(10)] + [("f", i) for i in range(10)],
+    "twinwrap-b": [op for i in range(10) for op in (("a", "x", 104 * MiB), ("f", "x"), ("a", i, 53 * MiB))]
+    + [("f", i) for i in range(10)],
+    "twinlate-a": [("a", 0, 500 * MiB), ("f", 0)],
+    "twinlate-b": [("a", i, 10 * MiB) for i in range(50)] + [("f", i) for i in range(50)],
+}
+TWIN_WINDOW = {
+    "twinwrap": [op for _ in range(200) for op in (("a", "t", 20 * MiB), ("f", "t"))],
+    "twinlate": [op for _ in range(3) for op in [("a", j, 100 * MiB) for j in range(4)] + [("f", j) for j in range(4)]],
+}
+TWIN_ENTRIES = {"twinwrap": 64, "twinlate": 1000000}
+
+
 WORKLOADS = {"varlen": varlen, "fragoom": fragoom, "sidestream": sidestream}
 
 # The serving workloads: one server, recorded three ways. servefull records
@@ -139,11 +177,13 @@ WORKLOADS = {"varlen": varlen, "fragoom": fragoom, "sidestream": sidestream}
 # as servelate with a history of 8,000 entries, so the ring wraps.
 SERVE = {"servefull": None, "servelate": 1000000, "servewrap": 8000}
 CAPS["servefull"] = CAPS["servelate"] = CAPS["servewrap"] = 3584 * MiB
+for _t in TWIN_PREFIX:
+    CAPS[_t] = 3584 * MiB
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS) + sorted(SERVE))
+    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS) + sorted(SERVE) + sorted(TWIN_PREFIX))
     p.add_argument("--out", required=True)
     args = p.parse_args()
     total = torch.cuda.get_device_properties(0).total_memory
@@ -154,17 +194,26 @@ def main():
         lambda device, alloc, device_allocated, device_free: seen.append(
             {"device": device, "request": alloc, "device_limit": device_allocated, "device_free": device_free}))
     serve = args.workload in SERVE
-    late = serve and SERVE[args.workload] is not None
-    if late:
+    twin = args.workload.split("-")[0] if args.workload in TWIN_PREFIX else None
+    late = serve and SERVE[args.workload] is not None or twin == "twinlate"
+    entries = SERVE[args.workload] if serve and late else TWIN_ENTRIES.get(twin, 1000000)
+    if late and twin:
+        run_plan(TWIN_PREFIX[args.workload])
+        torch.cuda.synchronize()
+    elif late:
         model, cfg = serve_model()
         torch.cuda.synchronize()
-    torch.cuda.memory._record_memory_history(max_entries=SERVE[args.workload] if late else 1000000, stacks="python")
+    torch.cuda.memory._record_memory_history(max_entries=entries, stacks="python")
     truth = Truth("whatif-" + args.workload, __file__, cap_bytes=cap, cap_fraction=cap / total,
                   workload=args.workload, recorded_late=late)
     truth.begin_window()
     truth.phase(-1, "run")
     try:
-        if serve:
+        if twin:
+            if not late:
+                run_plan(TWIN_PREFIX[args.workload])
+            run_plan(TWIN_WINDOW[twin])
+        elif serve:
             if not late:
                 model, cfg = serve_model()
             serve_requests(truth, model, cfg)

@@ -51,3 +51,34 @@ func abs(n int64) int64 {
 	}
 	return n
 }
+
+// TestWhatIfDefaultsColumn: `--conf ""` asks for torch's default settings
+// from an expandable recording (fixtures/whatif-twinlate-b, recorded after
+// fifty 10 MiB blocks were freed): the column is headed "defaults", not
+// left blank, and torch's default-settings peak for that program in a
+// fresh process (943,718,400 B) lies inside the bound it prints.
+func TestWhatIfDefaultsColumn(t *testing.T) {
+	const snap = "../../fixtures/whatif-twinlate-b/expandable/snapshot.pickle.gz"
+	want := readFixtureTruth(t, "whatif-twinlate-b/default").MemoryStatsEnd["reserved_bytes.all.peak"]
+	r := runMemscope("whatif", "--conf", "", snap)
+	if r.code != 0 {
+		t.Fatalf("whatif --conf '': exit %d: %v", r.code, r.err)
+	}
+	var head []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "recorded settings") && !strings.Contains(line, "column") {
+			head = strings.Fields(line)
+		}
+	}
+	if len(head) != 3 || head[2] != "defaults" {
+		t.Errorf("header %q; want recorded settings, then defaults:\n%s", head, r.stdout)
+	}
+	r = runMemscope("whatif", "--json", "--conf", "", snap)
+	var doc report.FilesDoc[report.WhatIfFileJSON]
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if o := doc.Files[0].Devices[0].Runs[1]; !o.StartPlaced || want < o.PeakReservedLow || want > o.PeakReservedHigh {
+		t.Errorf("defaults: %d in [%d, %d], start re-made %v; want torch's %d inside", o.PeakReserved, o.PeakReservedLow, o.PeakReservedHigh, o.StartPlaced, want)
+	}
+}
