@@ -65,11 +65,9 @@ func TestGuardLoopback(t *testing.T) {
 		}
 		checkSecurityHeaders(t, "GET / Host "+host, rec)
 		rec = ask(h, host, "/api/summary")
-		var sum struct {
-			AtPeak struct{ Allocated int64 } `json:"at_peak"`
-		}
-		if err := json.Unmarshal(rec.Body.Bytes(), &sum); rec.Code != http.StatusOK || err != nil || sum.AtPeak.Allocated <= 0 {
-			t.Errorf("GET /api/summary with Host %s = %d (%v), at_peak.allocated %d; want 200 and the peak", host, rec.Code, err, sum.AtPeak.Allocated)
+		var sum Summary
+		if err := json.Unmarshal(rec.Body.Bytes(), &sum); rec.Code != http.StatusOK || err != nil || sum.Summary.AtPeak.Allocated <= 0 {
+			t.Errorf("GET /api/summary with Host %s = %d (%v), at_peak.allocated %d; want 200 and the peak", host, rec.Code, err, sum.Summary.AtPeak.Allocated)
 		}
 	}
 	for _, host := range []string{"evil.example:43117", "evil.example", "127.0.0.1:8080", "localhost", "127.0.0.2:43117", "localhost.evil.example:43117", ""} {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,6 +22,7 @@ import (
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/testenv"
 	"github.com/memscope/memscope/internal/truth"
+	"github.com/memscope/memscope/report"
 	"github.com/memscope/memscope/snapshot"
 )
 
@@ -237,12 +240,26 @@ func TestAPI(t *testing.T) {
 
 	var sum Summary
 	get(t, srv, "/api/summary", &sum)
-	if sum.AtPeak.Allocated != d.Timeline.PeakAllocated.Bytes || sum.Peaks.Reserved.Bytes != d.Timeline.PeakReserved.Bytes || sum.Events != len(d.Timeline.Events) {
-		t.Errorf("summary: at peak %d, reserved peak %d, %d events; want %d, %d, %d", sum.AtPeak.Allocated, sum.Peaks.Reserved.Bytes, sum.Events,
+	if sum.Summary.AtPeak.Allocated != d.Timeline.PeakAllocated.Bytes || sum.Summary.Peaks["reserved"].Bytes != d.Timeline.PeakReserved.Bytes ||
+		sum.View.Peaks.Reserved.Bytes != d.Timeline.PeakReserved.Bytes || sum.View.Events != len(d.Timeline.Events) || sum.Summary.Events != len(d.Timeline.Events) {
+		t.Errorf("summary: at peak %d, reserved peak %d (on the axis %d), %d events (on the axis %d); want %d, %d, %d", sum.Summary.AtPeak.Allocated,
+			sum.Summary.Peaks["reserved"].Bytes, sum.View.Peaks.Reserved.Bytes, sum.Summary.Events, sum.View.Events,
 			d.Timeline.PeakAllocated.Bytes, d.Timeline.PeakReserved.Bytes, len(d.Timeline.Events))
 	}
-	if len(sum.Phases) != len(d.Phases.List) {
-		t.Errorf("summary: %d phases, want %d", len(sum.Phases), len(d.Phases.List))
+	if len(sum.View.Phases) != len(d.Phases.List) {
+		t.Errorf("summary: %d phases, want %d", len(sum.View.Phases), len(d.Phases.List))
+	}
+	// The summary is the document `summary --json` writes for the device.
+	var b bytes.Buffer
+	if err := report.Write(&b, report.JSON, &report.Summary{Sum: attribution.Summarize(an, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	var doc report.SummaryDoc
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(doc.Files[0].Devices[0], sum.Summary) {
+		t.Errorf("/api/summary's summary differs from summary --json's device:\n%+v\n%+v", sum.Summary, doc.Files[0].Devices[0])
 	}
 
 	var tl Timeline
@@ -614,8 +631,8 @@ func TestUntimed(t *testing.T) {
 	}
 	var sum Summary
 	get(t, srv, "/api/summary", &sum)
-	if sum.Timed || sum.Axis != "event" || sum.Peaks.Allocated.X != int64(d.Timeline.PeakAllocated.Index) {
-		t.Errorf("untimed summary: timed %v, axis %q, peak at %d; want false, event, %d", sum.Timed, sum.Axis, sum.Peaks.Allocated.X, d.Timeline.PeakAllocated.Index)
+	if sum.Summary.TimesRecorded || sum.View.Axis != "event" || sum.View.Peaks.Allocated.X != int64(d.Timeline.PeakAllocated.Index) {
+		t.Errorf("untimed summary: timed %v, axis %q, peak at %d; want false, event, %d", sum.Summary.TimesRecorded, sum.View.Axis, sum.View.Peaks.Allocated.X, d.Timeline.PeakAllocated.Index)
 	}
 }
 

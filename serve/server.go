@@ -51,6 +51,7 @@ type view struct {
 	source string
 	an     *attribution.Analysis
 	d      *attribution.Device
+	file   *attribution.Summary // the file's summary, sum's
 	sum    *attribution.DeviceSummary
 	// x is the timeline's index, built in the background from New on;
 	// idx waits for it. The server listens meanwhile, so the page loads
@@ -94,7 +95,7 @@ func New(srcs []Source, opt Options) (*Server, error) {
 			sum = attribution.Summarize(src.Analysis, 10)
 		}
 		for i, d := range src.Analysis.Devices {
-			v := &view{id: len(s.views), source: src.Path, an: src.Analysis, d: d, sum: &sum.Devices[i], ready: make(chan struct{}), ax: newAxis(d.Timeline)}
+			v := &view{id: len(s.views), source: src.Path, an: src.Analysis, d: d, file: sum, sum: &sum.Devices[i], ready: make(chan struct{}), ax: newAxis(d.Timeline)}
 			s.views = append(s.views, v)
 		}
 	}

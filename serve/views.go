@@ -48,43 +48,36 @@ func (v *view) peak(p snapshot.Peak) Peak {
 	return out
 }
 
-// Summary is /api/summary: the four numbers, each one's peak, the phases.
+// Summary is /api/summary: the device's summary document, the one
+// `memscope summary --json` writes for it (report.SummaryDevice,
+// docs/json.md), with the file's warnings, the notes the text prints
+// beside the numbers, and where its moments sit on this page's axis.
 type Summary struct {
-	Source     string  `json:"source"`
-	Device     int     `json:"device"`
-	Axis       string  `json:"axis"`
-	Span       int64   `json:"span"`
-	Events     int     `json:"events"`
-	Timed      bool    `json:"timed"`
-	DurationUS int64   `json:"duration_us"`
-	Start      Numbers `json:"start"`
-	AtPeak     Numbers `json:"at_peak"`
-	End        Numbers `json:"end"`
-	Peaks      struct {
+	Source  string               `json:"source"`
+	Summary report.SummaryDevice `json:"summary"`
+	// Warnings are the file's (decoding); the device's are the summary's.
+	Warnings []string `json:"warnings"`
+	// Notes are what 'memscope summary' explains beside the numbers
+	// (report.Notes): why there is no timeline (no allocation history,
+	// or a trace of one entry), why a profiler trace joined nothing.
+	Notes []string    `json:"notes"`
+	View  SummaryView `json:"view"`
+}
+
+// SummaryView places the summary's moments on the page's axis.
+type SummaryView struct {
+	Axis   string `json:"axis"` // event or time_us
+	Span   int64  `json:"span"`
+	Events int    `json:"events"`
+	Peaks  struct {
 		Requested Peak `json:"requested"`
 		Allocated Peak `json:"allocated"`
 		Active    Peak `json:"active"`
 		Reserved  Peak `json:"reserved"`
 	} `json:"peaks"`
-	PeakStep  *int   `json:"peak_step"`
-	PeakPhase string `json:"peak_phase"`
-	StepsFrom string `json:"steps_from"`
-	Steps     int    `json:"steps"`
-	Segments  int    `json:"segments"`
-	Blocks    int    `json:"blocks"`
-	OOMs      int    `json:"ooms"`
-	// OOMAt places each OOM event on the timeline's axis.
-	OOMAt      []Peak   `json:"oom_at"`
-	TopSites   []Site   `json:"top_sites"`
-	Categories []Bytes  `json:"categories"`
-	Findings   []string `json:"findings"`
-	Warnings   []string `json:"warnings"`
-	// Notes are what 'memscope summary' explains beside the numbers
-	// (report.Notes): why there is no timeline (no allocation history,
-	// or a trace of one entry), why a profiler trace joined nothing.
-	Notes  []string  `json:"notes"`
-	Phases []Phase   `json:"phases"`
-	Ops    []OpBytes `json:"ops"`
+	// OOMAt places each OOM event on the axis.
+	OOMAt  []Peak  `json:"oom_at"`
+	Phases []Phase `json:"phases"`
 }
 
 // Phase is one phase with its event and axis ranges.
@@ -99,12 +92,6 @@ type Phase struct {
 	PeakAt int    `json:"peak_event"`
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
-}
-
-// OpBytes is one operator's bytes at the peak, with a joined trace.
-type OpBytes struct {
-	Op    string `json:"op"`
-	Bytes int64  `json:"bytes"`
 }
 
 // Bytes is a byte and block count under a name.
@@ -185,39 +172,25 @@ func categories(c [attribution.NumCategories]attribution.Bytes) []Bytes {
 
 func (s *Server) summary(v *view, r *http.Request) (any, error) {
 	ds := v.sum
-	out := &Summary{Source: v.source, Device: v.d.Device, Axis: "event", Span: v.ax.span(), Events: len(v.ax.events),
-		Timed: ds.Timed, DurationUS: ds.DurationUS, Start: numbers(ds.Start), AtPeak: numbers(ds.AtPeak), End: numbers(ds.End),
-		PeakStep: ds.PeakStep, PeakPhase: ds.PeakPhase, StepsFrom: ds.StepsSource, Steps: ds.Steps,
-		Segments: ds.Segments, Blocks: ds.Blocks, OOMs: ds.OOMs, TopSites: v.siteRows(ds.TopSites, 10, ""),
-		Categories: categories(ds.Categories), Findings: []string{}, Warnings: []string{}, Notes: report.Notes(ds), Phases: []Phase{}, Ops: []OpBytes{}}
+	out := &Summary{Source: v.source, Summary: report.SummaryDeviceJSON(v.file, ds), Warnings: []string{}, Notes: report.Notes(ds)}
+	w := &out.View
+	w.Axis, w.Span, w.Events, w.OOMAt, w.Phases = "event", v.ax.span(), len(v.ax.events), []Peak{}, []Phase{}
 	if v.ax.timed {
-		out.Axis = "time_us"
+		w.Axis = "time_us"
 	}
-	out.Peaks.Requested, out.Peaks.Allocated = v.peak(ds.PeakRequested), v.peak(ds.PeakAllocated)
-	out.Peaks.Active, out.Peaks.Reserved = v.peak(ds.PeakActive), v.peak(ds.PeakReserved)
-	out.OOMAt = []Peak{}
+	w.Peaks.Requested, w.Peaks.Allocated = v.peak(ds.PeakRequested), v.peak(ds.PeakAllocated)
+	w.Peaks.Active, w.Peaks.Reserved = v.peak(ds.PeakActive), v.peak(ds.PeakReserved)
 	for _, o := range v.d.OOMs {
-		out.OOMAt = append(out.OOMAt, v.peak(snapshot.Peak{Bytes: o.Request, Index: o.Index}))
+		w.OOMAt = append(w.OOMAt, v.peak(snapshot.Peak{Bytes: o.Request, Index: o.Index}))
 	}
-	for _, f := range ds.Findings {
-		if f.Problem() {
-			out.Findings = append(out.Findings, f.Kind.String())
-		}
-	}
-	for _, w := range ds.Warnings {
-		out.Warnings = append(out.Warnings, w.Message)
-	}
-	for _, w := range v.an.Snapshot.Warnings {
-		out.Warnings = append(out.Warnings, w.Message)
-	}
-	for _, o := range ds.Ops {
-		out.Ops = append(out.Ops, OpBytes{Op: o.Label, Bytes: o.Bytes.Bytes})
+	for _, wn := range v.an.Snapshot.Warnings {
+		out.Warnings = append(out.Warnings, wn.Message)
 	}
 	for i, ph := range v.d.Phases.List {
 		if i == maxSteps {
 			break
 		}
-		out.Phases = append(out.Phases, v.phase(&ph))
+		w.Phases = append(w.Phases, v.phase(&ph))
 	}
 	return out, nil
 }

@@ -205,7 +205,7 @@ function drawTimeline() {
   // the peak and each OOM
   const s = ms.summary;
   if (s) {
-    const marks = [[s.peaks.allocated, '#212121', 'peak']].concat(s.oom_at.map((o, i) => [o, '#c62828', 'OOM ' + (i + 1)]));
+    const marks = [[s.view.peaks.allocated, '#212121', 'peak']].concat(s.view.oom_at.map((o, i) => [o, '#c62828', 'OOM ' + (i + 1)]));
     for (const [p, color, label] of marks) {
       if (p.event < 0 || p.x < d.from || p.x > d.to) continue;
       const x = xOfAxis(p.x + (d.axis === 'event' ? 0.5 : 0));
@@ -767,17 +767,21 @@ async function route() {
 }
 async function loadView() {
   tl.data = null; tl.whole = null; allocCache.clear();
-  const s = await api('summary');
-  tl.axis = s.axis;
-  ms.ops = s.ops;
+  // The device's summary document, as summary --json writes it, and
+  // where its moments sit on this page's axis.
+  const s = await api('summary'), d = s.summary;
+  tl.axis = s.view.axis;
+  ms.ops = d.ops_at_peak || [];
   ms.summary = s;
-  $('numbers').textContent = 'peak: ' + fmtBytes(s.at_peak.allocated) + ' allocated · ' + fmtBytes(s.at_peak.requested) + ' requested · ' +
-    fmtBytes(s.peaks.reserved.bytes) + ' reserved (its own peak)' + (s.peak_phase ? ' · in ' + s.peak_phase + (s.peak_step != null ? ' of step ' + s.peak_step : '') : '') +
-    (s.findings.length ? ' · findings: ' + s.findings.join(', ') : '');
+  const problems = d.findings.filter((f) => f.problem).map((f) => f.kind);
+  $('numbers').textContent = 'peak: ' + fmtBytes(d.at_peak.allocated) + ' allocated · ' + fmtBytes(d.at_peak.requested) + ' requested · ' +
+    fmtBytes(d.peaks.reserved.bytes) + ' reserved (its own peak)' + (d.peak_phase ? ' · in ' + d.peak_phase + (d.peak_step != null ? ' of step ' + d.peak_step : '') : '') +
+    (problems.length ? ' · findings: ' + problems.join(', ') : '');
   // What the command line says beside the numbers, and the warnings.
+  const warnings = s.warnings.concat(d.warnings);
   $('notes').innerHTML = s.notes.map((n) => '<div class="note">' + esc(n) + '</div>').join('') +
-    s.warnings.map((w) => '<div class="warn">' + esc(w) + '</div>').join('');
-  $('notes').hidden = !s.notes.length && !s.warnings.length;
+    warnings.map((w) => '<div class="warn">' + esc(w) + '</div>').join('');
+  $('notes').hidden = !s.notes.length && !warnings.length;
   await route();
 }
 window.addEventListener('hashchange', route);
