@@ -29,13 +29,19 @@ type DeviceDiffJSON struct {
 // diffDevicesJSON converts a comparison.
 func diffDevicesJSON(d *attribution.Diff) []DeviceDiffJSON {
 	out := []DeviceDiffJSON{}
-	for _, dd := range d.Devices {
-		out = append(out, DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
-			ReservedPeakA: dd.ReservedPeakA, ReservedPeakB: dd.ReservedPeakB,
-			EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
-			Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)})
+	for i := range d.Devices {
+		out = append(out, DeviceDiffJSONOf(&d.Devices[i]))
 	}
 	return out
+}
+
+// DeviceDiffJSONOf is one device pair's comparison, as `diff --json`
+// writes it (docs/json.md); serve's /api/compare answers it too.
+func DeviceDiffJSONOf(dd *attribution.DeviceDiff) DeviceDiffJSON {
+	return DeviceDiffJSON{Device: dd.Device, DeviceB: dd.DeviceB, PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB),
+		ReservedPeakA: dd.ReservedPeakA, ReservedPeakB: dd.ReservedPeakB,
+		EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: nonNil(dd.Sites),
+		Categories: nonNil(dd.Categories), Phases: nonNil(dd.Phases)}
 }
 
 func nonNil(d []attribution.Delta) []attribution.Delta {

@@ -4,25 +4,18 @@ import (
 	"net/http"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
 )
 
-// Compare is /api/compare?a=&b=: two views on one axis aligned by step and
-// phase, and the diff at their peaks by site, category and phase
-// (attribution.CompareDevices).
+// Compare is /api/compare?a=&b=: the diff at the two views' peaks by
+// site, category and phase, the document `memscope diff --json` writes
+// for a device pair (report.DeviceDiffJSON, docs/json.md; attribution.
+// CompareDevices), each list cut to its first maxCompareRows rows, and
+// the two views on one axis aligned by step and phase.
 type Compare struct {
-	A, B         viewInfo            `json:"-"`
-	SourceA      string              `json:"source_a"`
-	SourceB      string              `json:"source_b"`
-	DeviceA      int                 `json:"device_a"`
-	DeviceB      int                 `json:"device_b"`
-	PeakA        Numbers             `json:"peak_a"`
-	PeakB        Numbers             `json:"peak_b"`
-	ReservedPeak [2]int64            `json:"reserved_peak"`
-	EndA         Numbers             `json:"end_a"`
-	EndB         Numbers             `json:"end_b"`
-	Sites        []attribution.Delta `json:"sites"`
-	Categories   []attribution.Delta `json:"categories"`
-	Phases       []attribution.Delta `json:"phases"`
+	SourceA string                `json:"source_a"`
+	SourceB string                `json:"source_b"`
+	Diff    report.DeviceDiffJSON `json:"diff"`
 	// Aligned holds one slot per (step, phase) of either run, in A's order
 	// then B's extra ones: each run's allocated bytes on entry, at the
 	// phase's peak and on exit (null where the run has no such phase).
@@ -81,13 +74,11 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request) {
 
 func compareViews(va, vb *view) *Compare {
 	dd := attribution.CompareDevices(va.d, vb.d)
-	cut := func(d []attribution.Delta) []attribution.Delta {
-		return append([]attribution.Delta{}, d[:min(len(d), maxCompareRows)]...)
+	doc := report.DeviceDiffJSONOf(&dd)
+	for _, d := range []*[]attribution.Delta{&doc.Sites, &doc.Categories, &doc.Phases} {
+		*d = (*d)[:min(len(*d), maxCompareRows)]
 	}
-	out := &Compare{SourceA: va.source, SourceB: vb.source, DeviceA: va.d.Device, DeviceB: vb.d.Device,
-		PeakA: numbers(dd.PeakA), PeakB: numbers(dd.PeakB), ReservedPeak: [2]int64{dd.ReservedPeakA, dd.ReservedPeakB},
-		EndA: numbers(dd.EndA), EndB: numbers(dd.EndB), Sites: cut(dd.Sites), Categories: cut(dd.Categories), Phases: cut(dd.Phases),
-		Aligned: []Slot{}}
+	out := &Compare{SourceA: va.source, SourceB: vb.source, Diff: doc, Aligned: []Slot{}}
 	type key struct {
 		step  int
 		phase string

@@ -441,11 +441,17 @@ func TestCompare(t *testing.T) {
 	get(t, srv, "/api/compare?a=0&b=1", &c)
 	da, db := analyzed(t, a).Devices[0], analyzed(t, b).Devices[0]
 	dd := attribution.Compare(analyzed(t, a), analyzed(t, b)).Devices[0]
-	if c.PeakA.Allocated != da.Timeline.PeakAllocated.Bytes || c.PeakB.Allocated != db.Timeline.PeakAllocated.Bytes {
-		t.Errorf("peaks %d, %d; want %d, %d", c.PeakA.Allocated, c.PeakB.Allocated, da.Timeline.PeakAllocated.Bytes, db.Timeline.PeakAllocated.Bytes)
+	if c.Diff.PeakA.Allocated != da.Timeline.PeakAllocated.Bytes || c.Diff.PeakB.Allocated != db.Timeline.PeakAllocated.Bytes {
+		t.Errorf("peaks %d, %d; want %d, %d", c.Diff.PeakA.Allocated, c.Diff.PeakB.Allocated, da.Timeline.PeakAllocated.Bytes, db.Timeline.PeakAllocated.Bytes)
 	}
-	if len(c.Sites) != min(len(dd.Sites), maxCompareRows) || (len(c.Sites) > 0 && c.Sites[0] != dd.Sites[0]) {
-		t.Errorf("%d site rows, first %+v; want %d, %+v", len(c.Sites), c.Sites[0], len(dd.Sites), dd.Sites[0])
+	if len(c.Diff.Sites) != min(len(dd.Sites), maxCompareRows) || (len(c.Diff.Sites) > 0 && c.Diff.Sites[0] != dd.Sites[0]) {
+		t.Errorf("%d site rows, first %+v; want %d, %+v", len(c.Diff.Sites), c.Diff.Sites[0], len(dd.Sites), dd.Sites[0])
+	}
+	// The diff is the device pair `diff --json` writes, its lists cut.
+	want := report.DeviceDiffJSONOf(&dd)
+	want.Sites, want.Categories, want.Phases = want.Sites[:len(c.Diff.Sites)], want.Categories[:len(c.Diff.Categories)], want.Phases[:len(c.Diff.Phases)]
+	if !reflect.DeepEqual(c.Diff, want) {
+		t.Errorf("/api/compare's diff differs from diff --json's:\n%+v\n%+v", c.Diff, want)
 	}
 	slot := map[[2]any]Slot{}
 	for _, s := range c.Aligned {
@@ -482,7 +488,7 @@ func TestCompareFix(t *testing.T) {
 	get(t, newServer(t, a, b), "/api/compare?a=0&b=1", &c)
 	const script = "<repo>/capture/advise/train.py:"
 	var paired int
-	for _, r := range c.Sites {
+	for _, r := range c.Diff.Sites {
 		if strings.Contains(r.Name, "called from") {
 			t.Errorf("site row %q names its caller", r.Name)
 		}
@@ -491,7 +497,7 @@ func TestCompareFix(t *testing.T) {
 		}
 	}
 	if paired < 4 {
-		t.Errorf("%d site rows pair the forward's frames called from train.py:113 in A and :115 in B, want at least 4: %+v", paired, c.Sites)
+		t.Errorf("%d site rows pair the forward's frames called from train.py:113 in A and :115 in B, want at least 4: %+v", paired, c.Diff.Sites)
 	}
 }
 

@@ -734,10 +734,11 @@ async function loadCompare() {
     return '<br><span class="muted">called from ' + parts.join(', ') + '</span>';
   };
   const d = (rows) => table(['', 'A', 'B', 'B − A'], rows.map((r) => [esc(r.name) + callers(r), fmtBytes(r.a), fmtBytes(r.b), fmtBytes(r.change)]));
-  $('c-body').innerHTML = table(['', 'A', 'B'], [['allocated at the peak', fmtBytes(c.peak_a.allocated), fmtBytes(c.peak_b.allocated)],
-    ['reserved peak', fmtBytes(c.reserved_peak[0]), fmtBytes(c.reserved_peak[1])], ['allocated at the end', fmtBytes(c.end_a.allocated), fmtBytes(c.end_b.allocated)]]) +
+  const x = c.diff; // the device pair's diff, as diff --json writes it
+  $('c-body').innerHTML = table(['', 'A', 'B'], [['allocated at the peak', fmtBytes(x.peak_a.allocated), fmtBytes(x.peak_b.allocated)],
+    ['reserved peak', fmtBytes(x.reserved_peak_a), fmtBytes(x.reserved_peak_b)], ['allocated at the end', fmtBytes(x.end_a.allocated), fmtBytes(x.end_b.allocated)]]) +
     (c.truncated ? '<div class="muted">the first slots only</div>' : '') +
-    '<h3>at the peak, by site</h3>' + d(c.sites) + '<h3>by category</h3>' + d(c.categories) + '<h3>each phase\'s highest peak</h3>' + d(c.phases);
+    '<h3>at the peak, by site</h3>' + d(x.sites) + '<h3>by category</h3>' + d(x.categories) + '<h3>each phase\'s highest peak</h3>' + d(x.phases);
 }
 $('c-a').addEventListener('change', () => loadCompare().catch(report));
 $('c-b').addEventListener('change', () => loadCompare().catch(report));
