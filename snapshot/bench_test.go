@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"os"
 	"runtime"
 	"testing"
 
@@ -29,6 +30,23 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkDecodeRealistic(b *testing.B) {
 	path, size := snapgen.BenchFileRealistic(b, "..")
 	benchDecode(b, path, size)
+}
+
+// BenchmarkDecodeReal is BenchmarkDecode on a capture torch wrote
+// (capture/bench/real_capture.py: a Llama trained with AdamW, torch's
+// default stacks, Python and C++), named by MEMSCOPE_BENCH_REAL:
+//
+//	MEMSCOPE_BENCH_REAL=$PWD/bench-data/real-97m.pickle go test ./snapshot -run '^$' -bench DecodeReal -benchtime 10x
+func BenchmarkDecodeReal(b *testing.B) {
+	path := os.Getenv("MEMSCOPE_BENCH_REAL")
+	if path == "" {
+		b.Skip("set MEMSCOPE_BENCH_REAL to a capture (capture/bench/real_capture.py)")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecode(b, path, fi.Size())
 }
 
 func benchDecode(b *testing.B, path string, size int64) {
