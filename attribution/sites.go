@@ -133,6 +133,12 @@ func (t *SiteTable) choose(frames []snapshot.FrameID) Site {
 	return Site{Kind: SiteNone}
 }
 
+// Sites is the analysis's filter's table of the snapshot's stacks.
+func (a *Analysis) Sites() *SiteTable { return a.Filter.For(a.Snapshot.Stacks) }
+
+// Stacks is the stack table t decides about.
+func (t *SiteTable) Stacks() *snapshot.Stacks { return t.st }
+
 // Class returns frame id's class.
 func (t *SiteTable) Class(id snapshot.FrameID) FrameClass { return t.classes[id] }
 

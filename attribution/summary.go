@@ -18,6 +18,9 @@ type Summary struct {
 	TimelineSource string
 
 	Stacks *snapshot.Stacks // the snapshot's table, for rendering stacks
+	// Sites is the analysis's filter's table of Stacks: which frames its
+	// site rule keeps, for rendering stacks with the rest folded.
+	Sites *SiteTable
 }
 
 // DeviceSummary is the summary of one device.
@@ -125,7 +128,7 @@ type SiteBytes struct {
 func Summarize(a *Analysis, top int) *Summary {
 	s := a.Snapshot
 	out := &Summary{Source: s.Source, Format: s.Format.String(), Protocol: s.Protocol,
-		Warnings: s.Warnings, Stacks: s.Stacks}
+		Warnings: s.Warnings, Stacks: s.Stacks, Sites: a.Filter.For(s.Stacks)}
 	for _, d := range a.Devices {
 		out.Devices = append(out.Devices, summarizeDevice(s, d, top))
 	}

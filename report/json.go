@@ -24,10 +24,13 @@ func categories(c [attribution.NumCategories]attribution.Bytes) map[string]int64
 	return out
 }
 
-func siteJSON(st *snapshot.Stacks, site attribution.SiteBytes) SiteJSON {
+// SiteJSONOf is one site's bytes as the documents write it, its largest
+// block's stack with the frames tab's site rule folds marked.
+func SiteJSONOf(tab *attribution.SiteTable, site attribution.SiteBytes) SiteJSON {
+	st := tab.Stacks()
 	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Named: site.Site.Named(), Bytes: site.Bytes,
 		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
-		Stack: stackJSON(st, site.Stack), FreeStack: site.FreeStack}
+		Stack: StackJSONOf(tab, site.Stack), FreeStack: site.FreeStack}
 	switch site.Site.Kind {
 	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython, attribution.SiteBackward:
 		fr := frameJSON(st.Frame(site.Site.Frame)) // a backward site's: the forward line it is the gradient of
@@ -100,10 +103,15 @@ func frameJSON(f *snapshot.Frame) FrameJSON {
 	return FrameJSON{Name: f.Name, Filename: f.Filename, Line: f.Line}
 }
 
-func stackJSON(st *snapshot.Stacks, id snapshot.StackID) []FrameJSON {
+// StackJSONOf is stack id, innermost frame first, each frame the site
+// rule of tab folds marked so.
+func StackJSONOf(tab *attribution.SiteTable, id snapshot.StackID) []FrameJSON {
+	st := tab.Stacks()
 	out := []FrameJSON{}
 	for _, fid := range st.Stack(id) {
-		out = append(out, frameJSON(st.Frame(fid)))
+		f := frameJSON(st.Frame(fid))
+		f.Folded = !tab.Counts(fid)
+		out = append(out, f)
 	}
 	return out
 }

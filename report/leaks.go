@@ -5,7 +5,6 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
-	"github.com/memscope/memscope/snapshot"
 )
 
 // LeakJSON is the leak verdict of one device.
@@ -25,13 +24,13 @@ type LeakSiteJSON struct {
 	BytesPerStep int64 `json:"bytes_per_step"`
 }
 
-// leakJSON converts a device's leak verdict.
-func leakJSON(st *snapshot.Stacks, d *attribution.Device) LeakJSON {
+// LeakJSONOf is a device's leak verdict as the leaks document writes it.
+func LeakJSONOf(tab *attribution.SiteTable, d *attribution.Device) LeakJSON {
 	l := d.Leak
 	j := LeakJSON{Device: d.Device, Found: l.Found, Reason: leakReasonText(l), Steps: append([]int{}, l.Steps...),
 		Floors: append([]int64{}, l.Floors...), GrowthPerStep: l.GrowthPerStep, Sites: []LeakSiteJSON{}}
 	for _, s := range l.Sites {
-		j.Sites = append(j.Sites, LeakSiteJSON{siteJSON(st, s.SiteBytes), s.Steps, s.BytesPerStep})
+		j.Sites = append(j.Sites, LeakSiteJSON{SiteJSONOf(tab, s.SiteBytes), s.Steps, s.BytesPerStep})
 	}
 	return j
 }
@@ -104,7 +103,7 @@ type LeaksFileJSON struct {
 func (r *Leaks) fileEntry() any {
 	f := LeaksFileJSON{Source: r.Source, Devices: []LeakJSON{}}
 	for _, d := range r.Analysis.Devices {
-		f.Devices = append(f.Devices, leakJSON(r.Analysis.Snapshot.Stacks, d))
+		f.Devices = append(f.Devices, LeakJSONOf(r.Analysis.Sites(), d))
 	}
 	return f
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
-	"github.com/memscope/memscope/snapshot"
 )
 
 // OOMJSON is the post-mortem of one OOM.
@@ -20,6 +19,7 @@ type OOMJSON struct {
 	Step         *int            `json:"step"`          // null outside steps
 	Phase        string          `json:"phase"`         // "" when the trace has no phases
 	AllocSize    int64           `json:"alloc_size"`
+	Pool         string          `json:"pool"` // the request's: small (≤ 1 MiB) or large
 	DeviceFree   int64           `json:"device_free"`
 	Cap          *CapJSON        `json:"cap"` // null: no per-process cap applied
 	Numbers      Numbers         `json:"numbers"`
@@ -62,13 +62,15 @@ func verdictBy(v attribution.OOMVerdict) string {
 	return "free blocks"
 }
 
-// oomJSON converts one post-mortem.
-func oomJSON(st *snapshot.Stacks, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
+// OOMJSONOf is one post-mortem as the oom document writes it, keeping
+// the top sites live then.
+func OOMJSONOf(tab *attribution.SiteTable, d *attribution.Device, o *attribution.OOM, top int) OOMJSON {
+	st := tab.Stacks()
 	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
 		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
-		RequestStack: stackJSON(st, o.Stack), AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
+		RequestStack: StackJSONOf(tab, o.Stack), AllocSize: o.AllocSize, Pool: o.Verdict.Pool.String(), DeviceFree: o.DeviceFree,
 		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, VerdictBy: verdictBy(o.Verdict), Verdict: oomVerdictText(o.Verdict), Frag: fragJSON(o.Frag),
-		Live: momentOf(st, d.Device, o.At, top)}
+		Live: MomentJSONOf(tab, d.Device, o.At, top)}
 	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))
 		j.RequestSite.Frame = &fr
@@ -205,7 +207,7 @@ func (r *OOMs) fileEntry() any {
 	f := OOMFileJSON{Source: r.Source, Devices: []OOMJSON{}}
 	for _, d := range r.Analysis.Devices {
 		for _, o := range d.OOMs {
-			f.Devices = append(f.Devices, oomJSON(r.Analysis.Snapshot.Stacks, d, o, r.Top))
+			f.Devices = append(f.Devices, OOMJSONOf(r.Analysis.Sites(), d, o, r.Top))
 		}
 	}
 	return f

@@ -10,7 +10,6 @@ import (
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/internal/units"
-	"github.com/memscope/memscope/snapshot"
 )
 
 // MomentJSON is the attribution at one moment.
@@ -39,15 +38,17 @@ type StreamJSON struct {
 	Blocks int      `json:"blocks"`
 }
 
-func momentOf(st *snapshot.Stacks, device int, m *attribution.Moment, top int) MomentJSON {
-	j := momentJSON(st, m, top)
+// MomentJSONOf is a device's moment as the documents write it, keeping
+// its top sites (all when top < 0).
+func MomentJSONOf(tab *attribution.SiteTable, device int, m *attribution.Moment, top int) MomentJSON {
+	j := momentJSON(tab, m, top)
 	j.Device = device
 	return j
 }
 
 // momentJSON converts a moment, keeping the top sites (all when top < 0). Its
 // Device is -1 until the caller sets it.
-func momentJSON(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON {
+func momentJSON(tab *attribution.SiteTable, m *attribution.Moment, top int) MomentJSON {
 	j := MomentJSON{Device: -1, Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
 		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories),
 		Streams: []StreamJSON{}}
@@ -55,7 +56,7 @@ func momentJSON(st *snapshot.Stacks, m *attribution.Moment, top int) MomentJSON 
 		if top >= 0 && i == top {
 			break
 		}
-		j.Sites = append(j.Sites, siteJSON(st, s))
+		j.Sites = append(j.Sites, SiteJSONOf(tab, s))
 	}
 	for _, s := range m.Streams {
 		j.Streams = append(j.Streams, StreamJSON{s.Stream, [2]int64{s.Pool.A, s.Pool.B}, s.Bytes.Bytes, s.Count})
@@ -333,7 +334,7 @@ type PeakDeviceJSON struct {
 func (r *Peak) fileEntry() any {
 	f := PeakFileJSON{Source: r.Source, Devices: []PeakDeviceJSON{}}
 	for _, pd := range r.Devices {
-		mj := momentOf(r.Analysis.Snapshot.Stacks, pd.Device.Device, pd.Moment, r.Top)
+		mj := MomentJSONOf(r.Analysis.Sites(), pd.Device.Device, pd.Moment, r.Top)
 		switch r.JoinedBy {
 		case "ops":
 			covered := pd.OpsCovered

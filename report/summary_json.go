@@ -89,7 +89,7 @@ func SummaryDeviceJSON(s *attribution.Summary, d *attribution.DeviceSummary) Sum
 		sd.PeakRanges = append(sd.PeakRanges, RangeJSON{Name: r.Name, StartEpochUS: r.StartUS, EndEpochUS: r.EndUS})
 	}
 	for _, site := range d.TopSites {
-		sd.TopSites = append(sd.TopSites, siteJSON(s.Stacks, site))
+		sd.TopSites = append(sd.TopSites, SiteJSONOf(s.Sites, site))
 	}
 	return sd
 }

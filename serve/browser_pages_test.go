@@ -378,3 +378,48 @@ func at(s []string, i int) string {
 	}
 	return "(none)"
 }
+
+// TestChromiumOOMPage: the OOM page, drawn from oom --json's document,
+// says what the post-mortem says: each OOM's event, request, verdict and
+// its request's pool's largest free block (units.Bytes, as the text
+// prints it), the request's site, and the sites live then; the leaks page
+// of a leaking run names the leak's sites.
+func TestChromiumOOMPage(t *testing.T) {
+	for _, c := range []struct{ path, page, body string }{
+		{"../fixtures/oom/snapshot.pickle", "oom", "oom-body"},
+		{"../fixtures/leak/snapshot.pickle", "leaks", "lk-body"},
+	} {
+		srv := newServer(t, c.path)
+		b, base, problems := openBrowser(t, srv)
+		b.page(t, "Page.navigate", map[string]any{"url": base + "#" + c.page})
+		b.waitFor(t, "the "+c.page+" page", `document.body.dataset.page === '`+c.page+`'`, 60*time.Second)
+		var text string
+		b.eval(t, `document.getElementById('`+c.body+`').innerText`, &text)
+		text = strings.Join(strings.Fields(text), " ")
+		var want []string
+		d := srv.views[0].d
+		for _, o := range d.OOMs {
+			want = append(want, fmt.Sprintf("OOM %d at event %d: %s requested", o.N, o.Index, units.Bytes(o.Request)),
+				units.Bytes(o.Verdict.Largest), strings.Join(strings.Fields(o.SiteLabel), " "))
+			if len(o.At.Sites) > 0 {
+				want = append(want, strings.Join(strings.Fields(o.At.Sites[0].Label), " "))
+			}
+		}
+		if c.page == "leaks" {
+			if !d.Leak.Found || len(d.Leak.Sites) == 0 {
+				t.Fatalf("%s: no leak found", c.path)
+			}
+			want = append(want, "leak: the floor grows "+units.Bytes(d.Leak.GrowthPerStep)+" per step", strings.Join(strings.Fields(d.Leak.Sites[0].Label), " "))
+		} else if len(d.OOMs) == 0 {
+			t.Fatalf("%s: no OOM", c.path)
+		}
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s page of %s does not say %q:\n%s", c.page, c.path, w, text)
+			}
+		}
+		for _, p := range problems() {
+			t.Error(p)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
 )
 
 // Moment is /api/moment: the allocator's state at one moment.
@@ -23,10 +24,10 @@ type Moment struct {
 	BlocksOmitted int `json:"blocks_omitted"`
 	// Sites are the blocks' site labels, each once: a Block's Site is an
 	// index into it (a moment of 20,000 blocks names a few dozen sites).
-	Sites      []string `json:"sites"`
-	Categories []Bytes  `json:"categories"`
-	Streams    []Stream `json:"streams"`
-	TopSites   []Site   `json:"top_sites"`
+	Sites      []string          `json:"sites"`
+	Categories []Bytes           `json:"categories"`
+	Streams    []Stream          `json:"streams"`
+	TopSites   []report.SiteJSON `json:"top_sites"`
 }
 
 // Frag is the fragmentation at a moment (attribution.Fragmentation).

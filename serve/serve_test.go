@@ -288,7 +288,7 @@ func TestAPI(t *testing.T) {
 		}
 		for i, f := range frames {
 			fr := st.Frame(f)
-			if a.Stack[i].File != fr.Filename || a.Stack[i].Line != fr.Line || a.Stack[i].Name != fr.Name {
+			if a.Stack[i].Filename != fr.Filename || a.Stack[i].Line != fr.Line || a.Stack[i].Name != fr.Name {
 				t.Errorf("alloc %d frame %d = %+v, want %s:%d %s", b.ID, i, a.Stack[i], fr.Filename, fr.Line, fr.Name)
 			}
 		}
@@ -935,5 +935,51 @@ func TestTimelineReserved(t *testing.T) {
 		if moved == 0 && d.Timeline.Churn.SegmentAllocs+d.Timeline.Churn.SegmentFrees+d.Timeline.Churn.Maps > 0 {
 			t.Errorf("%s: no column counts a change of reserved, though the trace has segment events", name)
 		}
+	}
+}
+
+// TestDocumentsAreReports: /api/leaks and /api/oom answer the documents
+// `memscope leaks --json` and `memscope oom --json` write for the device
+// (report.LeakJSON, report.OOMJSON, with oom's top 10 sites): on a
+// recording with a leak and one that ran out of memory, each answer equals
+// the CLI's device entry.
+func TestDocumentsAreReports(t *testing.T) {
+	for _, path := range []string{"../fixtures/leak/snapshot.pickle", "../fixtures/oom/snapshot.pickle"} {
+		an := analyzed(t, path)
+		srv := newServer(t, path)
+		var leaks Leaks
+		get(t, srv, "/api/leaks", &leaks)
+		var ld report.FilesDoc[report.LeaksFileJSON]
+		writeDoc(t, &report.Leaks{Source: path, Analysis: an}, &ld)
+		want := ld.Files[0].Devices[0]
+		want.Sites = want.Sites[:min(len(want.Sites), maxSites)]
+		if !reflect.DeepEqual(leaks, want) {
+			t.Errorf("%s: /api/leaks differs from leaks --json's device:\n%+v\n%+v", path, leaks, want)
+		}
+		if strings.Contains(path, "leak/") && (!leaks.Found || len(leaks.Sites) == 0) {
+			t.Errorf("%s: /api/leaks found %v with %d sites; want the leak", path, leaks.Found, len(leaks.Sites))
+		}
+		var ooms []OOM
+		get(t, srv, "/api/oom", &ooms)
+		var od report.FilesDoc[report.OOMFileJSON]
+		writeDoc(t, &report.OOMs{Source: path, Analysis: an, Top: 10}, &od)
+		if !reflect.DeepEqual(ooms, od.Files[0].Devices) {
+			t.Errorf("%s: /api/oom differs from oom --json's:\n%+v\n%+v", path, ooms, od.Files[0].Devices)
+		}
+		if strings.Contains(path, "oom/") && (len(ooms) != len(an.Devices[0].OOMs) || len(ooms) == 0) {
+			t.Errorf("%s: %d OOMs answered, the analysis has %d", path, len(ooms), len(an.Devices[0].OOMs))
+		}
+	}
+}
+
+// writeDoc writes r as JSON and decodes it into doc.
+func writeDoc(t *testing.T, r report.Result, doc any) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.Write(&b, report.JSON, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), doc); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,17 +8,18 @@ import (
 	"strings"
 
 	"github.com/memscope/memscope/attribution"
+	"github.com/memscope/memscope/report"
 )
 
 // SitesAnswer is /api/sites: the sites at a moment, searchable, and the
 // call tree of the frames that count.
 type SitesAnswer struct {
-	Label string    `json:"label"`
-	Event int       `json:"event"`
-	Total int       `json:"total"` // sites at the moment
-	Match int       `json:"match"` // sites matching q
-	Sites []Site    `json:"sites"`
-	Tree  *TreeNode `json:"tree"`
+	Label string            `json:"label"`
+	Event int               `json:"event"`
+	Total int               `json:"total"` // sites at the moment
+	Match int               `json:"match"` // sites matching q
+	Sites []report.SiteJSON `json:"sites"`
+	Tree  *TreeNode         `json:"tree"`
 }
 
 // TreeNode is one node of the call tree (attribution.TreeNode).
@@ -144,72 +145,30 @@ func (s *Server) steps(v *view, r *http.Request) (any, error) {
 	return out, nil
 }
 
-// Leaks is /api/leaks.
-type Leaks struct {
-	Found         bool       `json:"found"`
-	Reason        string     `json:"reason"`
-	GrowthPerStep int64      `json:"growth_per_step"`
-	Steps         []int      `json:"steps"`
-	Floors        []int64    `json:"floors"`
-	Sites         []LeakSite `json:"sites"`
-}
-
-// LeakSite is one site of blocks that survive their step.
-type LeakSite struct {
-	Site
-	Steps        int   `json:"steps"`
-	BytesPerStep int64 `json:"bytes_per_step"`
-}
-
-var leakReasons = map[attribution.LeakReason]string{attribution.LeakDecided: "decided", attribution.LeakNoHistory: "no history recorded",
-	attribution.LeakFewSteps: "too few steady steps"}
+// Leaks is /api/leaks: the device's leak verdict, the document `memscope
+// leaks --json` writes for it (report.LeakJSON, docs/json.md), its sites
+// cut to the first maxSites.
+type Leaks = report.LeakJSON
 
 func (s *Server) leaks(v *view, r *http.Request) (any, error) {
-	l := v.d.Leak
-	out := &Leaks{Found: l.Found, Reason: leakReasons[l.Reason], GrowthPerStep: l.GrowthPerStep,
-		Steps: append([]int{}, l.Steps...), Floors: append([]int64{}, l.Floors...), Sites: []LeakSite{}}
-	for i, ls := range l.Sites {
-		if i == maxSites {
-			break
-		}
-		row := v.siteRows([]attribution.SiteBytes{ls.SiteBytes}, 1, "")
-		out.Sites = append(out.Sites, LeakSite{Site: row[0], Steps: ls.Steps, BytesPerStep: ls.BytesPerStep})
+	out := report.LeakJSONOf(v.an.Sites(), v.d)
+	out.Sites = out.Sites[:min(len(out.Sites), maxSites)]
+	for i := range out.Sites {
+		out.Sites[i].Share = finite(out.Sites[i].Share)
 	}
-	return out, nil
+	return &out, nil
 }
 
-// OOM is one out-of-memory event of /api/oom.
-type OOM struct {
-	N          int     `json:"n"`
-	Event      int     `json:"event"`
-	X          int64   `json:"x"`
-	Request    int64   `json:"request"`
-	AllocSize  int64   `json:"alloc_size"`
-	DeviceFree int64   `json:"device_free"`
-	Site       string  `json:"site"`
-	Stack      []Frame `json:"stack"`
-	Step       int     `json:"step"`
-	Phase      string  `json:"phase"`
-	Numbers    Numbers `json:"numbers"`
-	Verdict    string  `json:"verdict"` // capacity or fragmentation
-	Pool       string  `json:"pool"`
-	Largest    int64   `json:"largest_free"`
-	Stranded   int64   `json:"stranded"`
-	Headroom   int64   `json:"headroom"`
-	TopSites   []Site  `json:"top_sites"`
-}
+// OOM is one out-of-memory event of /api/oom: its post-mortem, the
+// document `memscope oom --json` writes for it (report.OOMJSON,
+// docs/json.md), with the top 10 sites live then.
+type OOM = report.OOMJSON
 
 func (s *Server) ooms(v *view, r *http.Request) (any, error) {
 	out := []OOM{}
+	tab := v.an.Sites()
 	for _, o := range v.d.OOMs {
-		row := OOM{N: o.N, Event: o.Index, X: v.ax.xOf(o.Index), Request: o.Request, AllocSize: o.AllocSize, DeviceFree: o.DeviceFree,
-			Site: o.SiteLabel, Stack: v.stack(o.Stack), Step: o.Step, Phase: o.Phase, Numbers: numbers(o.Numbers),
-			Verdict: "capacity", Pool: o.Verdict.Pool.String(), Largest: o.Verdict.Largest, Stranded: o.Verdict.Stranded,
-			Headroom: o.Verdict.Headroom, TopSites: v.siteRows(o.At.Sites, 10, "")}
-		if o.Verdict.Kind == attribution.OOMFragmentation {
-			row.Verdict = "fragmentation"
-		}
-		out = append(out, row)
+		out = append(out, report.OOMJSONOf(tab, v.d, o, 10))
 	}
 	return out, nil
 }

@@ -101,44 +101,16 @@ type Bytes struct {
 	Count int    `json:"count"`
 }
 
-// Site is one site's bytes at a moment.
-type Site struct {
-	Label     string  `json:"label"`
-	Kind      string  `json:"kind"`
-	Bytes     int64   `json:"bytes"`
-	Requested int64   `json:"requested"`
-	Count     int     `json:"count"`
-	Share     float64 `json:"share"`
-	// Named is false for the buckets that say where nothing came from:
-	// "(allocated before recording began)", "(no Python frame…)", "(no
-	// history recorded)" (attribution.Site.Named).
-	Named bool    `json:"named"`
-	Stack []Frame `json:"stack"` // of its largest block
+// stack is stack id as the documents write it (report.StackJSONOf).
+func (v *view) stack(id snapshot.StackID) []report.FrameJSON {
+	return report.StackJSONOf(v.an.Sites(), id)
 }
 
-// Frame is one stack frame, innermost first; Folded when the site rule
-// folds it away (plumbing).
-type Frame struct {
-	Name   string `json:"name"`
-	File   string `json:"file"`
-	Line   int64  `json:"line"`
-	Class  string `json:"class"`
-	Folded bool   `json:"folded"`
-}
-
-func (v *view) stack(id snapshot.StackID) []Frame {
-	st := v.an.Snapshot.Stacks
-	tab := v.an.Filter.For(st)
-	out := []Frame{}
-	for _, f := range st.Stack(id) {
-		fr := st.Frame(f)
-		out = append(out, Frame{Name: fr.Name, File: fr.Filename, Line: fr.Line, Class: tab.Class(f).String(), Folded: !tab.Counts(f)})
-	}
-	return out
-}
-
-func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []Site {
-	out := []Site{}
+// siteRows are the first limit sites whose label holds q (any case), as
+// the documents write them (report.SiteJSONOf).
+func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []report.SiteJSON {
+	out := []report.SiteJSON{}
+	tab := v.an.Sites()
 	q = strings.ToLower(q)
 	for _, s := range sites {
 		if len(out) == limit {
@@ -147,7 +119,9 @@ func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []Si
 		if q != "" && !strings.Contains(strings.ToLower(s.Label), q) {
 			continue
 		}
-		out = append(out, Site{Label: s.Label, Kind: s.Site.Kind, Bytes: s.Bytes, Requested: s.Requested, Count: s.Count, Share: finite(s.Share), Named: s.Site.Named(), Stack: v.stack(s.Stack)})
+		row := report.SiteJSONOf(tab, s)
+		row.Share = finite(row.Share)
+		out = append(out, row)
 	}
 	return out
 }
@@ -206,16 +180,16 @@ func (v *view) phase(ph *attribution.Phase) Phase {
 
 // Alloc is /api/alloc: one allocation with its stack and lifetime.
 type Alloc struct {
-	ID        int64   `json:"id"`
-	Addr      string  `json:"addr"`
-	Size      int64   `json:"size"`
-	Requested int64   `json:"requested"`
-	Stream    int64   `json:"stream"`
-	Category  string  `json:"category"`
-	Phase     string  `json:"phase"`
-	Step      int     `json:"step"`
-	Site      string  `json:"site"`
-	Stack     []Frame `json:"stack"`
+	ID        int64              `json:"id"`
+	Addr      string             `json:"addr"`
+	Size      int64              `json:"size"`
+	Requested int64              `json:"requested"`
+	Stream    int64              `json:"stream"`
+	Category  string             `json:"category"`
+	Phase     string             `json:"phase"`
+	Step      int                `json:"step"`
+	Site      string             `json:"site"`
+	Stack     []report.FrameJSON `json:"stack"`
 	// FreeStack: the stack is where it was freed (it predates the
 	// recording and only its free was recorded).
 	FreeStack bool `json:"free_stack"`

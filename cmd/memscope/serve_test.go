@@ -55,14 +55,16 @@ func TestServe(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var sum struct {
-			AtPeak struct {
-				Allocated int64 `json:"allocated"`
-			} `json:"at_peak"`
+			Summary struct {
+				AtPeak struct {
+					Allocated int64 `json:"allocated"`
+				} `json:"at_peak"`
+			} `json:"summary"`
 		}
 		if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil {
 			t.Error(err)
 		}
-		got = sum.AtPeak.Allocated
+		got = sum.Summary.AtPeak.Allocated
 		if resp, err := http.Get(url); err == nil {
 			page = resp.StatusCode
 			resp.Body.Close()
@@ -113,7 +115,9 @@ func TestServeBadInput(t *testing.T) {
 // two views the page can compare.
 func TestServeRun(t *testing.T) {
 	var sum struct {
-		Ops []struct{ Op string } `json:"ops"`
+		Summary struct {
+			Ops []struct{ Op string } `json:"ops_at_peak"`
+		} `json:"summary"`
 	}
 	var views struct {
 		Views []struct{ ID int } `json:"views"`
@@ -125,8 +129,8 @@ func TestServeRun(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("serve --run: %v\n%s", r.err, r.stderr)
 	}
-	if len(sum.Ops) == 0 || len(views.Views) != 2 {
-		t.Errorf("serve --run capture-train llama-bf16: %d operator rows, %d views; want the trace joined and 2 views", len(sum.Ops), len(views.Views))
+	if len(sum.Summary.Ops) == 0 || len(views.Views) != 2 {
+		t.Errorf("serve --run capture-train llama-bf16: %d operator rows, %d views; want the trace joined and 2 views", len(sum.Summary.Ops), len(views.Views))
 	}
 }
 

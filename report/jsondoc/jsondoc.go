@@ -54,6 +54,9 @@ type FrameJSON struct {
 	Name     string `json:"name"`
 	Filename string `json:"filename"`
 	Line     int64  `json:"line"`
+	// Folded: in a stack, a frame the site rule folds (plumbing: torch,
+	// the standard library, C++…; --ignore and --focus change it).
+	Folded bool `json:"folded,omitempty"`
 }
 
 type SiteJSON struct {

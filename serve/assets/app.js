@@ -59,7 +59,7 @@ const phaseColor = { forward: 'rgba(33,150,243,.10)', backward: 'rgba(244,67,54,
 function stackHTML(frames, hideFolded) {
   if (!frames || frames.length === 0) return '<div class="stack muted">(no stack recorded)</div>';
   return '<div class="stack' + (hideFolded ? ' hidefold' : '') + '">' + frames.map((f) =>
-    '<div class="' + (f.folded ? 'folded' : 'kept') + '">' + esc(f.name) + ' ' + esc(f.file) + ':' + f.line + '</div>').join('') + '</div>';
+    '<div class="' + (f.folded ? 'folded' : 'kept') + '">' + esc(f.name) + ' ' + esc(f.filename) + ':' + f.line + '</div>').join('') + '</div>';
 }
 
 // ---- the tooltip
@@ -465,7 +465,7 @@ async function loadMoment(at) {
   $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], m.categories.map((c) => ['<span style="display:inline-block;width:10px;height:10px;background:' +
     (catColor[c.name] || '#90a4ae') + '"></span> ' + esc(c.name), fmtBytes(c.bytes), c.count])) +
     '<h3>streams and pools</h3>' + table(['stream', 'pool', 'bytes', 'blocks'], m.streams.map((s) => [s.stream, s.pool_id.join(','), fmtBytes(s.bytes), s.count])) +
-    '<h3>top sites</h3>' + table(['site', 'bytes', 'blocks', 'share'], m.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.count, (100 * s.share).toFixed(1) + '%']));
+    '<h3>top sites</h3>' + table(['site', 'bytes', 'blocks', 'share'], m.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.blocks, (100 * s.share).toFixed(1) + '%']));
 }
 const catColor = { parameter: '#5c6bc0', 'optimizer state': '#8e24aa', gradient: '#ef6c00', activation: '#43a047', input: '#00897b',
   temporary: '#fdd835', 'before recording': '#795548', 'kv cache': '#d81b60', unknown: '#90a4ae' };
@@ -588,7 +588,7 @@ let sitesTimer = null;
 async function loadSites(at, q) {
   const s = await api('sites', { at, q });
   const rows = s.sites.map((r, i) => '<tr class="click" data-i="' + i + '"><td>' + esc(r.label) + '</td><td class="n">' + fmtBytes(r.bytes) +
-    '</td><td class="n">' + r.count + '</td><td class="n">' + (100 * r.share).toFixed(1) + '%</td></tr>' +
+    '</td><td class="n">' + r.blocks + '</td><td class="n">' + (100 * r.share).toFixed(1) + '%</td></tr>' +
     '<tr hidden><td colspan="4">' + stackHTML(r.stack, false) + '</td></tr>').join('');
   $('s-body').innerHTML = '<h3>' + esc(s.label) + ': ' + s.match + ' of ' + s.total + ' sites' + (q ? ' match “' + esc(q) + '”' : '') + '</h3>' +
     '<table id="s-table"><tr><th>site</th><th>bytes</th><th>blocks</th><th>share</th></tr>' + rows + '</table>' +
@@ -636,7 +636,7 @@ async function loadSteps(q) {
 async function loadLeaks() {
   const l = await api('leaks');
   let html = '<h3>' + (l.found ? '<span class="warn">leak: the floor grows ' + fmtBytes(l.growth_per_step) + ' per step</span>' :
-    l.reason === 'decided' ? 'no leak: the floor after each steady step does not grow' : 'no verdict: ' + esc(l.reason)) + '</h3>';
+    !l.reason ? 'no leak: the floor after each steady step does not grow' : 'no verdict: ' + esc(l.reason)) + '</h3>';
   // Every steady step's floor in a chart (a long run has thousands); the
   // table lists the first and last LEAK_ROWS of them.
   const n = l.floors.length, rows = [];
@@ -676,12 +676,17 @@ const LEAK_ROWS = 20;
 async function loadOOM() {
   const o = await api('oom');
   if (!o.length) { $('oom-body').innerHTML = '<h3>no out-of-memory event was recorded</h3>'; return; }
-  $('oom-body').innerHTML = o.map((e) => '<h3 class="warn">OOM ' + e.n + ' at event ' + e.event + ': ' + fmtBytes(e.request) + ' requested, ' + e.verdict + '</h3>' +
-    table(['allocated', 'reserved', 'device free', 'segment needed', 'largest free (' + e.pool + ' pool)', 'stranded', 'headroom', 'step', 'phase'],
-      [[fmtBytes(e.numbers.allocated), fmtBytes(e.numbers.reserved), fmtBytes(e.device_free), fmtBytes(e.alloc_size), fmtBytes(e.largest_free),
-        fmtBytes(e.stranded), fmtBytes(e.headroom), e.step, esc(e.phase)]]) +
-    '<div>requested at ' + esc(e.site) + ' · <a href="#moment?at=oom' + e.n + '">allocator state then</a></div>' + stackHTML(e.stack, true) +
-    '<h3>live then, by site</h3>' + table(['site', 'bytes', 'blocks'], e.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.count]))).join('');
+  // Each OOM's post-mortem, as oom --json writes it.
+  $('oom-body').innerHTML = o.map((e) => {
+    const f = e.fragmentation, largest = e.pool === 'small' ? f.largest_free_small_pool : f.largest_free_large_pool;
+    return '<h3 class="warn">OOM ' + e.n + ' at event ' + e.event_index + ': ' + fmtBytes(e.request) + ' requested, ' + (e.capacity ? 'capacity' : 'fragmentation') + '</h3>' +
+      '<div>' + esc(e.verdict) + '</div>' +
+      table(['allocated', 'reserved', 'device free', 'segment needed', 'largest free (' + e.pool + ' pool)', 'stranded', 'headroom', 'step', 'phase'],
+        [[fmtBytes(e.numbers.allocated), fmtBytes(e.numbers.reserved), fmtBytes(e.device_free), fmtBytes(e.alloc_size), fmtBytes(largest),
+          fmtBytes(f.stranded_for_request || 0), fmtBytes(f.headroom_for_request || 0), e.step == null ? '' : e.step, esc(e.phase)]]) +
+      '<div>requested at ' + esc(e.request_site.label) + ' · <a href="#moment?at=oom' + e.n + '">allocator state then</a></div>' + stackHTML(e.request_stack, true) +
+      '<h3>live then, by site</h3>' + table(['site', 'bytes', 'blocks'], e.live.sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.blocks]));
+  }).join('');
 }
 
 // ---- two runs compared
