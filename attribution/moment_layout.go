@@ -100,8 +100,17 @@ func (d *Device) segmentStream(addr uint64) int64 {
 }
 
 // FragmentationAt measures the free memory at any moment, as Frag does at
-// the peak, the end and each OOM.
-func (d *Device) FragmentationAt(m *Moment) *Fragmentation { return d.fragmentation(m) }
+// the peak, the end and each OOM. At one of those moments it is Frag's
+// own, with its verdict as settled (the peak's by the allocator model
+// where it runs), so that every page says what `memscope frag` says.
+func (d *Device) FragmentationAt(m *Moment) *Fragmentation {
+	for _, f := range d.Frag {
+		if f.Index == m.Index {
+			return f
+		}
+	}
+	return d.fragmentation(m)
+}
 
 // DeathOf returns the event that ended b (its free_requested, or its
 // free_completed when no request was recorded), or -1 when it lives to the

@@ -2,6 +2,7 @@ package report
 
 import (
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/attribution"
@@ -34,7 +35,11 @@ type FragJSON struct {
 	// of Free, Holes, the histogram and the verdict (their free memory
 	// serves only their graph); [] for none.
 	PrivatePools []PrivatePoolJSON `json:"private_pools"`
-	Verdict      string            `json:"verdict"`
+	// FreeShare is free as a share (0–1) of reserved outside the private
+	// pools; Fragmented, whether the verdict calls it a problem.
+	FreeShare  float64 `json:"free_share"`
+	Fragmented bool    `json:"fragmented"`
+	Verdict    string  `json:"verdict"`
 }
 
 // DeviceFragJSON is the fragmentation of one device at each moment: the
@@ -51,8 +56,16 @@ type DeviceFragJSON struct {
 	SimulatedWhy string `json:"simulated_why,omitempty"`
 }
 
-// fragJSON converts one fragmentation result.
-func fragJSON(f *attribution.Fragmentation) FragJSON {
+// jsonNumber is f, or 0 where JSON cannot hold it (NaN, ±Inf).
+func jsonNumber(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+// FragJSONOf is one fragmentation result as the frag document writes it.
+func FragJSONOf(f *attribution.Fragmentation) FragJSON {
 	h := f.Histogram
 	if h == nil {
 		h = []attribution.HoleBucket{}
@@ -63,7 +76,7 @@ func fragJSON(f *attribution.Fragmentation) FragJSON {
 		Histogram: h, Request: f.Request, Unusable: f.Unusable, Stranded: f.Stranded, Headroom: f.Headroom,
 		SegmentAllocs: f.SegmentAllocs,
 		SegmentFrees:  f.SegmentFrees, Maps: f.Maps, Unmaps: f.Unmaps, PrivatePools: privatePoolsJSON(f.Private),
-		Verdict: fragVerdictText(f.Verdict)}
+		FreeShare: jsonNumber(f.Verdict.Share), Fragmented: f.Verdict.Problem(), Verdict: fragVerdictText(f.Verdict)}
 }
 
 // fragText writes the fragmentation at each moment and the verdicts.
@@ -152,7 +165,7 @@ func (r *Frag) fileEntry() any {
 	for i, d := range r.Analysis.Devices {
 		df := DeviceFragJSON{Device: d.Device, Moments: []FragJSON{}}
 		for _, fr := range d.Frag {
-			df.Moments = append(df.Moments, fragJSON(fr))
+			df.Moments = append(df.Moments, FragJSONOf(fr))
 		}
 		if r.Settings != nil {
 			df.Simulated = settingsJSON(r.Settings[i])

@@ -16,6 +16,15 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// categoryBlocks are the block counts of c by category name.
+func categoryBlocks(c [attribution.NumCategories]attribution.Bytes) map[string]int {
+	out := map[string]int{}
+	for k := attribution.Category(0); k < attribution.NumCategories; k++ {
+		out[k.String()] = c[k].Count
+	}
+	return out
+}
+
 func categories(c [attribution.NumCategories]attribution.Bytes) map[string]int64 {
 	out := map[string]int64{}
 	for k := attribution.Category(0); k < attribution.NumCategories; k++ {

@@ -69,7 +69,7 @@ func OOMJSONOf(tab *attribution.SiteTable, d *attribution.Device, o *attribution
 	j := OOMJSON{Device: d.Device, N: o.N, EventIndex: o.Index, Request: o.Request,
 		RequestSite:  RequestSiteJSON{Label: o.SiteLabel, Kind: o.Site.Kind},
 		RequestStack: StackJSONOf(tab, o.Stack), AllocSize: o.AllocSize, Pool: o.Verdict.Pool.String(), DeviceFree: o.DeviceFree,
-		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, VerdictBy: verdictBy(o.Verdict), Verdict: oomVerdictText(o.Verdict), Frag: fragJSON(o.Frag),
+		Numbers: numbers(o.Numbers), Capacity: o.Verdict.Kind == attribution.OOMCapacity, VerdictBy: verdictBy(o.Verdict), Verdict: oomVerdictText(o.Verdict), Frag: FragJSONOf(o.Frag),
 		Live: MomentJSONOf(tab, d.Device, o.At, top)}
 	if o.Site.Kind == attribution.SiteUser || o.Site.Kind == attribution.SiteLibrary || o.Site.Kind == attribution.SitePython {
 		fr := frameJSON(st.Frame(o.Site.Frame))

@@ -21,6 +21,8 @@ type MomentJSON struct {
 	Numbers     Numbers          `json:"numbers"`
 	Sites       []SiteJSON       `json:"sites"`
 	Categories  map[string]int64 `json:"categories"`
+	// CategoryBlocks counts the live blocks of each category.
+	CategoryBlocks map[string]int `json:"category_blocks"`
 	Streams     []StreamJSON     `json:"streams"`
 	// With a joined trace: the live bytes by operator, and the share of the
 	// bytes allocated inside the trace's window that found their operator.
@@ -50,7 +52,7 @@ func MomentJSONOf(tab *attribution.SiteTable, device int, m *attribution.Moment,
 // Device is -1 until the caller sets it.
 func momentJSON(tab *attribution.SiteTable, m *attribution.Moment, top int) MomentJSON {
 	j := MomentJSON{Device: -1, Label: m.Label, EventIndex: m.Index, TimeEpochUS: m.TimeUS,
-		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories),
+		Numbers: numbers(m.Numbers), Sites: []SiteJSON{}, Categories: categories(m.Categories), CategoryBlocks: categoryBlocks(m.Categories),
 		Streams: []StreamJSON{}}
 	for i, s := range m.Sites {
 		if top >= 0 && i == top {

@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/report"
 )
 
-// Moment is /api/moment: the allocator's state at one moment.
+// Moment is /api/moment: the allocator's state at one moment. Moment is
+// the moment as `memscope peak --json --at` writes it (report.MomentJSON,
+// docs/json.md: numbers, categories, streams, the top 20 sites) and Frag
+// its fragmentation as `memscope frag --json` does (report.FragJSON); the
+// segments with their blocks and holes, and X on the page's axis, are
+// the page's.
 type Moment struct {
-	Label    string    `json:"label"`
-	Event    int       `json:"event"`
-	X        int64     `json:"x"`
-	Numbers  Numbers   `json:"numbers"`
-	Frag     Frag      `json:"frag"`
-	Segments []Segment `json:"segments"`
+	Moment   report.MomentJSON `json:"moment"`
+	Frag     report.FragJSON   `json:"frag"`
+	X        int64             `json:"x"`
+	Segments []Segment         `json:"segments"`
 	// SegmentsTotal counts the reserved segments (adjacent mapped ranges
 	// of an expandable segment as one); past maxSegments the smallest are
 	// left out. BlocksOmitted counts the blocks of segments drawn as fill
@@ -24,40 +26,7 @@ type Moment struct {
 	BlocksOmitted int `json:"blocks_omitted"`
 	// Sites are the blocks' site labels, each once: a Block's Site is an
 	// index into it (a moment of 20,000 blocks names a few dozen sites).
-	Sites      []string          `json:"sites"`
-	Categories []Bytes           `json:"categories"`
-	Streams    []Stream          `json:"streams"`
-	TopSites   []report.SiteJSON `json:"top_sites"`
-}
-
-// Frag is the fragmentation at a moment (attribution.Fragmentation).
-type Frag struct {
-	Reserved      int64                    `json:"reserved"`
-	Allocated     int64                    `json:"allocated"`
-	Cached        int64                    `json:"cached"` // reserved − allocated
-	Free          int64                    `json:"free"`   // reserved − active
-	InactiveSplit int64                    `json:"inactive_split"`
-	Holes         int                      `json:"holes"`
-	LargestSmall  int64                    `json:"largest_free_small"`
-	LargestLarge  int64                    `json:"largest_free_large"`
-	FreeShare     float64                  `json:"free_share"`
-	Fragmented    bool                     `json:"fragmented"`
-	Histogram     []attribution.HoleBucket `json:"histogram"`
-	// PrivatePools are the private pools (CUDA graphs', MemPools')
-	// reserved at the moment, by pool id; their free memory serves only
-	// their graph, so Free, Holes, the largest free blocks, the histogram
-	// and Fragmented leave it out. [] for none.
-	PrivatePools []PrivatePool `json:"private_pools"`
-}
-
-// PrivatePool is one private pool's totals at a moment
-// (attribution.PrivatePool); its segments are those with its PoolID.
-type PrivatePool struct {
-	PoolID    [2]int64 `json:"pool_id"`
-	Reserved  int64    `json:"reserved"`
-	Allocated int64    `json:"allocated"`
-	Free      int64    `json:"free"` // reserved − allocated
-	Segments  int      `json:"segments"`
+	Sites []string `json:"sites"`
 }
 
 // Segment is one reserved segment with its blocks and holes.
@@ -94,36 +63,18 @@ type Block struct {
 	Site      int    `json:"site"` // an index into Moment.Sites
 }
 
-// Stream is what one stream and pool hold.
-type Stream struct {
-	Stream int64    `json:"stream"`
-	PoolID [2]int64 `json:"pool_id"`
-	Bytes  int64    `json:"bytes"`
-	Count  int      `json:"count"`
-}
-
 func (s *Server) moment(v *view, r *http.Request) (any, error) {
 	m, err := momentOf(v, r)
 	if err != nil {
 		return nil, err
 	}
 	d := v.d
-	f := d.FragmentationAt(m)
-	out := &Moment{Label: m.Label, Event: m.Index, X: -1, Numbers: numbers(m.Numbers), Segments: []Segment{},
-		Categories: categories(m.Categories), Streams: []Stream{}, TopSites: v.siteRows(m.Sites, 20, ""),
-		Frag: Frag{Reserved: f.Reserved, Allocated: f.Allocated, Cached: f.Cached, Free: f.Free, InactiveSplit: f.InactiveSplit,
-			Holes: f.Holes, LargestSmall: f.LargestFree[0], LargestLarge: f.LargestFree[1], FreeShare: finite(f.Verdict.Share),
-			Fragmented: f.Verdict.Problem(), Histogram: append([]attribution.HoleBucket{}, f.Histogram...),
-			PrivatePools: []PrivatePool{}}}
-	for _, p := range f.Private {
-		out.Frag.PrivatePools = append(out.Frag.PrivatePools, PrivatePool{PoolID: [2]int64{p.Pool.A, p.Pool.B},
-			Reserved: p.Reserved, Allocated: p.Allocated, Free: p.Free, Segments: p.Segments})
+	out := &Moment{Moment: report.MomentJSONOf(v.an.Sites(), d.Device, m, 20), Frag: report.FragJSONOf(d.FragmentationAt(m)), X: -1, Segments: []Segment{}}
+	for i := range out.Moment.Sites {
+		out.Moment.Sites[i].Share = finite(out.Moment.Sites[i].Share)
 	}
 	if m.Index >= 0 && m.Index < len(v.ax.events) {
 		out.X = v.ax.xOf(m.Index)
-	}
-	for _, sb := range m.Streams {
-		out.Streams = append(out.Streams, Stream{Stream: sb.Stream, PoolID: [2]int64{sb.Pool.A, sb.Pool.B}, Bytes: sb.Bytes.Bytes, Count: sb.Count})
 	}
 	x := v.idx()
 	siteAt := map[string]int{}

@@ -307,14 +307,14 @@ func TestAPI(t *testing.T) {
 		total += s.Size
 		free += s.Free
 	}
-	if total != m.Numbers.Reserved || m.Numbers.Allocated != d.Timeline.PeakAllocated.Bytes || free != m.Frag.Free {
+	if total != m.Moment.Numbers.Reserved || m.Moment.Numbers.Allocated != d.Timeline.PeakAllocated.Bytes || free != m.Frag.Free {
 		t.Errorf("moment at the peak: segments sum to %d (free %d), allocated %d; want reserved %d (free %d), allocated %d",
-			total, free, m.Numbers.Allocated, m.Numbers.Reserved, m.Frag.Free, d.Timeline.PeakAllocated.Bytes)
+			total, free, m.Moment.Numbers.Allocated, m.Moment.Numbers.Reserved, m.Frag.Free, d.Timeline.PeakAllocated.Bytes)
 	}
 	var end Moment
 	get(t, srv, fmt.Sprintf("/api/moment?at=%d", len(d.Timeline.Events)-1), &end)
-	if end.Numbers.Reserved != d.Timeline.End.Reserved {
-		t.Errorf("moment at the last event: reserved %d, want %d", end.Numbers.Reserved, d.Timeline.End.Reserved)
+	if end.Moment.Numbers.Reserved != d.Timeline.End.Reserved {
+		t.Errorf("moment at the last event: reserved %d, want %d", end.Moment.Numbers.Reserved, d.Timeline.End.Reserved)
 	}
 
 	var sites SitesAnswer
@@ -772,11 +772,11 @@ func TestMomentPrivatePools(t *testing.T) {
 					t.Errorf("at %s: %d private pools, the segments name %d", at, len(m.Frag.PrivatePools), len(bySegments))
 				}
 				for _, p := range m.Frag.PrivatePools {
-					if got, want := (sum{p.Reserved, p.Allocated, p.Segments}), bySegments[p.PoolID]; got != want {
-						t.Errorf("at %s pool %v: %+v, its segments add up to %+v", at, p.PoolID, got, want)
+					if got, want := (sum{p.Reserved, p.Allocated, p.Segments}), bySegments[p.Pool]; got != want {
+						t.Errorf("at %s pool %v: %+v, its segments add up to %+v", at, p.Pool, got, want)
 					}
 					if p.Free != p.Reserved-p.Allocated {
-						t.Errorf("at %s pool %v: free %d, want reserved − allocated %d", at, p.PoolID, p.Free, p.Reserved-p.Allocated)
+						t.Errorf("at %s pool %v: free %d, want reserved − allocated %d", at, p.Pool, p.Free, p.Reserved-p.Allocated)
 					}
 				}
 				if at != "end" {
@@ -786,10 +786,10 @@ func TestMomentPrivatePools(t *testing.T) {
 					t.Errorf("at the end: %d private pools, torch held %d", len(m.Frag.PrivatePools), len(tr.PrivatePools))
 				}
 				for _, p := range m.Frag.PrivatePools {
-					w, ok := tr.PrivatePools[fmt.Sprintf("(%d, %d)", p.PoolID[0], p.PoolID[1])]
+					w, ok := tr.PrivatePools[fmt.Sprintf("(%d, %d)", p.Pool[0], p.Pool[1])]
 					if !ok || p.Reserved != w.Reserved || p.Allocated != w.Allocated || p.Segments != w.Segments {
 						t.Errorf("at the end pool %v: %d reserved, %d allocated in %d segments; torch: %+v (held: %v)",
-							p.PoolID, p.Reserved, p.Allocated, p.Segments, w, ok)
+							p.Pool, p.Reserved, p.Allocated, p.Segments, w, ok)
 					}
 				}
 			}
@@ -958,6 +958,24 @@ func TestDocumentsAreReports(t *testing.T) {
 		}
 		if strings.Contains(path, "leak/") && (!leaks.Found || len(leaks.Sites) == 0) {
 			t.Errorf("%s: /api/leaks found %v with %d sites; want the leak", path, leaks.Found, len(leaks.Sites))
+		}
+		// The moment at the peak: peak --json's (top 20 sites) and frag
+		// --json's peak moment.
+		var m Moment
+		get(t, srv, "/api/moment?at=peak", &m)
+		at, err := an.At("peak", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pd report.FilesDoc[report.PeakFileJSON]
+		writeDoc(t, &report.Peak{Source: path, Analysis: an, Devices: at, Top: 20}, &pd)
+		if !reflect.DeepEqual(m.Moment, pd.Files[0].Devices[0].MomentJSON) {
+			t.Errorf("%s: /api/moment's moment differs from peak --json's:\n%+v\n%+v", path, m.Moment, pd.Files[0].Devices[0].MomentJSON)
+		}
+		var fd report.FilesDoc[report.FragFileJSON]
+		writeDoc(t, &report.Frag{Source: path, Analysis: an}, &fd)
+		if fm := fd.Files[0].Devices[0].Moments[0]; fm.Label != "peak" || !reflect.DeepEqual(m.Frag, fm) {
+			t.Errorf("%s: /api/moment's frag differs from frag --json's peak:\n%+v\n%+v", path, m.Frag, fm)
 		}
 		var ooms []OOM
 		get(t, srv, "/api/oom", &ooms)

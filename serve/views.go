@@ -21,18 +21,6 @@ const (
 	treeMin     = 0.002
 )
 
-// Numbers are the allocator's four quantities at a moment.
-type Numbers struct {
-	Requested int64 `json:"requested"`
-	Allocated int64 `json:"allocated"`
-	Active    int64 `json:"active"`
-	Reserved  int64 `json:"reserved"`
-}
-
-func numbers(n snapshot.Numbers) Numbers {
-	return Numbers{n.Requested, n.Allocated, n.Active, n.Reserved}
-}
-
 // Peak is one quantity's peak and when it was reached.
 type Peak struct {
 	Bytes int64 `json:"bytes"`
@@ -94,13 +82,6 @@ type Phase struct {
 	End    int64  `json:"end"`
 }
 
-// Bytes is a byte and block count under a name.
-type Bytes struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-	Count int    `json:"count"`
-}
-
 // stack is stack id as the documents write it (report.StackJSONOf).
 func (v *view) stack(id snapshot.StackID) []report.FrameJSON {
 	return report.StackJSONOf(v.an.Sites(), id)
@@ -132,16 +113,6 @@ func finite(f float64) float64 {
 		return 0
 	}
 	return f
-}
-
-func categories(c [attribution.NumCategories]attribution.Bytes) []Bytes {
-	out := []Bytes{}
-	for k, b := range c {
-		if b.Count > 0 {
-			out = append(out, Bytes{Name: attribution.Category(k).String(), Bytes: b.Bytes, Count: b.Count})
-		}
-	}
-	return out
 }
 
 func (s *Server) summary(v *view, r *http.Request) (any, error) {

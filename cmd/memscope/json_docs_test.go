@@ -81,7 +81,7 @@ func (d jsonDocs) goTypes(kind string) []string {
 
 // dataKeyed are the fields whose object keys are data (category names,
 // metric names), not field names.
-var dataKeyed = map[string]bool{"categories": true, "categories_at_peak": true, "max": true, "at_end": true, "phase_peaks": true}
+var dataKeyed = map[string]bool{"categories": true, "category_blocks": true, "categories_at_peak": true, "max": true, "at_end": true, "phase_peaks": true}
 
 // jsonKeys collects the object keys of a decoded document, with the path
 // of the first place each was seen.

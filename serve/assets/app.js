@@ -446,26 +446,29 @@ async function loadMoment(at) {
   const m = await api('moment', { at });
   ms.momentFetchMs = performance.now() - t0;
   moment = m;
-  const f = m.frag, n = m.numbers;
-  $('m-head').innerHTML = '<h3>' + esc(m.label) + (m.event >= 0 ? ' (event ' + m.event + ')' : '') + '</h3>' +
+  // The moment and its fragmentation as peak --json and frag --json write them.
+  const f = m.frag, mo = m.moment, n = mo.numbers;
+  $('m-head').innerHTML = '<h3>' + esc(mo.label) + (mo.event_index >= 0 ? ' (event ' + mo.event_index + ')' : '') + '</h3>' +
     '<table><tr><th>requested</th><th>allocated</th><th>active</th><th>reserved</th><th>free in segments</th><th>holes</th>' +
     '<th>largest free (small / large pool)</th><th>inactive split</th><th>segments</th></tr><tr>' +
     [n.requested, n.allocated, n.active, n.reserved, f.free].map((v) => '<td class="n">' + fmtBytes(v) + '</td>').join('') +
-    '<td class="n">' + f.holes + '</td><td class="n">' + fmtBytes(f.largest_free_small) + ' / ' + fmtBytes(f.largest_free_large) +
+    '<td class="n">' + f.holes + '</td><td class="n">' + fmtBytes(f.largest_free_small_pool) + ' / ' + fmtBytes(f.largest_free_large_pool) +
     '</td><td class="n">' + fmtBytes(f.inactive_split) + '</td><td class="n">' + m.segments_total + '</td></tr></table>' +
     '<div class="' + (f.fragmented ? 'warn' : 'muted') + '">' + (100 * f.free_share).toFixed(1) + '% of reserved memory is free' +
     (f.fragmented ? ', split into holes too small to serve requests' : '') +
     (f.private_pools.length ? ' (outside the private pools)' : '') + '</div>' +
     (f.private_pools.length ? '<div class="muted" id="m-pools">private pools (CUDA graphs\', torch.cuda.MemPool\'s): ' +
-      f.private_pools.map((p) => 'pool (' + p.pool_id.join(',') + ') ' + fmtBytes(p.reserved) + ' reserved in ' + p.segments +
+      f.private_pools.map((p) => 'pool (' + p.pool.join(',') + ') ' + fmtBytes(p.reserved) + ' reserved in ' + p.segments +
         ' segment' + (p.segments === 1 ? '' : 's') + ', ' + fmtBytes(p.allocated) + ' allocated, ' + fmtBytes(p.free) + ' free').join('; ') +
       '; their free memory serves only their own graph\'s replays, and empty_cache() does not release it</div>' : '') +
     (m.segments.length < m.segments_total ? '<div class="muted">the ' + m.segments.length + ' largest segments drawn</div>' : '');
   drawSegments();
-  $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], m.categories.map((c) => ['<span style="display:inline-block;width:10px;height:10px;background:' +
-    (catColor[c.name] || '#90a4ae') + '"></span> ' + esc(c.name), fmtBytes(c.bytes), c.count])) +
-    '<h3>streams and pools</h3>' + table(['stream', 'pool', 'bytes', 'blocks'], m.streams.map((s) => [s.stream, s.pool_id.join(','), fmtBytes(s.bytes), s.count])) +
-    '<h3>top sites</h3>' + table(['site', 'bytes', 'blocks', 'share'], m.top_sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.blocks, (100 * s.share).toFixed(1) + '%']));
+  // The categories that hold blocks, the largest first.
+  const cats = Object.keys(mo.categories).filter((c) => mo.category_blocks[c] > 0).sort((a, b) => mo.categories[b] - mo.categories[a] || (a < b ? -1 : 1));
+  $('m-tables').innerHTML = '<h3>categories</h3>' + table(['category', 'bytes', 'blocks'], cats.map((c) => ['<span style="display:inline-block;width:10px;height:10px;background:' +
+    (catColor[c] || '#90a4ae') + '"></span> ' + esc(c), fmtBytes(mo.categories[c]), mo.category_blocks[c]])) +
+    '<h3>streams and pools</h3>' + table(['stream', 'pool', 'bytes', 'blocks'], mo.streams.map((s) => [s.stream, s.pool.join(','), fmtBytes(s.bytes), s.blocks])) +
+    '<h3>top sites</h3>' + table(['site', 'bytes', 'blocks', 'share'], mo.sites.map((s) => [esc(s.label), fmtBytes(s.bytes), s.blocks, (100 * s.share).toFixed(1) + '%']));
 }
 const catColor = { parameter: '#5c6bc0', 'optimizer state': '#8e24aa', gradient: '#ef6c00', activation: '#43a047', input: '#00897b',
   temporary: '#fdd835', 'before recording': '#795548', 'kv cache': '#d81b60', unknown: '#90a4ae' };
@@ -521,7 +524,7 @@ function drawSegments() {
   segCv.dataset.segments = String(m.segments.length);
   segCv.dataset.drawn = first + '-' + last;
   ms.segmentsMs = performance.now() - t0;
-  segCv.dataset.event = String(m.event);
+  segCv.dataset.event = String(m.moment.event_index);
 }
 ms.segViewTop = () => segView.top;
 let segFrame = 0;
