@@ -23,7 +23,7 @@ type MomentJSON struct {
 	Categories  map[string]int64 `json:"categories"`
 	// CategoryBlocks counts the live blocks of each category.
 	CategoryBlocks map[string]int `json:"category_blocks"`
-	Streams     []StreamJSON     `json:"streams"`
+	Streams        []StreamJSON   `json:"streams"`
 	// With a joined trace: the live bytes by operator, and the share of the
 	// bytes allocated inside the trace's window that found their operator.
 	Ops        []OpBytesJSON `json:"ops,omitempty"`
