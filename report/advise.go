@@ -480,7 +480,7 @@ func (r *Advice) fileEntry() any {
 			}
 		}
 		j.Fixes = adviceFixesJSON(a.Fixes)
-		j.Settings = settingsJSON(a.Settings)
+		j.Settings = SettingsJSONOf(a.Settings)
 		if ia := a.Inference; ia != nil {
 			j.Inference = &AdviceInferenceJSON{*inferenceJSON(ia.Inference), ia.Headroom, ia.MoreSteps}
 		}
@@ -578,7 +578,9 @@ func settingsAdviceText(ew *errWriter, sets []attribution.SettingAdvice) {
 }
 
 // settingsJSON converts simulated settings, never null.
-func settingsJSON(sets []attribution.SettingAdvice) []AdviceSettingJSON {
+// SettingsJSONOf is the allocator settings the model says lower the
+// reserved peak, as advise's and frag --simulate's documents write them.
+func SettingsJSONOf(sets []attribution.SettingAdvice) []AdviceSettingJSON {
 	out := []AdviceSettingJSON{}
 	for _, x := range sets {
 		out = append(out, AdviceSettingJSON{x.Conf, x.PeakReserved, x.Recorded, x.OOM, x.Low, x.High, x.Unknown})

@@ -168,7 +168,7 @@ func (r *Frag) fileEntry() any {
 			df.Moments = append(df.Moments, FragJSONOf(fr))
 		}
 		if r.Settings != nil {
-			df.Simulated = settingsJSON(r.Settings[i])
+			df.Simulated = SettingsJSONOf(r.Settings[i])
 			if i < len(r.SettingsWhy) {
 				df.SimulatedWhy = r.SettingsWhy[i]
 			}

@@ -83,13 +83,20 @@ func OOMJSONOf(tab *attribution.SiteTable, d *attribution.Device, o *attribution
 	if o.Cap != nil {
 		j.Cap = &CapJSON{o.Cap.Low, o.Cap.High}
 	}
-	j.Simulated = []OOMSettingJSON{}
+	j.Simulated = OOMSettingsJSONOf(d)
+	return j
+}
+
+// OOMSettingsJSONOf is the device's OOM under other allocator settings, as
+// the oom document writes it: the settings the model could run.
+func OOMSettingsJSONOf(d *attribution.Device) []OOMSettingJSON {
+	out := []OOMSettingJSON{}
 	for _, s := range d.OOMSettings {
 		if s.Err == nil {
-			j.Simulated = append(j.Simulated, OOMSettingJSON{s.Conf, s.Served, s.FailsAt, s.PeakReserved})
+			out = append(out, OOMSettingJSON{s.Conf, s.Served, s.FailsAt, s.PeakReserved})
 		}
 	}
-	return j
+	return out
 }
 
 // oomText writes the post-mortem of every OOM of the device.

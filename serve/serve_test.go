@@ -1001,3 +1001,40 @@ func writeDoc(t *testing.T, r report.Result, doc any) {
 		t.Fatal(err)
 	}
 }
+
+// TestSettingsLateBound: /api/settings on a server recorded after its
+// model was cast (fixtures/whatif-servelate) answers what frag --simulate
+// --json says, each setting's peak with its bound (never a bare number
+// for a late start), and torch's reserved peak under expandable segments
+// in a fresh process lies inside that row's bound.
+func TestSettingsLateBound(t *testing.T) {
+	const path = "../fixtures/whatif-servelate/default/snapshot.pickle.gz"
+	exp, err := truth.Read("../fixtures/whatif-servelate/expandable/truth.json")
+	if err != nil {
+		testenv.Need(t, "%v", err)
+	}
+	an := analyzed(t, path)
+	var s Settings
+	get(t, newServer(t, path), "/api/settings", &s)
+	d := an.Devices[0]
+	var fd report.FilesDoc[report.FragFileJSON]
+	writeDoc(t, &report.Frag{Source: path, Analysis: an, Settings: [][]attribution.SettingAdvice{d.SimulateSettings()}, SettingsWhy: []string{d.SimulateSettingsWhy()}}, &fd)
+	if want := fd.Files[0].Devices[0]; !reflect.DeepEqual(s.Lower, want.Simulated) || s.Why != want.SimulatedWhy {
+		t.Errorf("/api/settings differs from frag --simulate --json:\n%+v %q\n%+v %q", s.Lower, s.Why, want.Simulated, want.SimulatedWhy)
+	}
+	found := false
+	for _, r := range s.Lower {
+		if r.High == 0 || r.Low > r.PeakReserved || r.PeakReserved > r.High {
+			t.Errorf("%s: %d [%d, %d]; want a point inside its bound", r.Conf, r.PeakReserved, r.Low, r.High)
+		}
+		if r.Conf == "expandable_segments:True" {
+			found = true
+			if want := exp.MemoryStatsEnd["reserved_bytes.all.peak"]; want < r.Low || want > r.High {
+				t.Errorf("expandable: torch's %d outside [%d, %d]", want, r.Low, r.High)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no expandable_segments:True row in %+v", s.Lower)
+	}
+}

@@ -571,10 +571,12 @@ $('m-sim').addEventListener('click', async () => {
   try {
     const r = await api('settings');
     let html = 'recorded reserved peak ' + fmtBytes(r.recorded_peak_reserved) + '. ';
-    html += r.lower.length ? table(['setting', 'reserved peak', ''], r.lower.map((x) => [esc(x.conf), fmtBytes(x.peak_reserved), x.oom ? 'runs out of memory' : ''])) :
-      'No setting tried lowers it by 1% or more.';
+    // A late start's peak comes with its bound, as frag --simulate prints it.
+    const peakOf = (x) => fmtBytes(x.peak_reserved) + (x.peak_reserved_high > 0 ? ' (' + fmtBytes(x.peak_reserved_low) + ' to ' + fmtBytes(x.peak_reserved_high) + ')' : '');
+    html += r.lower.length ? table(['setting', 'reserved peak', ''], r.lower.map((x) => [esc(x.conf), peakOf(x), x.oom ? 'runs out of memory' : ''])) :
+      r.why ? esc(r.why) : 'No setting tried lowers it by 1% or more.';
     if (r.at_oom.length) html += '<h3>at the OOM</h3>' + table(['setting', 'served the failed request', 'reserved peak'],
-      r.at_oom.map((x) => [esc(x.conf), x.error ? esc(x.error) : x.served ? 'yes' : 'no: fails at event ' + x.fails_at, fmtBytes(x.peak_reserved)]));
+      r.at_oom.map((x) => [esc(x.conf), x.served ? 'yes' : 'no: fails at event ' + x.fails_at, fmtBytes(x.peak_reserved)]));
     $('m-sim-out').innerHTML = html;
   } catch (e) { $('m-sim-out').textContent = e.message; }
 });
