@@ -32,7 +32,7 @@ func (s Site) Named() bool {
 	case SiteUser, SiteLibrary, SitePython, SiteBackward:
 		return true
 	}
-	return s.Of != Unknown || s.Workspace || s.HasNode
+	return s.Of != Unknown || s.Workspace || s.CuBLAS || s.HasNode
 }
 
 // originLabel is the label of a backward site, and of a site of blocks
@@ -41,6 +41,20 @@ func (s Site) Named() bool {
 // are comes first, how that is known in parentheses after it, so that a
 // label clipped from the left keeps both.
 func (s Site) originLabel(st *snapshot.Stacks) (string, bool) {
+	if s.CuBLAS {
+		// The line of the matmul that made it, as a backward site's, then
+		// what it is.
+		switch s.Kind {
+		case SiteUser, SiteLibrary, SitePython:
+			label := FrameLabel(st.Frame(s.Frame)) + " (cuBLAS workspace: its stream's first matmul)"
+			if s.HasCaller {
+				label += " (called from " + FrameLabel(st.Frame(s.Caller)) + ")"
+			}
+			return label, true
+		default:
+			return "cuBLAS workspace (autograd engine: its stream's first matmul)", true
+		}
+	}
 	node := ""
 	if s.HasNode {
 		node = NodeName(st.Frame(s.Node).Name)
@@ -221,6 +235,9 @@ func (d *Device) findOrigins() *origins {
 			}
 		}
 		site := tab.Site(ev.Stack)
+		if site.CuBLAS {
+			continue // its stack names it
+		}
 		if site.Kind != SiteNone {
 			lifo[ev.Size] = append(lifo[ev.Size], fwdAlloc{tab.siteIndex(ev.Stack), ev.Stack})
 			continue

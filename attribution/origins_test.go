@@ -143,3 +143,56 @@ func TestBackwardOfLogits(t *testing.T) {
 		})
 	}
 }
+
+// TestCuBLASWorkspaceSites: with stacks="all" (fixtures/stacks-all,
+// plain-sgd-leak, and every other real snapshot), the blocks whose stack
+// holds cuBLAS making a handle's workspace (at::cuda::setWorkspaceForHandle,
+// and cuBLASLt's, getCUDABlasLtWorkspace) are the cuBLAS sites at the peak, byte for byte: named, labelled as the
+// workspace, the forward's by the line of the first matmul and the
+// backward's as the autograd engine's; no other site is one. The two
+// fixtures recorded with C++ frames each have both.
+func TestCuBLASWorkspaceSites(t *testing.T) {
+	withFrames := 0
+	for _, path := range originFiles(t) {
+		an := fixtureAnalysisFile(t, path)
+		st := an.Snapshot.Stacks
+		for _, d := range an.Devices {
+			var want int64
+			for _, b := range d.Peak.Live {
+				for _, f := range st.Stack(b.Stack) {
+					if n := st.Frame(f).Name; strings.Contains(n, "setWorkspaceForHandle") || strings.Contains(n, "getCUDABlasLtWorkspace") {
+						want += b.Size
+						break
+					}
+				}
+			}
+			var got int64
+			kinds := map[string]bool{}
+			for _, s := range d.Peak.Sites {
+				if !s.Site.CuBLAS {
+					if strings.Contains(s.Label, "cuBLAS workspace (") && !strings.Contains(s.Label, "by its size") {
+						t.Errorf("%s: site %q reads as a workspace but is not one", path, s.Label)
+					}
+					continue
+				}
+				got += s.Bytes
+				kinds[s.Site.Kind] = true
+				if !s.Site.Named() || !strings.Contains(s.Label, "cuBLAS workspace") {
+					t.Errorf("%s: cuBLAS site %q (named %v)", path, s.Label, s.Site.Named())
+				}
+			}
+			if got != want {
+				t.Errorf("%s device %d: cuBLAS sites hold %d bytes at the peak, the workspace stacks' blocks %d", path, d.Device, got, want)
+			}
+			if want > 0 {
+				withFrames++
+				if !kinds[SiteNone] || len(kinds) < 2 {
+					t.Errorf("%s: cuBLAS sites of kinds %v; want the forward's and the autograd engine's", path, kinds)
+				}
+			}
+		}
+	}
+	if withFrames < 2 {
+		t.Errorf("%d devices hold cuBLAS workspaces with C++ frames at the peak, want stacks-all's and plain-sgd-leak's", withFrames)
+	}
+}

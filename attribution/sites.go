@@ -44,6 +44,12 @@ type Site struct {
 	// Device.SiteOfBlock.
 	Of        Category
 	Workspace bool
+	// CuBLAS is set for the blocks cuBLAS made for a handle's workspace,
+	// told by the stack's C++ frames (at::cuda::setWorkspaceForHandle,
+	// getCUDABlasLtWorkspace; stacks="all"): the first matmul on a stream
+	// makes one and keeps it for the process's life, so the Python line
+	// that ran that matmul did not ask for it.
+	CuBLAS    bool
 	Near      bool
 	Node      snapshot.FrameID
 	HasNode   bool
@@ -56,6 +62,7 @@ type SiteTable struct {
 	st      *snapshot.Stacks
 	counts  []bool       // by FrameID: library or user code, in focus
 	classes []FrameClass // by FrameID
+	cublas  []bool       // by FrameID: cuBLAS setting up a workspace (a C++ frame)
 	sites   []Site       // distinct sites; sites[i] for stacks whose site index is i
 	site    []int32      // by StackID: index into sites
 }
@@ -78,6 +85,7 @@ func (f *Filter) For(st *snapshot.Stacks) *SiteTable {
 		// Copy, never append in place: readers may hold the old table.
 		nt.counts = append([]bool(nil), t.counts...)
 		nt.classes = append([]FrameClass(nil), t.classes...)
+		nt.cublas = append([]bool(nil), t.cublas...)
 		nt.sites = append([]Site(nil), t.sites...)
 		nt.site = append([]int32(nil), t.site...)
 	}
@@ -86,6 +94,7 @@ func (f *Filter) For(st *snapshot.Stacks) *SiteTable {
 		c := f.Class(fr)
 		nt.classes = append(nt.classes, c)
 		nt.counts = append(nt.counts, c != FrameFolded && f.inFocus(fr))
+		nt.cublas = append(nt.cublas, !isPython(fr) && (strings.Contains(fr.Name, "setWorkspaceForHandle") || strings.Contains(fr.Name, "getCUDABlasLtWorkspace")))
 	}
 	index := make(map[Site]int32, len(nt.sites))
 	for i, s := range nt.sites {
@@ -107,8 +116,20 @@ func (f *Filter) For(st *snapshot.Stacks) *SiteTable {
 
 // choose picks the site of a stack (innermost frame first): its innermost
 // counted frame, with the user frame that called into it when that frame
-// is library code; else its innermost Python frame; else none.
+// is library code; else its innermost Python frame; else none. A stack
+// of cuBLAS making a workspace is marked CuBLAS.
 func (t *SiteTable) choose(frames []snapshot.FrameID) Site {
+	s := t.chooseFrame(frames)
+	for _, fid := range frames {
+		if t.cublas[fid] {
+			s.CuBLAS = true
+			break
+		}
+	}
+	return s
+}
+
+func (t *SiteTable) chooseFrame(frames []snapshot.FrameID) Site {
 	for i, fid := range frames {
 		if !t.counts[fid] {
 			continue
