@@ -49,10 +49,10 @@ type Site struct {
 	// getCUDABlasLtWorkspace; stacks="all"): the first matmul on a stream
 	// makes one and keeps it for the process's life, so the Python line
 	// that ran that matmul did not ask for it.
-	CuBLAS    bool
-	Near      bool
-	Node      snapshot.FrameID
-	HasNode   bool
+	CuBLAS  bool
+	Near    bool
+	Node    snapshot.FrameID
+	HasNode bool
 }
 
 // SiteTable is a filter's decisions about one stack table: each frame's
