@@ -39,4 +39,6 @@ for step in range(1, dumps[-1] + 1):
         torch.cuda.synchronize()
         path = os.path.join(args.out, "real-%d.pickle" % step)
         torch.cuda.memory._dump_snapshot(path)
-        print(path, os.path.getsize(path), flush=True)
+        st = torch.cuda.memory_stats()
+        print(path, os.path.getsize(path), "reserved_peak", st["reserved_bytes.all.peak"],
+              "allocated_peak", st["allocated_bytes.all.peak"], "num_alloc_retries", st["num_alloc_retries"], flush=True)
