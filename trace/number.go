@@ -129,19 +129,12 @@ func divRound(r *big.Rat, n, d int64) float64 {
 
 // ceilInt returns the least int64 ≥ f and floorInt the greatest ≤ f,
 // saturating, so int-vs-float comparisons can be done on ints exactly.
-func ceilInt(f float64) int64 {
-	c := math.Ceil(f)
-	switch {
-	case c >= math.MaxInt64:
-		return math.MaxInt64
-	case c <= math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(c)
-}
+func ceilInt(f float64) int64 { return saturate(math.Ceil(f)) }
 
-func floorInt(f float64) int64 {
-	c := math.Floor(f)
+func floorInt(f float64) int64 { return saturate(math.Floor(f)) }
+
+// saturate is the integral f as an int64, clamped to its range.
+func saturate(c float64) int64 {
 	switch {
 	case c >= math.MaxInt64:
 		return math.MaxInt64

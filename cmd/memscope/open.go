@@ -127,6 +127,17 @@ func checkAgainst(cc *cmdContext, path string, s *snapshot.Snapshot, opt attribu
 // checkDevice is snapshot.CheckDevice, the input's fault when it fails.
 func checkDevice(s *snapshot.Snapshot, device int) error { return badInput(s.CheckDevice(device)) }
 
+// filteredPaths is the --ignore/--focus filter and the snapshot paths of a
+// command that renders many snapshots (report, serve).
+func filteredPaths(ignore, focus string, args []string) (*attribution.Filter, []string, error) {
+	filter, err := attribution.NewFilter(ignore, focus)
+	if err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	paths, err := snapshotPaths(args)
+	return filter, paths, err
+}
+
 // snapshotPaths expands the arguments of a command that reads snapshots
 // (capture.SnapshotPaths: a capture run directory stands for its
 // snapshots).

@@ -49,11 +49,7 @@ func reportFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func runReport(cc *cmdContext, o reportOptions, paths []string) error {
-	filter, err := attribution.NewFilter(o.ignore, o.focus)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	paths, err = snapshotPaths(paths)
+	filter, paths, err := filteredPaths(o.ignore, o.focus, paths)
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,7 @@ func serveFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func runServe(cc *cmdContext, o serveOptions, paths []string) error {
-	filter, err := attribution.NewFilter(o.ignore, o.focus)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	paths, err = snapshotPaths(paths)
+	filter, paths, err := filteredPaths(o.ignore, o.focus, paths)
 	if err != nil {
 		return err
 	}
