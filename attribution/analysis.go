@@ -22,6 +22,12 @@ type Options struct {
 	// analysis's replay for Device.Series with that MaxPoints, which then
 	// replays nothing (the report's timeline). It implies AllocSizes.
 	SeriesPoints int
+	// NoModel leaves out the allocator model's verdicts: the peak's
+	// fragmentation verdict stays the free blocks' and the OOMs are not
+	// run under other settings (Device.OOMSettings is empty), which is a
+	// quarter of the analysis on a real capture. For commands that print
+	// none of them (diff).
+	NoModel bool
 }
 
 // Analysis is everything memscope finds in one snapshot.
@@ -183,11 +189,13 @@ func (a *Analysis) analyzeDevice(d int) *Device {
 		dev.OOMs = append(dev.OOMs, o)
 		dev.Frag = append(dev.Frag, o.Frag)
 	}
-	if len(dev.OOMs) > 0 {
+	if len(dev.OOMs) > 0 && !a.opt.NoModel {
 		dev.OOMSettings = dev.simulateOOMs()
 		dev.simulatedVerdicts()
 	}
-	dev.simulatedPeakVerdict()
+	if !a.opt.NoModel {
+		dev.simulatedPeakVerdict()
+	}
 	dev.Leak = dev.findLeak()
 	dev.Inference = dev.inference()
 	dev.Lost = dev.lostHistory()

@@ -21,6 +21,7 @@ type analysisOptions struct {
 	focus, ignore string
 	top           int
 	allocSizes    bool // keep each alloc's block size (pprof)
+	noModel       bool // leave out the allocator model's verdicts (diff prints none)
 }
 
 // define defines them in fs; withTop adds --top, for the commands that
@@ -60,7 +61,7 @@ func (o *analysisOptions) analyzePair(cc *cmdContext, pa, pb string) (a, b *attr
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
-	opt := attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes}
+	opt := attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes, NoModel: o.noModel}
 	paths := []string{pa, pb}
 	if sameFile(pa, pb) {
 		paths = paths[:1]
@@ -197,6 +198,7 @@ func oomFlags(fs *pflag.FlagSet) runFunc {
 func diffFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, true)
+	o.noModel = true // the diff holds no fragmentation or OOM verdict
 	return func(cc *cmdContext, paths []string) error {
 		pa, sweepA, err := capture.DiffPath(paths[0])
 		if err != nil {
