@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 
 	"github.com/memscope/memscope/attribution"
@@ -47,4 +48,54 @@ func TestDiffWithoutModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOutputsWithoutModel: peak, leaks and pprof analyse without the
+// allocator model's verdicts too (none of them prints one): on every
+// fixture, their text, JSON and profile are byte for byte what they are
+// with the model.
+func TestOutputsWithoutModel(t *testing.T) {
+	var paths []string
+	for _, g := range []string{"../fixtures/*/snapshot*.pickle", "../fixtures/*/*/snapshot*.pickle", "../fixtures/*/*/snapshot.pickle.gz"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, m...)
+	}
+	if len(paths) < 60 {
+		t.Fatalf("%d fixtures found, want 60 and more", len(paths))
+	}
+	for _, p := range paths {
+		s, err := snapshot.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs [2][]byte
+		for k, noModel := range []bool{false, true} {
+			an := attribution.Analyze(s, attribution.Options{Device: -1, AllocSizes: true, NoModel: noModel})
+			var b bytes.Buffer
+			at, err := an.At("peak", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []Result{&Peak{Source: p, Analysis: an, Devices: at, Top: 15, Phases: true}, &Leaks{Source: p, Analysis: an}} {
+				for _, f := range []Format{Text, JSON} {
+					if err := Write(&b, f, r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if d := an.Primary(); d != nil {
+				if err := Write(&b, PProf, &Profile{Analysis: an, Device: d, Moment: d.Peak, Allocs: d.EachAllocation()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			outs[k] = b.Bytes()
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			t.Errorf("%s: peak, leaks or pprof differ without the allocator model", p)
+		}
+	}
+	t.Logf("%d fixtures", len(paths))
 }

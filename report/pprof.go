@@ -134,20 +134,45 @@ func (b *pprofBuilder) namedSite(d *attribution.Device, lb *snapshot.LiveBlock) 
 		return sampleStack{}, false
 	}
 	fwd, _ := d.BackwardOf(lb)
-	if fwd != 0 && !b.an.Filter.Counts(b.an.Snapshot.Stacks.Frame(site.Frame)) {
-		fwd = 0 // a forward stack with no frame that counts: the label says all it has
-	}
-	label := site.Label(b.an.Snapshot.Stacks)
-	if fwd != 0 {
-		label = attribution.SiteKey(b.an.Snapshot.Stacks, site) // the caller is among the frames above
-	}
-	i, ok := b.nameIDs[label]
+	// The label is made once per site (a frame's label runs the path
+	// rules, regular expressions): a large recording names millions of
+	// blocks by a few hundred sites.
+	k := namedKey{site, fwd != 0}
+	e, ok := b.named[k]
 	if !ok {
-		i = int32(len(b.names))
-		b.nameIDs[label] = i
-		b.names = append(b.names, label)
+		st := b.an.Snapshot.Stacks
+		// A forward stack with no frame that counts: the label says all it has.
+		e.keepFwd = fwd != 0 && b.an.Sites().Counts(site.Frame)
+		label := site.Label(st)
+		if e.keepFwd {
+			label = attribution.SiteKey(st, site) // the caller is among the frames above
+		}
+		i, seen := b.nameIDs[label]
+		if !seen {
+			i = int32(len(b.names))
+			b.nameIDs[label] = i
+			b.names = append(b.names, label)
+		}
+		e.name = i
+		b.named[k] = e
 	}
-	return sampleStack{id: fwd, site: siteNamed, name: i}, true
+	if !e.keepFwd {
+		fwd = 0
+	}
+	return sampleStack{id: fwd, site: siteNamed, name: e.name}, true
+}
+
+// namedKey is a named site and whether its block was matched to a
+// forward allocation; namedSite caches its label's name by it.
+type namedKey struct {
+	site   attribution.Site
+	hasFwd bool
+}
+
+// namedEntry is namedSite's cache of one namedKey.
+type namedEntry struct {
+	name    int32
+	keepFwd bool // the forward stack has a frame that counts: it goes above the label
 }
 
 // sampleKey is what makes a sample: numbers only, so the millions of
@@ -250,6 +275,7 @@ type pprofBuilder struct {
 	synthLocs map[string]uint64 // by function name
 	names     []string          // sampleStack.name → a named site's label
 	nameIDs   map[string]int32
+	named     map[namedKey]namedEntry
 	labelSets map[labelKey]int32
 	numSets   map[[2]int64]int32
 	labelEnc  [][]byte // per label set: its Sample.label fields, encoded
@@ -288,6 +314,7 @@ func newPProfBuilder(an *attribution.Analysis, steps *stepGroups) *pprofBuilder 
 		stackLocs: map[snapshot.StackID][]uint64{},
 		synthLocs: map[string]uint64{},
 		nameIDs:   map[string]int32{},
+		named:     map[namedKey]namedEntry{},
 		labelSets: map[labelKey]int32{},
 		numSets:   map[[2]int64]int32{},
 		phaseIDs:  map[string]int32{"": 0},

@@ -21,7 +21,7 @@ type analysisOptions struct {
 	focus, ignore string
 	top           int
 	allocSizes    bool // keep each alloc's block size (pprof)
-	noModel       bool // leave out the allocator model's verdicts (diff prints none)
+	noModel       bool // leave out the allocator model's verdicts (diff, peak, leaks and pprof print none)
 }
 
 // define defines them in fs; withTop adds --top, for the commands that
@@ -50,7 +50,7 @@ func (o *analysisOptions) analyze(cc *cmdContext, path string) (*attribution.Ana
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	return analyzeSnapshot(cc, path, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes})
+	return analyzeSnapshot(cc, path, attribution.Options{Filter: f, Device: o.device, AllocSizes: o.allocSizes, NoModel: o.noModel})
 }
 
 // analyzePair opens and analyses two snapshots at once, one on each core
@@ -126,6 +126,7 @@ func (o *analysisOptions) eachFile(cc *cmdContext, paths []string, fn func(path 
 func peakFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, true)
+	o.noModel = true // the moment's sites, categories and phases hold no model verdict
 	at := fs.String("at", "peak", "the `MOMENT`: peak, end, oom, oom:N, event:N, step:N:PHASE (that phase's peak; with gradient accumulation the highest micro-batch's, as the phase table shows), step:N:PHASE:M (micro-batch M, from 0), or a time after the first event such as 1.5s")
 	tree := fs.Bool("tree", false, "print the call tree of the live blocks instead of the tables")
 	tracePath := fs.String("trace", "", "join with the torch.profiler `TRACE` of the same run and group by operator too, or by category for an export_memory_timeline file")
@@ -160,6 +161,7 @@ func peakFlags(fs *pflag.FlagSet) runFunc {
 func leaksFlags(fs *pflag.FlagSet) runFunc {
 	var o analysisOptions
 	o.define(fs, false)
+	o.noModel = true // the leak verdict holds no model verdict
 	return func(cc *cmdContext, paths []string) error {
 		return o.eachFile(cc, paths, func(path string, an *attribution.Analysis) (report.Result, error) {
 			return &report.Leaks{Source: path, Analysis: an}, nil

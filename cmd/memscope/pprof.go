@@ -20,6 +20,7 @@ func pprofFlags(fs *pflag.FlagSet) runFunc {
 	out := fs.StringP("output", "o", "mem.pb.gz", "write the profile to `FILE`")
 	memoryFlag(fs)
 	o.allocSizes = true // every allocation is profiled: one replay, not two
+	o.noModel = true    // a profile holds no model verdict
 	return func(cc *cmdContext, paths []string) error {
 		snaps, err := snapshotPaths(paths)
 		if err != nil {
