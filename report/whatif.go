@@ -99,6 +99,14 @@ func (r *WhatIf) writeText(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		for _, o := range d.Runs {
+			if o.PeakSegments == 0 && o.PeakReserved > 0 {
+				// A column of 0/0 with memory reserved is expandable
+				// segments', which torch's segment stat does not count.
+				ew.printf("segments count cudaMalloc'd segments as torch's segment stat does: expandable segments' mapped memory is not among them\n")
+				break
+			}
+		}
 		if m := d.Model; m != nil {
 			ew.printf("the recorded settings' column is the recorded run, as the replay matched it\n")
 			if m.PeakReserved != rec.PeakReserved || (m.OOM == nil) != (rec.OOM == nil) {

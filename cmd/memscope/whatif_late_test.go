@@ -82,3 +82,19 @@ func TestWhatIfDefaultsColumn(t *testing.T) {
 		t.Errorf("defaults: %d in [%d, %d], start re-made %v; want torch's %d inside", o.PeakReserved, o.PeakReservedLow, o.PeakReservedHigh, o.StartPlaced, want)
 	}
 }
+
+// TestWhatIfExpandableSegmentsLine: a column of 0/0 segments with memory
+// reserved (expandable segments, which torch's segment stat leaves out)
+// comes with the line that says so; without such a column there is none.
+func TestWhatIfExpandableSegmentsLine(t *testing.T) {
+	const snap = "../../fixtures/whatif-train-stacks-all/snapshot.pickle.gz"
+	const line = "expandable segments' mapped memory is not among them"
+	r := runMemscope("whatif", "--conf", "expandable_segments:True", snap)
+	if r.code != 0 || !strings.Contains(r.stdout, line) || !strings.Contains(r.stdout, "178/178            0/0") {
+		t.Errorf("whatif --conf expandable_segments:True: exit %d, output:\n%s\nwant the 0/0 column and the line saying why", r.code, r.stdout)
+	}
+	r = runMemscope("whatif", "--conf", "max_split_size_mb:128", snap)
+	if r.code != 0 || strings.Contains(r.stdout, line) {
+		t.Errorf("whatif --conf max_split_size_mb:128: exit %d, output:\n%s\nwant no expandable line", r.code, r.stdout)
+	}
+}
