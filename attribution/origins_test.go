@@ -8,13 +8,14 @@ import (
 )
 
 // originFiles lists every real snapshot: the fixtures made with the
-// harness and without it (plain-*, workloads/*, the sweeps' points), and
-// the third-party files.
+// harness and without it (plain-*, workloads/*, the sweeps' points, the
+// what-if fixtures, gzipped), and the third-party files.
 func originFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	for _, g := range []string{"../fixtures/*/snapshot*.pickle", "../fixtures/*/*/snapshot*.pickle",
-		"../fixtures/*/points/*/snapshot.pickle", "testdata/thirdparty/*.pickle.gz"} {
+		"../fixtures/*/points/*/snapshot.pickle", "../fixtures/*/*/snapshot.pickle.gz", "../fixtures/*/snapshot.pickle.gz",
+		"testdata/thirdparty/*.pickle.gz"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)
@@ -145,11 +146,12 @@ func TestBackwardOfLogits(t *testing.T) {
 }
 
 // TestCuBLASWorkspaceSites: with stacks="all" (fixtures/stacks-all,
-// plain-sgd-leak, and every other real snapshot), the blocks whose stack
+// plain-sgd-leak, the plain-torch Llama capture whatif-train-stacks-all,
+// and every other real snapshot), the blocks whose stack
 // holds cuBLAS making a handle's workspace (at::cuda::setWorkspaceForHandle,
 // and cuBLASLt's, getCUDABlasLtWorkspace) are the cuBLAS sites at the peak, byte for byte: named, labelled as the
 // workspace, the forward's by the line of the first matmul and the
-// backward's as the autograd engine's; no other site is one. The two
+// backward's as the autograd engine's; no other site is one. The three
 // fixtures recorded with C++ frames each have both.
 func TestCuBLASWorkspaceSites(t *testing.T) {
 	withFrames := 0
@@ -192,7 +194,7 @@ func TestCuBLASWorkspaceSites(t *testing.T) {
 			}
 		}
 	}
-	if withFrames < 2 {
-		t.Errorf("%d devices hold cuBLAS workspaces with C++ frames at the peak, want stacks-all's and plain-sgd-leak's", withFrames)
+	if withFrames < 3 {
+		t.Errorf("%d devices hold cuBLAS workspaces with C++ frames at the peak, want stacks-all's, plain-sgd-leak's and whatif-train-stacks-all's", withFrames)
 	}
 }

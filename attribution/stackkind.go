@@ -58,11 +58,6 @@ const (
 	// kindZeroGrad: inside zero_grad (an optimizer's, torch/optim, or a
 	// module's): on a free, the block freed is a gradient.
 	kindZeroGrad
-	// kindWorkspace: cuBLAS setting up a handle's workspace
-	// (at::cuda::setWorkspaceForHandle, getCUDABlasLtWorkspace; C++
-	// frames, stacks="all"): the first matmul on a stream, kept for the
-	// process's life, whatever Python line ran it.
-	kindWorkspace
 	kindDone // the stack's bits are computed
 )
 
@@ -79,7 +74,6 @@ const (
 	fGather
 	fReduce
 	fZeroGrad
-	fWorkspace
 	fDone
 )
 
@@ -173,7 +167,7 @@ func (k *kinds) event(ev *snapshot.Event) kind {
 var frameKinds = [...]struct {
 	frame uint16
 	kind  kind
-}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}, {fGather, kindGather}, {fReduce, kindReduce}, {fZeroGrad, kindZeroGrad}, {fWorkspace, kindWorkspace}}
+}{{fPython, kindPython}, {fBackward, kindBackward}, {fModule, kindModule}, {fForward, kindForward}, {fLoad, kindLoad}, {fKV, kindKV}, {fGather, kindGather}, {fReduce, kindReduce}, {fZeroGrad, kindZeroGrad}}
 
 // stack returns the kind bits of stack id.
 func (k *kinds) stack(id snapshot.StackID) kind {
@@ -240,9 +234,6 @@ func frameBits(fr *snapshot.Frame) uint16 {
 	}
 	torch := inTorch(path)
 	f |= loadOrCacheBits(path, fr.Name, torch) | shardBits(path, fr.Name)
-	if !isPython(fr) && (strings.Contains(fr.Name, "setWorkspaceForHandle") || strings.Contains(fr.Name, "getCUDABlasLtWorkspace")) {
-		f |= fWorkspace
-	}
 	if torch && fr.Name == "zero_grad" && (strings.HasSuffix(path, "torch/optim/optimizer.py") || strings.HasSuffix(path, "torch/nn/modules/module.py")) {
 		f |= fZeroGrad
 	}

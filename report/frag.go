@@ -2,7 +2,6 @@ package report
 
 import (
 	"io"
-	"math"
 	"text/tabwriter"
 
 	"github.com/memscope/memscope/attribution"
@@ -54,14 +53,6 @@ type DeviceFragJSON struct {
 	// asked (it cannot run the trace, or does not match it); "" when it
 	// could.
 	SimulatedWhy string `json:"simulated_why,omitempty"`
-}
-
-// jsonNumber is f, or 0 where JSON cannot hold it (NaN, ±Inf).
-func jsonNumber(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
 }
 
 // FragJSONOf is one fragmentation result as the frag document writes it.

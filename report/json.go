@@ -3,11 +3,21 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"math"
 
 	"github.com/memscope/memscope/attribution"
 	"github.com/memscope/memscope/report/jsondoc"
 	"github.com/memscope/memscope/snapshot"
 )
+
+// jsonNumber is f, or 0 where JSON cannot hold it (NaN, ±Inf: a share of
+// nothing allocated).
+func jsonNumber(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
 
 // writeJSON writes v indented.
 func writeJSON(w io.Writer, v any) error {
@@ -38,7 +48,7 @@ func categories(c [attribution.NumCategories]attribution.Bytes) map[string]int64
 func SiteJSONOf(tab *attribution.SiteTable, site attribution.SiteBytes) SiteJSON {
 	st := tab.Stacks()
 	sj := SiteJSON{Label: site.Label, Kind: site.Site.Kind, Named: site.Site.Named(), Bytes: site.Bytes,
-		Requested: site.Requested, Blocks: site.Count, Share: site.Share,
+		Requested: site.Requested, Blocks: site.Count, Share: jsonNumber(site.Share),
 		Stack: StackJSONOf(tab, site.Stack), FreeStack: site.FreeStack}
 	switch site.Site.Kind {
 	case attribution.SiteUser, attribution.SiteLibrary, attribution.SitePython, attribution.SiteBackward:

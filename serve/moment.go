@@ -70,9 +70,6 @@ func (s *Server) moment(v *view, r *http.Request) (any, error) {
 	}
 	d := v.d
 	out := &Moment{Moment: report.MomentJSONOf(v.an.Sites(), d.Device, m, 20), Frag: report.FragJSONOf(d.FragmentationAt(m)), X: -1, Segments: []Segment{}}
-	for i := range out.Moment.Sites {
-		out.Moment.Sites[i].Share = finite(out.Moment.Sites[i].Share)
-	}
 	if m.Index >= 0 && m.Index < len(v.ax.events) {
 		out.X = v.ax.xOf(m.Index)
 	}

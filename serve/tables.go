@@ -153,9 +153,6 @@ type Leaks = report.LeakJSON
 func (s *Server) leaks(v *view, r *http.Request) (any, error) {
 	out := report.LeakJSONOf(v.an.Sites(), v.d)
 	out.Sites = out.Sites[:min(len(out.Sites), maxSites)]
-	for i := range out.Sites {
-		out.Sites[i].Share = finite(out.Sites[i].Share)
-	}
 	return &out, nil
 }
 

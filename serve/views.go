@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 
@@ -100,19 +99,9 @@ func (v *view) siteRows(sites []attribution.SiteBytes, limit int, q string) []re
 		if q != "" && !strings.Contains(strings.ToLower(s.Label), q) {
 			continue
 		}
-		row := report.SiteJSONOf(tab, s)
-		row.Share = finite(row.Share)
-		out = append(out, row)
+		out = append(out, report.SiteJSONOf(tab, s))
 	}
 	return out
-}
-
-// finite is f, or 0 when it is not a number JSON can hold.
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
 }
 
 func (s *Server) summary(v *view, r *http.Request) (any, error) {
