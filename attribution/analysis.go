@@ -26,7 +26,7 @@ type Options struct {
 	// fragmentation verdict stays the free blocks' and the OOMs are not
 	// run under other settings (Device.OOMSettings is empty), which is a
 	// quarter of the analysis on a real capture. For commands that print
-	// none of them (diff).
+	// none of them (diff, peak, leaks, pprof).
 	NoModel bool
 }
 
